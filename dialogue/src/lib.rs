@@ -1,1 +1,37 @@
-//! x
+//! Banter's dialogue: the content model, its two source formats, the layer union, the dialogue
+//! graph, content checks and the walk rules shared by the server and every client.
+//!
+//! Pure: no network, no database, no clock. The only I/O is the thin loader in [`content`],
+//! which reads files and hands their bytes to the parsers.
+
+pub mod canonical;
+pub mod check;
+pub mod condition;
+pub mod content;
+pub mod diagnostic;
+pub mod editor;
+pub mod export;
+pub mod graph;
+pub mod json;
+pub mod layers;
+pub mod model;
+
+pub use condition::{Condition, Counter, Facts, NoFacts, QuestStatus};
+pub use diagnostic::{Diagnostic, Position, Problem, Severity, has_errors};
+pub use graph::{ActionIndex, AuthoredAction, DialogueGraph, Vertex, VertexId, VertexKind};
+pub use layers::Layer;
+pub use model::{Conversation, ConversationFile, Exit, Next, Node, NodeEntry, NodePatch, Response};
+
+/// Parses one conversation file, choosing the format by its name: `*.editor.json` is the
+/// editor export, any other `*.json` the canonical format.
+pub fn parse_conversation_file(
+    file: &str,
+    bytes: &[u8],
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Option<ConversationFile> {
+    if file.ends_with(editor::SUFFIX) {
+        editor::parse_editor_export(file, bytes, diagnostics)
+    } else {
+        canonical::parse_conversation(file, bytes, diagnostics)
+    }
+}

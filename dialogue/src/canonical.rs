@@ -1,0 +1,250 @@
+//! The canonical source format: a JSON object whose keys are node names (article section 2).
+//!
+//! ```json
+//! {
+//!   "FirstNode": "Greet",
+//!   "Speaker": "Mara",
+//!   "Greet": {
+//!     "Text": "Word is a Winterspire angler landed something rare.",
+//!     "Responses": [
+//!       { "Text": "Let's go see it.", "NextNode": "Accepted",
+//!         "Actions": [ { "Type": "AcceptQuest", "QuestId": "MarksColdCall" } ] },
+//!       { "Text": "Maybe later.", "NextNode": "Declined" }
+//!     ]
+//!   }
+//! }
+//! ```
+//!
+//! Field names are the article's, so content converts one to one. `Patch: true` marks a layer
+//! node that changes only the fields it names.
+
+use crate::diagnostic::{Diagnostic, Problem};
+use crate::json::{Decoder, Json};
+use crate::model::{ConversationFile, Exit, Next, Node, NodeEntry, NodePatch, Response};
+
+/// Reserved keys of a conversation object; every other key is a node.
+pub const FIRST_NODE: &str = "FirstNode";
+pub const SPEAKER: &str = "Speaker";
+
+/// Parses one canonical conversation file. Problems are pushed to `diagnostics`; a node with an
+/// error is left out, and the rest of the conversation is still returned.
+pub fn parse_conversation(
+    file: &str,
+    bytes: &[u8],
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Option<ConversationFile> {
+    let root = match crate::json::parse_bytes(file, bytes) {
+        Ok(root) => root,
+        Err(d) => {
+            diagnostics.push(d);
+            return None;
+        }
+    };
+    let mut decoder = Decoder { file, diagnostics };
+    decode_conversation(&mut decoder, &root)
+}
+
+fn decode_conversation(d: &mut Decoder<'_>, root: &Json) -> Option<ConversationFile> {
+    let Json::Object(entries) = root else {
+        d.diagnostics.push(Diagnostic::error(
+            d.file,
+            Problem::WrongType {
+                expected: "an object of named nodes",
+                found: root.kind(),
+            },
+        ));
+        return None;
+    };
+    let mut out = ConversationFile {
+        file: d.file.to_owned(),
+        ..ConversationFile::default()
+    };
+    for (key, value) in entries {
+        match key.as_str() {
+            FIRST_NODE => out.first_node = d.ident(None, FIRST_NODE, "FirstNode", value),
+            SPEAKER => out.speaker = d.ident(None, SPEAKER, "Speaker", value),
+            name => {
+                if let Some(node) = decode_node(d, name, value) {
+                    out.nodes.insert(name.to_owned(), node);
+                }
+            }
+        }
+    }
+    Some(out)
+}
+
+const NODE_FIELDS: [&str; 7] = [
+    "Text",
+    "Responses",
+    "NextNode",
+    "Close",
+    "Actions",
+    "Conditions",
+    "Patch",
+];
+const RESPONSE_FIELDS: [&str; 4] = ["Text", "Actions", "NextNode", "Conditions"];
+
+fn decode_node(d: &mut Decoder<'_>, name: &str, value: &Json) -> Option<NodeEntry> {
+    let node = Some(name);
+    let Json::Object(fields) = value else {
+        d.wrong_type(node, name, "a node object", value);
+        return None;
+    };
+    let errors_before = d.diagnostics.len();
+    let field = |key: &str| fields.iter().find(|(k, _)| k == key).map(|(_, v)| v);
+    for (key, _) in fields {
+        if !NODE_FIELDS.contains(&key.as_str()) {
+            d.error(node, key, Problem::UnknownField(key.clone()));
+        }
+    }
+    let patch = match field("Patch") {
+        None => false,
+        Some(Json::Bool(b)) => *b,
+        Some(other) => {
+            d.wrong_type(node, "Patch", "a boolean", other);
+            false
+        }
+    };
+    let text = field("Text").and_then(|v| d.string(node, "Text", v));
+    let actions = field("Actions").map(|v| d.actions(node, "Actions", v));
+    let conditions = field("Conditions").and_then(|v| d.conditions(node, "Conditions", v));
+    let exit = decode_exit(
+        d,
+        node,
+        field("Responses"),
+        field("NextNode"),
+        field("Close"),
+    );
+    if d.diagnostics.len() > errors_before {
+        return None;
+    }
+    Some(if patch {
+        NodeEntry::Patch(NodePatch {
+            text,
+            exit,
+            actions,
+            conditions,
+        })
+    } else {
+        NodeEntry::Whole(Node {
+            text: text.unwrap_or_default(),
+            exit: exit.unwrap_or_default(),
+            actions: actions.unwrap_or_default(),
+            conditions,
+        })
+    })
+}
+
+/// The node's exit; `None` when no exit field is present (a patch then keeps the base's exit).
+fn decode_exit(
+    d: &mut Decoder<'_>,
+    node: Option<&str>,
+    responses: Option<&Json>,
+    next: Option<&Json>,
+    close: Option<&Json>,
+) -> Option<Exit> {
+    // `Close: false` is the same as no Close at all; it is not an exit.
+    let close = match close {
+        None => None,
+        Some(Json::Bool(b)) => Some(*b),
+        Some(other) => {
+            d.wrong_type(node, "Close", "a boolean", other);
+            None
+        }
+    };
+    let present: Vec<&str> = [
+        responses.map(|_| "Responses"),
+        next.map(|_| "NextNode"),
+        (close == Some(true)).then_some("Close"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if present.len() > 1 {
+        d.error(node, present[1], Problem::SeveralExits(present.join(", ")));
+        return None;
+    }
+    if let Some(v) = responses {
+        let Json::Array(items) = v else {
+            d.wrong_type(node, "Responses", "an array of responses", v);
+            return None;
+        };
+        let responses = items
+            .iter()
+            .enumerate()
+            .filter_map(|(i, item)| decode_response(d, node, i + 1, item))
+            .collect();
+        return Some(Exit::Responses(responses));
+    }
+    if let Some(v) = next {
+        return decode_next(d, node, "NextNode", v).map(Exit::Next);
+    }
+    match close {
+        Some(true) => Some(Exit::Close),
+        Some(false) => Some(Exit::End),
+        None => None,
+    }
+}
+
+/// `NextNode`: one node name, or a non-empty list tried in order.
+pub(crate) fn decode_next(
+    d: &mut Decoder<'_>,
+    node: Option<&str>,
+    field: &str,
+    v: &Json,
+) -> Option<Next> {
+    match v {
+        Json::String(_) => d.ident(node, field, "NextNode", v).map(Next::One),
+        Json::Array(items) if !items.is_empty() => {
+            let names: Vec<String> = items
+                .iter()
+                .enumerate()
+                .filter_map(|(i, item)| d.ident(node, &format!("{field}[{}]", i + 1), "NextNode", item))
+                .collect();
+            (names.len() == items.len()).then_some(Next::FirstOf(names))
+        }
+        Json::Array(_) => {
+            d.error(node, field, Problem::EmptyValue("NextNode"));
+            None
+        }
+        other => {
+            d.wrong_type(node, field, "a node name or a list of node names", other);
+            None
+        }
+    }
+}
+
+fn decode_response(
+    d: &mut Decoder<'_>,
+    node: Option<&str>,
+    index: usize,
+    v: &Json,
+) -> Option<Response> {
+    let at = format!("Responses[{index}]");
+    let Json::Object(fields) = v else {
+        d.wrong_type(node, &at, "a response object", v);
+        return None;
+    };
+    let errors_before = d.diagnostics.len();
+    for (key, _) in fields {
+        if !RESPONSE_FIELDS.contains(&key.as_str()) {
+            d.error(node, &format!("{at}.{key}"), Problem::UnknownField(key.clone()));
+        }
+    }
+    let field = |key: &str| fields.iter().find(|(k, _)| k == key).map(|(_, v)| v);
+    let text = field("Text")
+        .and_then(|v| d.string(node, &format!("{at}.Text"), v))
+        .unwrap_or_default();
+    let actions = field("Actions")
+        .map(|v| d.actions(node, &format!("{at}.Actions"), v))
+        .unwrap_or_default();
+    let next = field("NextNode").and_then(|v| decode_next(d, node, &format!("{at}.NextNode"), v));
+    let conditions =
+        field("Conditions").and_then(|v| d.conditions(node, &format!("{at}.Conditions"), v));
+    (d.diagnostics.len() == errors_before).then_some(Response {
+        text,
+        actions,
+        next,
+        conditions,
+    })
+}

@@ -1,0 +1,1 @@
+//! Content checks. (being written)

@@ -1,0 +1,581 @@
+//! The condition language: `Conditions` on nodes and responses, evaluated (the article stores
+//! them and never evaluates them; Banter does, on the server authoritatively and on the client
+//! against the facts the server sent it).
+//!
+//! ```text
+//! expr     := and ( "||" and )*
+//! and      := unary ( "&&" unary )*
+//! unary    := "!" unary | atom
+//! atom     := "(" expr ")" | "true" | "false"
+//!           | "has" "(" NAME ")"                       -- a state or tag: has(PostReveal)
+//!           | "quest" "(" NAME ")" ("==" | "!=") STATUS -- quest(MarksColdCall) == active
+//!           | value CMP value                           -- coins >= 50, progress(Q, O) < 3
+//! value    := INTEGER | "progress" "(" NAME "," NAME ")" | COUNTER
+//! CMP      := "==" | "!=" | "<" | "<=" | ">" | ">="
+//! STATUS   := "unavailable" | "available" | "active" | "completed"
+//! COUNTER  := "coins" | "experience" | "tutorial_stage"
+//! NAME     := [A-Za-z_][A-Za-z0-9_.]*
+//! ```
+//!
+//! A list of expressions in the content means all of them. Parsing is bounded (length and
+//! nesting), so no input can exhaust the stack; evaluation never allocates.
+
+use std::fmt;
+
+/// Longest condition text accepted, in bytes.
+pub const MAX_CONDITION_BYTES: usize = 1024;
+/// Deepest nesting of parentheses and `!` accepted.
+pub const MAX_DEPTH: usize = 32;
+
+/// Where a player stands with a quest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QuestStatus {
+    /// Prerequisites not met.
+    Unavailable,
+    /// May be accepted.
+    Available,
+    /// Accepted, not handed in.
+    Active,
+    /// Handed in and paid.
+    Completed,
+}
+
+impl QuestStatus {
+    pub const ALL: [QuestStatus; 4] = [
+        QuestStatus::Unavailable,
+        QuestStatus::Available,
+        QuestStatus::Active,
+        QuestStatus::Completed,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            QuestStatus::Unavailable => "unavailable",
+            QuestStatus::Available => "available",
+            QuestStatus::Active => "active",
+            QuestStatus::Completed => "completed",
+        }
+    }
+}
+
+/// The counters a condition may compare.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Counter {
+    Coins,
+    Experience,
+    TutorialStage,
+}
+
+impl Counter {
+    pub const ALL: [Counter; 3] = [Counter::Coins, Counter::Experience, Counter::TutorialStage];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Counter::Coins => "coins",
+            Counter::Experience => "experience",
+            Counter::TutorialStage => "tutorial_stage",
+        }
+    }
+}
+
+/// What a condition may ask about the player. The server answers from the profile and the
+/// player state machine; a client answers from the facts the server sent it.
+pub trait Facts {
+    fn quest_status(&self, quest: &str) -> QuestStatus;
+    fn objective_progress(&self, quest: &str, objective: &str) -> u32;
+    /// A state or a tag by name, as `banter-player` names them (`Fishing.Casted`, `PostReveal`).
+    fn has(&self, name: &str) -> bool;
+    fn counter(&self, counter: Counter) -> i64;
+}
+
+/// Facts of a player who has done nothing: every quest available, every count zero.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoFacts;
+
+impl Facts for NoFacts {
+    fn quest_status(&self, _: &str) -> QuestStatus {
+        QuestStatus::Available
+    }
+    fn objective_progress(&self, _: &str, _: &str) -> u32 {
+        0
+    }
+    fn has(&self, _: &str) -> bool {
+        false
+    }
+    fn counter(&self, _: Counter) -> i64 {
+        0
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Comparison {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Value {
+    Int(i64),
+    Counter(Counter),
+    Progress { quest: String, objective: String },
+}
+
+/// A parsed condition.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Condition {
+    Const(bool),
+    Not(Box<Condition>),
+    All(Vec<Condition>),
+    Any(Vec<Condition>),
+    Has(String),
+    Quest {
+        quest: String,
+        is: bool,
+        status: QuestStatus,
+    },
+    Compare {
+        left: Value,
+        op: Comparison,
+        right: Value,
+    },
+}
+
+/// A name a condition refers to, for content checks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reference<'a> {
+    Fact(&'a str),
+    Quest(&'a str),
+    Objective { quest: &'a str, objective: &'a str },
+}
+
+/// Why a condition does not parse: what and at which byte.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("at byte {position}: {message}")]
+pub struct ConditionError {
+    pub position: usize,
+    pub message: String,
+}
+
+impl Condition {
+    /// Parses a condition expression.
+    pub fn parse(text: &str) -> Result<Condition, ConditionError> {
+        if text.len() > MAX_CONDITION_BYTES {
+            return Err(ConditionError {
+                position: MAX_CONDITION_BYTES,
+                message: format!("longer than {MAX_CONDITION_BYTES} bytes"),
+            });
+        }
+        let tokens = tokenize(text)?;
+        let mut parser = Parser {
+            tokens: &tokens,
+            at: 0,
+            end: text.len(),
+            depth: 0,
+        };
+        let condition = parser.or()?;
+        match parser.peek() {
+            None => Ok(condition),
+            Some((position, token)) => Err(ConditionError {
+                position,
+                message: format!("unexpected {token} after the end of the condition"),
+            }),
+        }
+    }
+
+    /// Evaluates against the caller's facts. Never allocates.
+    pub fn eval(&self, facts: &dyn Facts) -> bool {
+        match self {
+            Condition::Const(b) => *b,
+            Condition::Not(c) => !c.eval(facts),
+            Condition::All(cs) => cs.iter().all(|c| c.eval(facts)),
+            Condition::Any(cs) => cs.iter().any(|c| c.eval(facts)),
+            Condition::Has(name) => facts.has(name),
+            Condition::Quest { quest, is, status } => (facts.quest_status(quest) == *status) == *is,
+            Condition::Compare { left, op, right } => {
+                let (l, r) = (value(left, facts), value(right, facts));
+                match op {
+                    Comparison::Eq => l == r,
+                    Comparison::Ne => l != r,
+                    Comparison::Lt => l < r,
+                    Comparison::Le => l <= r,
+                    Comparison::Gt => l > r,
+                    Comparison::Ge => l >= r,
+                }
+            }
+        }
+    }
+
+    /// Calls `f` with every name this condition refers to.
+    pub fn visit_references<'a>(&'a self, f: &mut dyn FnMut(Reference<'a>)) {
+        let visit_value = |v: &'a Value, f: &mut dyn FnMut(Reference<'a>)| {
+            if let Value::Progress { quest, objective } = v {
+                f(Reference::Objective { quest, objective });
+            }
+        };
+        match self {
+            Condition::Const(_) => {}
+            Condition::Not(c) => c.visit_references(f),
+            Condition::All(cs) | Condition::Any(cs) => {
+                cs.iter().for_each(|c| c.visit_references(f))
+            }
+            Condition::Has(name) => f(Reference::Fact(name)),
+            Condition::Quest { quest, .. } => f(Reference::Quest(quest)),
+            Condition::Compare { left, right, .. } => {
+                visit_value(left, f);
+                visit_value(right, f);
+            }
+        }
+    }
+}
+
+fn value(v: &Value, facts: &dyn Facts) -> i64 {
+    match v {
+        Value::Int(i) => *i,
+        Value::Counter(c) => facts.counter(*c),
+        Value::Progress { quest, objective } => i64::from(facts.objective_progress(quest, objective)),
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Token {
+    Name(String),
+    Int(i64),
+    Op(&'static str),
+}
+
+impl fmt::Display for Token {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Token::Name(n) => write!(f, "`{n}`"),
+            Token::Int(i) => write!(f, "`{i}`"),
+            Token::Op(o) => write!(f, "`{o}`"),
+        }
+    }
+}
+
+const OPERATORS: [&str; 13] = [
+    "&&", "||", "==", "!=", "<=", ">=", "<", ">", "!", "(", ")", ",", "-",
+];
+
+fn tokenize(text: &str) -> Result<Vec<(usize, Token)>, ConditionError> {
+    let bytes = text.as_bytes();
+    let mut tokens = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let c = bytes[i];
+        if c.is_ascii_whitespace() {
+            i += 1;
+        } else if c.is_ascii_alphabetic() || c == b'_' {
+            let start = i;
+            while i < bytes.len()
+                && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_' || bytes[i] == b'.')
+            {
+                i += 1;
+            }
+            tokens.push((start, Token::Name(text[start..i].to_owned())));
+        } else if c.is_ascii_digit() {
+            let start = i;
+            while i < bytes.len() && bytes[i].is_ascii_digit() {
+                i += 1;
+            }
+            let n = text[start..i].parse::<i64>().map_err(|_| ConditionError {
+                position: start,
+                message: "number too large".to_owned(),
+            })?;
+            tokens.push((start, Token::Int(n)));
+        } else if let Some(op) = OPERATORS.iter().find(|op| text[i..].starts_with(**op)) {
+            tokens.push((i, Token::Op(op)));
+            i += op.len();
+        } else {
+            let ch = text[i..].chars().next().unwrap_or('?');
+            return Err(ConditionError {
+                position: i,
+                message: format!("unexpected character `{ch}`"),
+            });
+        }
+    }
+    Ok(tokens)
+}
+
+struct Parser<'a> {
+    tokens: &'a [(usize, Token)],
+    at: usize,
+    end: usize,
+    depth: usize,
+}
+
+impl Parser<'_> {
+    fn peek(&self) -> Option<(usize, &Token)> {
+        self.tokens.get(self.at).map(|(p, t)| (*p, t))
+    }
+
+    fn position(&self) -> usize {
+        self.peek().map_or(self.end, |(p, _)| p)
+    }
+
+    fn fail<T>(&self, message: impl Into<String>) -> Result<T, ConditionError> {
+        Err(ConditionError {
+            position: self.position(),
+            message: message.into(),
+        })
+    }
+
+    fn eat_op(&mut self, op: &str) -> bool {
+        if matches!(self.peek(), Some((_, Token::Op(o))) if *o == op) {
+            self.at += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn expect_op(&mut self, op: &str) -> Result<(), ConditionError> {
+        if self.eat_op(op) {
+            Ok(())
+        } else {
+            let found = self.peek().map_or("the end".to_owned(), |(_, t)| t.to_string());
+            self.fail(format!("expected `{op}`, found {found}"))
+        }
+    }
+
+    fn name(&mut self, what: &str) -> Result<String, ConditionError> {
+        match self.peek() {
+            Some((_, Token::Name(n))) => {
+                let n = n.clone();
+                self.at += 1;
+                Ok(n)
+            }
+            _ => self.fail(format!("expected {what}")),
+        }
+    }
+
+    fn enter(&mut self) -> Result<(), ConditionError> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return self.fail(format!("nested deeper than {MAX_DEPTH}"));
+        }
+        Ok(())
+    }
+
+    fn or(&mut self) -> Result<Condition, ConditionError> {
+        let mut parts = vec![self.and()?];
+        while self.eat_op("||") {
+            parts.push(self.and()?);
+        }
+        Ok(if parts.len() == 1 {
+            parts.remove(0)
+        } else {
+            Condition::Any(parts)
+        })
+    }
+
+    fn and(&mut self) -> Result<Condition, ConditionError> {
+        let mut parts = vec![self.unary()?];
+        while self.eat_op("&&") {
+            parts.push(self.unary()?);
+        }
+        Ok(if parts.len() == 1 {
+            parts.remove(0)
+        } else {
+            Condition::All(parts)
+        })
+    }
+
+    fn unary(&mut self) -> Result<Condition, ConditionError> {
+        if self.eat_op("!") {
+            self.enter()?;
+            let inner = self.unary()?;
+            self.depth -= 1;
+            return Ok(Condition::Not(Box::new(inner)));
+        }
+        self.atom()
+    }
+
+    fn atom(&mut self) -> Result<Condition, ConditionError> {
+        if self.eat_op("(") {
+            self.enter()?;
+            let inner = self.or()?;
+            self.expect_op(")")?;
+            self.depth -= 1;
+            return Ok(inner);
+        }
+        match self.peek() {
+            Some((_, Token::Name(n))) if n == "true" || n == "false" => {
+                let b = n == "true";
+                self.at += 1;
+                Ok(Condition::Const(b))
+            }
+            Some((_, Token::Name(n))) if n == "has" => {
+                self.at += 1;
+                self.expect_op("(")?;
+                let name = self.name("a state or tag name")?;
+                self.expect_op(")")?;
+                Ok(Condition::Has(name))
+            }
+            Some((_, Token::Name(n))) if n == "quest" => {
+                self.at += 1;
+                self.expect_op("(")?;
+                let quest = self.name("a quest id")?;
+                self.expect_op(")")?;
+                let is = if self.eat_op("==") {
+                    true
+                } else if self.eat_op("!=") {
+                    false
+                } else {
+                    return self.fail("expected `==` or `!=` after quest(...)");
+                };
+                let position = self.position();
+                let word = self.name("a quest status")?;
+                let status = QuestStatus::ALL
+                    .into_iter()
+                    .find(|s| s.name() == word)
+                    .ok_or_else(|| ConditionError {
+                        position,
+                        message: format!(
+                            "unknown quest status `{word}` (unavailable, available, active, completed)"
+                        ),
+                    })?;
+                Ok(Condition::Quest { quest, is, status })
+            }
+            _ => {
+                let left = self.value()?;
+                let op = [
+                    ("==", Comparison::Eq),
+                    ("!=", Comparison::Ne),
+                    ("<=", Comparison::Le),
+                    (">=", Comparison::Ge),
+                    ("<", Comparison::Lt),
+                    (">", Comparison::Gt),
+                ]
+                .into_iter()
+                .find(|(op, _)| self.eat_op(op))
+                .map(|(_, c)| c);
+                let Some(op) = op else {
+                    return self.fail("expected a comparison (`==`, `!=`, `<`, `<=`, `>`, `>=`)");
+                };
+                let right = self.value()?;
+                Ok(Condition::Compare { left, op, right })
+            }
+        }
+    }
+
+    fn value(&mut self) -> Result<Value, ConditionError> {
+        let negative = self.eat_op("-");
+        match self.peek() {
+            Some((_, Token::Int(i))) => {
+                let i = if negative { -*i } else { *i };
+                self.at += 1;
+                Ok(Value::Int(i))
+            }
+            _ if negative => self.fail("expected a number after `-`"),
+            Some((_, Token::Name(n))) if n == "progress" => {
+                self.at += 1;
+                self.expect_op("(")?;
+                let quest = self.name("a quest id")?;
+                self.expect_op(",")?;
+                let objective = self.name("an objective id")?;
+                self.expect_op(")")?;
+                Ok(Value::Progress { quest, objective })
+            }
+            Some((position, Token::Name(n))) => {
+                let counter = Counter::ALL
+                    .into_iter()
+                    .find(|c| c.name() == n)
+                    .ok_or_else(|| ConditionError {
+                        position,
+                        message: format!(
+                            "unknown name `{n}` (counters: coins, experience, tutorial_stage; \
+                             use has(...) for states and tags)"
+                        ),
+                    })?;
+                self.at += 1;
+                Ok(Value::Counter(counter))
+            }
+            _ => self.fail("expected a value"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Player {
+        coins: i64,
+        tags: &'static [&'static str],
+    }
+
+    impl Facts for Player {
+        fn quest_status(&self, quest: &str) -> QuestStatus {
+            if quest == "Done" {
+                QuestStatus::Completed
+            } else {
+                QuestStatus::Active
+            }
+        }
+        fn objective_progress(&self, _: &str, objective: &str) -> u32 {
+            if objective == "Fish" { 3 } else { 0 }
+        }
+        fn has(&self, name: &str) -> bool {
+            self.tags.contains(&name)
+        }
+        fn counter(&self, c: Counter) -> i64 {
+            match c {
+                Counter::Coins => self.coins,
+                _ => 0,
+            }
+        }
+    }
+
+    fn eval(text: &str) -> bool {
+        let p = Player {
+            coins: 50,
+            tags: &["PostReveal", "Fishing.Casted"],
+        };
+        Condition::parse(text)
+            .unwrap_or_else(|e| panic!("{text}: {e}"))
+            .eval(&p)
+    }
+
+    #[test]
+    fn evaluates_every_form() {
+        assert!(eval("true"));
+        assert!(!eval("false"));
+        assert!(eval("has(PostReveal) && has(Fishing.Casted)"));
+        assert!(!eval("!has(PostReveal)"));
+        assert!(eval("quest(Done) == completed && quest(Other) != completed"));
+        assert!(eval("coins >= 50 && coins < 51 && coins == 50 && coins != -1"));
+        assert!(eval("progress(Q, Fish) > 2 || false"));
+        assert!(eval("(false || true) && !(false)"));
+        assert!(!eval("coins > 50 || has(Night)"));
+    }
+
+    #[test]
+    fn errors_say_what_and_where() {
+        let e = Condition::parse("coins >= ").unwrap_err();
+        assert_eq!(e.position, 9);
+        let e = Condition::parse("gold > 3").unwrap_err();
+        assert!(e.message.contains("unknown name `gold`"), "{e}");
+        let e = Condition::parse("quest(Q) == finished").unwrap_err();
+        assert!(e.message.contains("unknown quest status"), "{e}");
+        let e = Condition::parse("has(A) has(B)").unwrap_err();
+        assert_eq!(e.position, 7);
+        assert!(Condition::parse("coins > 99999999999999999999").is_err());
+        assert!(Condition::parse("has(A) @").is_err());
+    }
+
+    #[test]
+    fn nesting_is_bounded() {
+        let deep = format!("{}true{}", "(".repeat(10_000), ")".repeat(10_000));
+        assert!(Condition::parse(&deep).is_err());
+        let nots = format!("{}true", "!".repeat(500));
+        assert!(Condition::parse(&nots).is_err());
+        let ok = format!("{}true{}", "(".repeat(MAX_DEPTH), ")".repeat(MAX_DEPTH));
+        assert!(Condition::parse(&ok).is_ok());
+    }
+}

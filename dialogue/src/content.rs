@@ -1,0 +1,333 @@
+//! A game's content folder, loaded and merged: the one place in this crate that reads files.
+//!
+//! ```text
+//! content/
+//!   world.json                    islands and the NPC registry
+//!   quests.json                   quest definitions
+//!   dialogue/base/<Name>.json     base conversations (or <Name>.editor.json)
+//!   dialogue/side/<Name>.json     side-quest layer over the base conversation <Name>
+//!   dialogue/story/<Name>.json    story layer over <Name>
+//!   dialogue/lockout/*.json       the tutorial's lockout nodes, added to every conversation
+//! ```
+//!
+//! Loading never stops at the first problem: it returns what it could build together with every
+//! diagnostic, and the caller refuses content with errors (`check-content`, server start, hot
+//! reload).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::diagnostic::{Diagnostic, Position, Problem};
+use crate::graph::DialogueGraph;
+use crate::layers::{self, Layer};
+use crate::model::{Conversation, ConversationFile};
+
+/// A 3D position in studs.
+pub type Vec3 = [f64; 3];
+
+/// One island of the world.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "PascalCase")]
+pub struct Island {
+    pub id: String,
+    pub name: String,
+}
+
+/// One NPC instance. Names are not unique (four boat managers share one); ids are.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "PascalCase")]
+pub struct NpcDef {
+    /// The instance id, unique in the world: the client's hint names it.
+    pub id: String,
+    /// The display name, shared by look-alikes.
+    pub name: String,
+    pub island: String,
+    pub position: Vec3,
+    /// Interaction range in studs (the article's 8).
+    #[serde(default = "default_range")]
+    pub range: f64,
+    /// The base conversation this NPC speaks.
+    pub conversation: String,
+}
+
+fn default_range() -> f64 {
+    8.0
+}
+
+/// The world file: islands and NPCs.
+#[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "PascalCase")]
+pub struct World {
+    pub islands: Vec<Island>,
+    pub npcs: Vec<NpcDef>,
+}
+
+/// Side quests or story quests; story quests are checked first by the entry resolver.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum QuestKind {
+    Side,
+    Story,
+}
+
+/// What kind of progress an objective counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ObjectiveKind {
+    Catch,
+    Find,
+    Talk,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "PascalCase")]
+pub struct ObjectiveDef {
+    pub id: String,
+    pub kind: ObjectiveKind,
+    #[serde(default = "one")]
+    pub target: u32,
+    #[serde(default)]
+    pub island: Option<String>,
+    #[serde(default)]
+    pub species: Option<String>,
+    #[serde(default)]
+    pub rarity: Option<String>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "PascalCase")]
+pub struct Rewards {
+    #[serde(default)]
+    pub coins: u32,
+    #[serde(default)]
+    pub experience: u32,
+}
+
+/// The nodes of the giver's conversation that the quest flow uses.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "PascalCase")]
+pub struct QuestNodes {
+    pub greeting: String,
+    pub check: String,
+    #[serde(default)]
+    pub completion: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "PascalCase")]
+pub struct QuestDef {
+    pub id: String,
+    /// The NPC instance id that gives it.
+    pub giver: String,
+    pub kind: QuestKind,
+    #[serde(default)]
+    pub prerequisites: Vec<String>,
+    pub objectives: Vec<ObjectiveDef>,
+    #[serde(default)]
+    pub rewards: Rewards,
+    pub nodes: QuestNodes,
+    #[serde(default)]
+    pub cutscene: Option<String>,
+}
+
+/// Everything loaded from a content folder.
+#[derive(Clone, Debug, Default)]
+pub struct Content {
+    pub root: PathBuf,
+    pub world: World,
+    pub quests: Vec<QuestDef>,
+    /// Merged graphs by conversation name, shared by every session that opens them.
+    pub conversations: BTreeMap<String, Arc<DialogueGraph>>,
+    /// The merged conversations before the build, kept for checks and export.
+    pub merged: BTreeMap<String, Conversation>,
+    /// Node names each conversation got from the lockout layer (entry points for the tutorial).
+    pub lockout_nodes: BTreeSet<String>,
+}
+
+impl Content {
+    pub fn quest(&self, id: &str) -> Option<&QuestDef> {
+        self.quests.iter().find(|q| q.id == id)
+    }
+
+    pub fn npc(&self, id: &str) -> Option<&NpcDef> {
+        self.world.npcs.iter().find(|n| n.id == id)
+    }
+
+    pub fn conversation(&self, name: &str) -> Option<&Arc<DialogueGraph>> {
+        self.conversations.get(name)
+    }
+
+    /// Loads a content folder. Always returns what could be built, with every diagnostic.
+    pub fn load(root: &Path) -> (Content, Vec<Diagnostic>) {
+        let mut diagnostics = Vec::new();
+        let mut content = Content {
+            root: root.to_owned(),
+            ..Content::default()
+        };
+        if let Some(world) = read_json::<World>(&root.join("world.json"), &mut diagnostics) {
+            content.world = world;
+        }
+        if let Some(quests) = read_json::<Vec<QuestDef>>(&root.join("quests.json"), &mut diagnostics)
+        {
+            content.quests = quests;
+        }
+
+        let dialogue = root.join("dialogue");
+        let mut files: BTreeMap<Layer, BTreeMap<String, ConversationFile>> = BTreeMap::new();
+        for layer in Layer::ALL {
+            let folder = dialogue.join(layer.folder());
+            for path in json_files(&folder, &mut diagnostics) {
+                let display = path.display().to_string();
+                let Some(bytes) = read_bytes(&path, &mut diagnostics) else {
+                    continue;
+                };
+                if let Some(file) = crate::parse_conversation_file(&display, &bytes, &mut diagnostics)
+                {
+                    files
+                        .entry(layer)
+                        .or_default()
+                        .insert(conversation_name(&path), file);
+                }
+            }
+        }
+        let base = files.remove(&Layer::Base).unwrap_or_default();
+        let lockout: Vec<ConversationFile> = files
+            .remove(&Layer::Lockout)
+            .unwrap_or_default()
+            .into_values()
+            .collect();
+        for file in &lockout {
+            content.lockout_nodes.extend(file.nodes.keys().cloned());
+        }
+        for layer in [Layer::Side, Layer::Story] {
+            for (name, file) in files.get(&layer).into_iter().flatten() {
+                if !base.contains_key(name) {
+                    diagnostics.push(Diagnostic::error(
+                        &file.file,
+                        Problem::Other(format!(
+                            "a {layer} layer for `{name}`, but there is no base conversation `{name}`"
+                        )),
+                    ));
+                }
+            }
+        }
+        for (name, base_file) in &base {
+            let mut stack: Vec<(Layer, &ConversationFile)> = Vec::new();
+            for layer in [Layer::Side, Layer::Story] {
+                if let Some(file) = files.get(&layer).and_then(|m| m.get(name)) {
+                    stack.push((layer, file));
+                }
+            }
+            stack.extend(lockout.iter().map(|f| (Layer::Lockout, f)));
+            let merged = layers::merge(name, base_file, &stack, &mut diagnostics);
+            if merged.first_node.is_none() {
+                diagnostics.push(Diagnostic::error(&base_file.file, Problem::NoFirstNode));
+            }
+            let graph = DialogueGraph::build(&merged, &mut diagnostics);
+            content.conversations.insert(name.clone(), Arc::new(graph));
+            content.merged.insert(name.clone(), merged);
+        }
+        (content, diagnostics)
+    }
+}
+
+/// `Harbour.editor.json` and `Harbour.json` both name the conversation `Harbour`.
+fn conversation_name(path: &Path) -> String {
+    let file = path
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    file.strip_suffix(crate::editor::SUFFIX)
+        .or_else(|| file.strip_suffix(".json"))
+        .unwrap_or(&file)
+        .to_owned()
+}
+
+/// The `.json` files of a folder, sorted; a missing folder is simply empty.
+fn json_files(folder: &Path, diagnostics: &mut Vec<Diagnostic>) -> Vec<PathBuf> {
+    let entries = match std::fs::read_dir(folder) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Vec::new(),
+        Err(e) => {
+            diagnostics.push(Diagnostic::error(
+                folder.display().to_string(),
+                Problem::Unreadable(e.to_string()),
+            ));
+            return Vec::new();
+        }
+    };
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json") && p.is_file())
+        .collect();
+    files.sort();
+    files
+}
+
+fn read_bytes(path: &Path, diagnostics: &mut Vec<Diagnostic>) -> Option<Vec<u8>> {
+    let display = path.display().to_string();
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.len() > crate::json::MAX_FILE_BYTES => {
+            diagnostics.push(Diagnostic::error(
+                display,
+                Problem::TooLarge {
+                    size: meta.len(),
+                    limit: crate::json::MAX_FILE_BYTES,
+                },
+            ));
+            return None;
+        }
+        Ok(_) => {}
+        Err(e) => {
+            diagnostics.push(Diagnostic::error(display, Problem::Unreadable(e.to_string())));
+            return None;
+        }
+    }
+    match std::fs::read(path) {
+        Ok(bytes) => Some(bytes),
+        Err(e) => {
+            diagnostics.push(Diagnostic::error(display, Problem::Unreadable(e.to_string())));
+            None
+        }
+    }
+}
+
+/// Reads a typed JSON file (world, quests); a missing file is an empty default with no error.
+fn read_json<T: for<'de> Deserialize<'de>>(
+    path: &Path,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Option<T> {
+    if !path.exists() {
+        return None;
+    }
+    let bytes = read_bytes(path, diagnostics)?;
+    let display = path.display().to_string();
+    // Parse strictly first, so duplicate keys and syntax errors are located.
+    if let Err(d) = crate::json::parse_bytes(&display, &bytes) {
+        diagnostics.push(d);
+        return None;
+    }
+    match serde_json::from_slice::<T>(&bytes) {
+        Ok(value) => Some(value),
+        Err(e) => {
+            let message = e.to_string();
+            let message = message
+                .rsplit_once(" at line ")
+                .map_or(message.as_str(), |(m, _)| m)
+                .to_owned();
+            diagnostics.push(Diagnostic::error(display, Problem::Other(message)).at(Position {
+                line: e.line(),
+                column: e.column(),
+            }));
+            None
+        }
+    }
+}

@@ -1,0 +1,181 @@
+//! Diagnostics: every problem found in content, typed, and located by file, node and field.
+//!
+//! A diagnostic is data, not a log line: loaders and checks return them, callers decide what to
+//! print and whether to refuse the content. The display form is one line, as `check-content`
+//! prints it: `error: content/dialogue/base/Mara.json: node `Greet`, field `NextNode`: ...`.
+
+use std::fmt;
+
+/// How bad a problem is. Errors make content unusable; warnings are for a writer to look at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Severity {
+    Warning,
+    Error,
+}
+
+/// A line and column in a file, both 1-based, as editors count them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Position {
+    pub line: usize,
+    pub column: usize,
+}
+
+/// What is wrong. One variant per kind of problem, so tests and tools can match on it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Problem {
+    // Reading and parsing.
+    #[error("cannot read the file: {0}")]
+    Unreadable(String),
+    #[error("the file is {size} bytes, over the {limit}-byte limit for one content file")]
+    TooLarge { size: u64, limit: u64 },
+    #[error("the file is not valid UTF-8")]
+    NotUtf8,
+    #[error("the file is empty")]
+    Empty,
+    #[error("malformed JSON: {0}")]
+    Syntax(String),
+    #[error("expected {expected}, found {found}")]
+    WrongType {
+        expected: &'static str,
+        found: &'static str,
+    },
+    #[error("unknown field `{0}`")]
+    UnknownField(String),
+    #[error("missing field `{0}`")]
+    MissingField(&'static str),
+    #[error("the name `{0}` appears twice")]
+    Duplicate(String),
+    #[error("`{0}` may not be empty")]
+    EmptyValue(&'static str),
+    #[error("a node has at most one exit, found {0}")]
+    SeveralExits(String),
+    #[error("{0}")]
+    BadAction(String),
+    #[error("condition: {0}")]
+    BadCondition(String),
+    #[error("unknown format `{0}`")]
+    UnknownFormat(String),
+
+    // Structure.
+    #[error("the conversation has no FirstNode")]
+    NoFirstNode,
+    #[error("no node named `{0}`; the edge is skipped")]
+    Dangling(String),
+    #[error("editor id {id} names no node; resolved by the name `{name}`")]
+    StaleEditorId { id: i64, name: String },
+    #[error("a patch node needs a node of the same name in a lower layer")]
+    PatchOfNothing,
+    #[error("nodes {0} form a NextNode cycle with no way out")]
+    EndlessCycle(String),
+    #[error("{action} names unknown {what} `{name}`")]
+    UnknownReference {
+        action: &'static str,
+        what: &'static str,
+        name: String,
+    },
+    #[error("CheckQuest needs both SuccessNode and FailureNode")]
+    CheckQuestTargets,
+
+    // Warnings.
+    #[error("unreachable from every entry point")]
+    Unreachable,
+    #[error("overrides the node of the same name in layer `{0}`")]
+    Overrides(String),
+    #[error("responses {0} and {1} have the same text")]
+    DuplicateResponseText(usize, usize),
+    #[error("the conversation has no Speaker")]
+    NoSpeaker,
+    #[error("{0}")]
+    Other(String),
+}
+
+/// One problem, where it is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Diagnostic {
+    pub severity: Severity,
+    /// The file, as given to the loader (relative paths stay relative).
+    pub file: String,
+    pub position: Option<Position>,
+    pub node: Option<String>,
+    /// The field path inside the node, such as `Responses[2].NextNode`.
+    pub field: Option<String>,
+    pub problem: Problem,
+}
+
+impl Diagnostic {
+    pub fn error(file: impl Into<String>, problem: Problem) -> Self {
+        Diagnostic {
+            severity: Severity::Error,
+            file: file.into(),
+            position: None,
+            node: None,
+            field: None,
+            problem,
+        }
+    }
+
+    pub fn warning(file: impl Into<String>, problem: Problem) -> Self {
+        Diagnostic {
+            severity: Severity::Warning,
+            ..Diagnostic::error(file, problem)
+        }
+    }
+
+    pub fn at(mut self, position: Position) -> Self {
+        self.position = Some(position);
+        self
+    }
+
+    pub fn node(mut self, node: impl Into<String>) -> Self {
+        self.node = Some(node.into());
+        self
+    }
+
+    pub fn field(mut self, field: impl Into<String>) -> Self {
+        self.field = Some(field.into());
+        self
+    }
+
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let severity = match self.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        };
+        write!(f, "{severity}: {}", self.file)?;
+        if let Some(Position { line, column }) = self.position {
+            write!(f, ":{line}:{column}")?;
+        }
+        match (&self.node, &self.field) {
+            (Some(node), Some(field)) => write!(f, ": node `{node}`, field `{field}`")?,
+            (Some(node), None) => write!(f, ": node `{node}`")?,
+            (None, Some(field)) => write!(f, ": field `{field}`")?,
+            (None, None) => {}
+        }
+        write!(f, ": {}", self.problem)
+    }
+}
+
+/// True if any diagnostic is an error.
+pub fn has_errors(diagnostics: &[Diagnostic]) -> bool {
+    diagnostics.iter().any(Diagnostic::is_error)
+}
+
+/// The 1-based line and column of a byte offset in a text.
+pub fn position_of(text: &[u8], offset: usize) -> Position {
+    let before = &text[..offset.min(text.len())];
+    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+    let line_start = before
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    Position {
+        line,
+        column: offset.min(text.len()) - line_start + 1,
+    }
+}

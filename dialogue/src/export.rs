@@ -1,0 +1,1 @@
+//! Export to dot and mermaid. (being written)

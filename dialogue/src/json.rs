@@ -1,0 +1,371 @@
+//! A strict JSON tree and the decoding helpers both source formats share.
+//!
+//! `serde_json::Value` silently keeps the last of two equal keys; content with a node or a field
+//! written twice is a mistake a writer wants to hear about, so objects here keep their entries in
+//! order and a repeated key is a syntax error with its line and column.
+
+use std::fmt;
+
+use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+
+use banter_protocol::{Action, ActionType, ObjectiveAmount};
+
+use crate::diagnostic::{Diagnostic, Position, Problem, position_of};
+
+/// The largest content file the loader reads, so a stray huge file cannot exhaust memory.
+pub const MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
+
+/// A JSON value with ordered, duplicate-free objects.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Json {
+    Null,
+    Bool(bool),
+    Number(serde_json::Number),
+    String(String),
+    Array(Vec<Json>),
+    Object(Vec<(String, Json)>),
+}
+
+impl Json {
+    /// The JSON type name, for "expected X, found Y" messages.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Json::Null => "null",
+            Json::Bool(_) => "a boolean",
+            Json::Number(_) => "a number",
+            Json::String(_) => "a string",
+            Json::Array(_) => "an array",
+            Json::Object(_) => "an object",
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Json {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(JsonVisitor)
+    }
+}
+
+struct JsonVisitor;
+
+impl<'de> Visitor<'de> for JsonVisitor {
+    type Value = Json;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_unit<E>(self) -> Result<Json, E> {
+        Ok(Json::Null)
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Json, E> {
+        Ok(Json::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Json, E> {
+        Ok(Json::Number(v.into()))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Json, E> {
+        Ok(Json::Number(v.into()))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Json, E> {
+        serde_json::Number::from_f64(v)
+            .map(Json::Number)
+            .ok_or_else(|| E::custom("a number that is not finite"))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Json, E> {
+        Ok(Json::String(v.to_owned()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Json, E> {
+        Ok(Json::String(v))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Json, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(Json::Array(items))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Json, A::Error> {
+        let mut entries: Vec<(String, Json)> = Vec::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if entries.iter().any(|(k, _)| *k == key) {
+                return Err(de::Error::custom(format_args!("the key `{key}` appears twice")));
+            }
+            let value = map.next_value()?;
+            entries.push((key, value));
+        }
+        Ok(Json::Object(entries))
+    }
+}
+
+/// Parses file bytes into a strict JSON tree, with every failure located.
+pub fn parse_bytes(file: &str, bytes: &[u8]) -> Result<Json, Diagnostic> {
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(Diagnostic::error(
+            file,
+            Problem::TooLarge {
+                size: bytes.len() as u64,
+                limit: MAX_FILE_BYTES,
+            },
+        ));
+    }
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        Diagnostic::error(file, Problem::NotUtf8).at(position_of(bytes, e.valid_up_to()))
+    })?;
+    if text.trim().is_empty() {
+        return Err(Diagnostic::error(file, Problem::Empty));
+    }
+    serde_json::from_str::<Json>(text).map_err(|e| {
+        let message = e.to_string();
+        // serde_json appends " at line L column C"; the position is reported separately.
+        let message = message
+            .rsplit_once(" at line ")
+            .map_or(message.as_str(), |(m, _)| m)
+            .to_owned();
+        Diagnostic::error(file, Problem::Syntax(message)).at(Position {
+            line: e.line(),
+            column: e.column(),
+        })
+    })
+}
+
+/// Decoding context: which file and node a value belongs to, collecting diagnostics.
+pub struct Decoder<'a> {
+    pub file: &'a str,
+    pub diagnostics: &'a mut Vec<Diagnostic>,
+}
+
+impl Decoder<'_> {
+    pub fn error(&mut self, node: Option<&str>, field: &str, problem: Problem) {
+        let mut d = Diagnostic::error(self.file, problem).field(field);
+        if let Some(node) = node {
+            d = d.node(node);
+        }
+        self.diagnostics.push(d);
+    }
+
+    pub fn wrong_type(&mut self, node: Option<&str>, field: &str, expected: &'static str, v: &Json) {
+        self.error(
+            node,
+            field,
+            Problem::WrongType {
+                expected,
+                found: v.kind(),
+            },
+        );
+    }
+
+    /// A string field; `None` (with a diagnostic) if it is anything else.
+    pub fn string(&mut self, node: Option<&str>, field: &str, v: &Json) -> Option<String> {
+        match v {
+            Json::String(s) => Some(s.clone()),
+            other => {
+                self.wrong_type(node, field, "a string", other);
+                None
+            }
+        }
+    }
+
+    /// A non-empty identifier (quest, node, objective names).
+    pub fn ident(
+        &mut self,
+        node: Option<&str>,
+        field: &str,
+        name: &'static str,
+        v: &Json,
+    ) -> Option<String> {
+        let s = self.string(node, field, v)?;
+        if s.is_empty() {
+            self.error(node, field, Problem::EmptyValue(name));
+            return None;
+        }
+        Some(s)
+    }
+
+    /// `Conditions`: one expression, or a list of expressions that must all hold.
+    pub fn conditions(&mut self, node: Option<&str>, field: &str, v: &Json) -> Option<String> {
+        match v {
+            Json::String(s) => Some(s.clone()),
+            Json::Array(items) => {
+                let mut parts = Vec::with_capacity(items.len());
+                for (i, item) in items.iter().enumerate() {
+                    parts.push(format!(
+                        "({})",
+                        self.string(node, &format!("{field}[{}]", i + 1), item)?
+                    ));
+                }
+                Some(if parts.is_empty() {
+                    "true".to_owned()
+                } else {
+                    parts.join(" && ")
+                })
+            }
+            other => {
+                self.wrong_type(node, field, "a string or an array of strings", other);
+                None
+            }
+        }
+    }
+
+    /// `Actions`: an array of action objects.
+    pub fn actions(&mut self, node: Option<&str>, field: &str, v: &Json) -> Vec<Action> {
+        let Json::Array(items) = v else {
+            self.wrong_type(node, field, "an array of actions", v);
+            return Vec::new();
+        };
+        items
+            .iter()
+            .enumerate()
+            .filter_map(|(i, item)| self.action(node, &format!("{field}[{}]", i + 1), item))
+            .collect()
+    }
+
+    /// One action object: `Type` and exactly the fields that type takes.
+    pub fn action(&mut self, node: Option<&str>, field: &str, v: &Json) -> Option<Action> {
+        let Json::Object(entries) = v else {
+            self.wrong_type(node, field, "an action object", v);
+            return None;
+        };
+        let Some((_, type_value)) = entries.iter().find(|(k, _)| k == "Type") else {
+            self.error(node, field, Problem::MissingField("Type"));
+            return None;
+        };
+        let type_name = self.string(node, &format!("{field}.Type"), type_value)?;
+        let action_type = match type_name.parse::<ActionType>() {
+            Ok(t) => t,
+            Err(e) => {
+                self.error(
+                    node,
+                    &format!("{field}.Type"),
+                    Problem::BadAction(e.to_string()),
+                );
+                return None;
+            }
+        };
+        let allowed: &[&str] = match action_type {
+            ActionType::AcceptQuest
+            | ActionType::CompleteQuest
+            | ActionType::TrackQuest
+            | ActionType::ChooseRideBoat => &["QuestId"],
+            ActionType::CheckQuest => &["QuestId", "SuccessNode", "FailureNode"],
+            ActionType::AdvanceObjective => &["QuestId", "ObjectiveId", "Amount", "Island"],
+            ActionType::OpenShop => &["Shop"],
+            ActionType::OpenSellMenu => &[],
+            ActionType::PlayCutscene => &["Scene", "QuestId"],
+        };
+        let mut ok = true;
+        let get = |this: &mut Self, key: &'static str, name: &'static str| {
+            entries
+                .iter()
+                .find(|(k, _)| k == key)
+                .and_then(|(_, v)| this.ident(node, &format!("{field}.{key}"), name, v))
+        };
+        for (key, _) in entries {
+            if key != "Type" && !allowed.contains(&key.as_str()) {
+                self.error(
+                    node,
+                    &format!("{field}.{key}"),
+                    Problem::UnknownField(key.clone()),
+                );
+                ok = false;
+            }
+        }
+        let require = |this: &mut Self, key: &'static str, name: &'static str| {
+            let present = entries.iter().any(|(k, _)| k == key);
+            if !present {
+                this.error(node, &format!("{field}.{key}"), Problem::MissingField(key));
+            }
+            get(this, key, name)
+        };
+        let action = match action_type {
+            ActionType::AcceptQuest => Action::AcceptQuest {
+                quest_id: require(self, "QuestId", "QuestId")?,
+            },
+            ActionType::CompleteQuest => Action::CompleteQuest {
+                quest_id: require(self, "QuestId", "QuestId")?,
+            },
+            ActionType::TrackQuest => Action::TrackQuest {
+                quest_id: require(self, "QuestId", "QuestId")?,
+            },
+            ActionType::ChooseRideBoat => Action::ChooseRideBoat {
+                quest_id: require(self, "QuestId", "QuestId")?,
+            },
+            ActionType::CheckQuest => {
+                // Missing targets are reported by the content check as CheckQuestTargets.
+                let quest_id = require(self, "QuestId", "QuestId");
+                let success_node = get(self, "SuccessNode", "SuccessNode").unwrap_or_default();
+                let failure_node = get(self, "FailureNode", "FailureNode").unwrap_or_default();
+                Action::CheckQuest {
+                    quest_id: quest_id?,
+                    success_node,
+                    failure_node,
+                }
+            }
+            ActionType::AdvanceObjective => {
+                let quest_id = require(self, "QuestId", "QuestId");
+                let objective_id = require(self, "ObjectiveId", "ObjectiveId");
+                let amount = match entries.iter().find(|(k, _)| k == "Amount") {
+                    None => None,
+                    Some((_, v)) => match v {
+                        Json::Number(n) => match n.as_u64().and_then(|n| u32::try_from(n).ok()) {
+                            Some(n) if n > 0 => Some(n),
+                            _ => {
+                                self.error(
+                                    node,
+                                    &format!("{field}.Amount"),
+                                    Problem::BadAction(format!(
+                                        "Amount must be a whole number from 1 to {}, found {n}",
+                                        u32::MAX
+                                    )),
+                                );
+                                ok = false;
+                                None
+                            }
+                        },
+                        other => {
+                            self.wrong_type(node, &format!("{field}.Amount"), "a number", other);
+                            ok = false;
+                            None
+                        }
+                    },
+                };
+                let island = match entries.iter().find(|(k, _)| k == "Island") {
+                    None => None,
+                    Some((_, v)) => {
+                        let island = self.ident(node, &format!("{field}.Island"), "Island", v);
+                        ok &= island.is_some();
+                        island
+                    }
+                };
+                // Naming an island forces the amount, even when it is 1 (article 7.3).
+                let amount = match (amount, island) {
+                    (None, None) => None,
+                    (amount, island) => Some(ObjectiveAmount {
+                        amount: amount.unwrap_or(1),
+                        island,
+                    }),
+                };
+                Action::AdvanceObjective {
+                    quest_id: quest_id?,
+                    objective_id: objective_id?,
+                    amount,
+                }
+            }
+            ActionType::OpenShop => Action::OpenShop {
+                shop: require(self, "Shop", "Shop")?,
+            },
+            ActionType::OpenSellMenu => Action::OpenSellMenu,
+            ActionType::PlayCutscene => {
+                let scene = require(self, "Scene", "Scene");
+                let quest_id = entries
+                    .iter()
+                    .find(|(k, _)| k == "QuestId")
+                    .and_then(|(_, v)| self.ident(node, &format!("{field}.QuestId"), "QuestId", v));
+                Action::PlayCutscene {
+                    scene: scene?,
+                    quest_id,
+                }
+            }
+        };
+        ok.then_some(action)
+    }
+}

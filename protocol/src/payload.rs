@@ -1,0 +1,305 @@
+//! `ActionPayload`: the one canonical string form of an authored action (article section 7.3).
+//!
+//! The server accepts an action from a client only if an armed action on the walk has the same
+//! type and `ActionPayload::build(action) == payload`. Fields are positional and separated by
+//! `|`, exactly as in the article: `CheckQuest` is `questId|successNode|failureNode`,
+//! `AdvanceObjective` is `questId|objectiveId[|amount[|island]]`.
+//!
+//! Beyond the article: an identifier may itself contain `|` or `\`. Both are escaped with a
+//! backslash (`\|`, `\\`), so `parse(build(x)) == x` for every action, while every payload whose
+//! identifiers contain neither character is byte-identical to the article's format.
+
+use crate::action::{Action, ActionType, ObjectiveAmount};
+
+/// Separator between positional fields.
+const SEPARATOR: char = '|';
+/// Escape character for a separator or an escape inside a field.
+const ESCAPE: char = '\\';
+
+/// Builds and parses canonical action payloads.
+pub struct ActionPayload;
+
+/// Why a payload string does not parse as an action of the given type.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PayloadError {
+    #[error("{action}: expected {expected} fields, found {found}")]
+    FieldCount {
+        action: ActionType,
+        expected: &'static str,
+        found: usize,
+    },
+    #[error("{action}: byte {position}: a `\\` must be followed by `|` or `\\`")]
+    BadEscape { action: ActionType, position: usize },
+    #[error("{action}: field {field} is not a canonical whole number: `{value}`")]
+    BadAmount {
+        action: ActionType,
+        field: usize,
+        value: String,
+    },
+}
+
+impl ActionPayload {
+    /// The canonical payload of an authored action.
+    pub fn build(action: &Action) -> String {
+        let mut out = String::new();
+        Self::build_into(action, &mut out);
+        out
+    }
+
+    /// Like [`ActionPayload::build`], appending to a buffer the caller may reuse.
+    pub fn build_into(action: &Action, out: &mut String) {
+        let mut fields = Fields { out, first: true };
+        match action {
+            Action::AcceptQuest { quest_id }
+            | Action::CompleteQuest { quest_id }
+            | Action::TrackQuest { quest_id }
+            | Action::ChooseRideBoat { quest_id } => fields.push(quest_id),
+            Action::CheckQuest {
+                quest_id,
+                success_node,
+                failure_node,
+            } => {
+                fields.push(quest_id);
+                fields.push(success_node);
+                fields.push(failure_node);
+            }
+            Action::AdvanceObjective {
+                quest_id,
+                objective_id,
+                amount,
+            } => {
+                fields.push(quest_id);
+                fields.push(objective_id);
+                if let Some(ObjectiveAmount { amount, island }) = amount {
+                    fields.push(&amount.to_string());
+                    if let Some(island) = island {
+                        fields.push(island);
+                    }
+                }
+            }
+            Action::OpenShop { shop } => fields.push(shop),
+            Action::OpenSellMenu => {}
+            Action::PlayCutscene { scene, quest_id } => {
+                fields.push(scene);
+                if let Some(quest_id) = quest_id {
+                    fields.push(quest_id);
+                }
+            }
+        }
+    }
+
+    /// Parses a payload of the given type back into the action it was built from.
+    ///
+    /// Strict: only canonical payloads parse, so `build(parse(s)) == s` whenever parsing succeeds.
+    pub fn parse(action: ActionType, payload: &str) -> Result<Action, PayloadError> {
+        let fields = split(action, payload)?;
+        let count = |expected: &'static str| PayloadError::FieldCount {
+            action,
+            expected,
+            found: fields.len(),
+        };
+        let parsed = match action {
+            ActionType::AcceptQuest
+            | ActionType::CompleteQuest
+            | ActionType::TrackQuest
+            | ActionType::ChooseRideBoat => {
+                let [quest_id] = take::<1>(&fields).ok_or_else(|| count("1"))?;
+                match action {
+                    ActionType::AcceptQuest => Action::AcceptQuest { quest_id },
+                    ActionType::CompleteQuest => Action::CompleteQuest { quest_id },
+                    ActionType::TrackQuest => Action::TrackQuest { quest_id },
+                    _ => Action::ChooseRideBoat { quest_id },
+                }
+            }
+            ActionType::CheckQuest => {
+                let [quest_id, success_node, failure_node] =
+                    take::<3>(&fields).ok_or_else(|| count("3"))?;
+                Action::CheckQuest {
+                    quest_id,
+                    success_node,
+                    failure_node,
+                }
+            }
+            ActionType::AdvanceObjective => {
+                if !(2..=4).contains(&fields.len()) {
+                    return Err(count("2 to 4"));
+                }
+                let amount = match fields.get(2) {
+                    None => None,
+                    Some(text) => Some(ObjectiveAmount {
+                        amount: parse_amount(text).ok_or_else(|| PayloadError::BadAmount {
+                            action,
+                            field: 3,
+                            value: text.clone(),
+                        })?,
+                        island: fields.get(3).cloned(),
+                    }),
+                };
+                Action::AdvanceObjective {
+                    quest_id: fields[0].clone(),
+                    objective_id: fields[1].clone(),
+                    amount,
+                }
+            }
+            ActionType::OpenShop => {
+                let [shop] = take::<1>(&fields).ok_or_else(|| count("1"))?;
+                Action::OpenShop { shop }
+            }
+            ActionType::OpenSellMenu => {
+                // The empty payload splits into one empty field.
+                if fields.len() != 1 || !fields[0].is_empty() {
+                    return Err(PayloadError::FieldCount {
+                        action,
+                        expected: "0",
+                        found: fields.len(),
+                    });
+                }
+                Action::OpenSellMenu
+            }
+            ActionType::PlayCutscene => match fields.len() {
+                1 | 2 => Action::PlayCutscene {
+                    scene: fields[0].clone(),
+                    quest_id: fields.get(1).cloned(),
+                },
+                _ => return Err(count("1 or 2")),
+            },
+        };
+        Ok(parsed)
+    }
+}
+
+/// Appends escaped fields with separators between them.
+struct Fields<'a> {
+    out: &'a mut String,
+    first: bool,
+}
+
+impl Fields<'_> {
+    fn push(&mut self, field: &str) {
+        if !self.first {
+            self.out.push(SEPARATOR);
+        }
+        self.first = false;
+        for c in field.chars() {
+            if c == SEPARATOR || c == ESCAPE {
+                self.out.push(ESCAPE);
+            }
+            self.out.push(c);
+        }
+    }
+}
+
+/// Splits on unescaped separators and removes the escapes.
+fn split(action: ActionType, payload: &str) -> Result<Vec<String>, PayloadError> {
+    let mut fields = vec![String::new()];
+    let mut chars = payload.char_indices();
+    while let Some((position, c)) = chars.next() {
+        match c {
+            SEPARATOR => fields.push(String::new()),
+            ESCAPE => match chars.next() {
+                Some((_, escaped @ (SEPARATOR | ESCAPE))) => {
+                    if let Some(last) = fields.last_mut() {
+                        last.push(escaped);
+                    }
+                }
+                _ => return Err(PayloadError::BadEscape { action, position }),
+            },
+            c => {
+                if let Some(last) = fields.last_mut() {
+                    last.push(c);
+                }
+            }
+        }
+    }
+    Ok(fields)
+}
+
+fn take<const N: usize>(fields: &[String]) -> Option<[String; N]> {
+    <[String; N]>::try_from(fields.to_vec()).ok()
+}
+
+/// A decimal `u32` without sign or leading zeros, so only one spelling of each number parses.
+fn parse_amount(text: &str) -> Option<u32> {
+    let canonical = !text.is_empty()
+        && text.bytes().all(|b| b.is_ascii_digit())
+        && (text == "0" || !text.starts_with('0'));
+    if canonical { text.parse().ok() } else { None }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(x: &str) -> String {
+        x.to_owned()
+    }
+
+    #[test]
+    fn check_quest_is_the_articles_format() {
+        let action = Action::CheckQuest {
+            quest_id: s("MarksColdCall"),
+            success_node: s("MarksColdCall_Done"),
+            failure_node: s("MarksColdCall_NotYet"),
+        };
+        assert_eq!(
+            ActionPayload::build(&action),
+            "MarksColdCall|MarksColdCall_Done|MarksColdCall_NotYet"
+        );
+    }
+
+    #[test]
+    fn advance_objective_writes_the_amount_when_an_island_is_named() {
+        let plain = Action::AdvanceObjective {
+            quest_id: s("Q"),
+            objective_id: s("O"),
+            amount: None,
+        };
+        assert_eq!(ActionPayload::build(&plain), "Q|O");
+        let on_island = Action::AdvanceObjective {
+            quest_id: s("Q"),
+            objective_id: s("O"),
+            amount: Some(ObjectiveAmount {
+                amount: 1,
+                island: Some(s("Winterspire")),
+            }),
+        };
+        assert_eq!(ActionPayload::build(&on_island), "Q|O|1|Winterspire");
+    }
+
+    #[test]
+    fn separators_inside_identifiers_are_escaped() {
+        let action = Action::CheckQuest {
+            quest_id: s("a|b"),
+            success_node: s("c\\"),
+            failure_node: s("|"),
+        };
+        let built = ActionPayload::build(&action);
+        assert_eq!(built, "a\\|b|c\\\\|\\|");
+        assert_eq!(ActionPayload::parse(ActionType::CheckQuest, &built), Ok(action));
+    }
+
+    #[test]
+    fn malformed_payloads_are_typed_errors() {
+        assert!(matches!(
+            ActionPayload::parse(ActionType::CheckQuest, "a|b"),
+            Err(PayloadError::FieldCount { found: 2, .. })
+        ));
+        assert!(matches!(
+            ActionPayload::parse(ActionType::AcceptQuest, "a\\"),
+            Err(PayloadError::BadEscape { position: 1, .. })
+        ));
+        assert!(matches!(
+            ActionPayload::parse(ActionType::AdvanceObjective, "q|o|01"),
+            Err(PayloadError::BadAmount { .. })
+        ));
+        assert!(matches!(
+            ActionPayload::parse(ActionType::AdvanceObjective, "q|o|99999999999"),
+            Err(PayloadError::BadAmount { .. })
+        ));
+        assert!(ActionPayload::parse(ActionType::OpenSellMenu, "x").is_err());
+        assert_eq!(
+            ActionPayload::parse(ActionType::OpenSellMenu, ""),
+            Ok(Action::OpenSellMenu)
+        );
+    }
+}
