@@ -6,6 +6,7 @@
 
 pub mod canonical;
 pub mod check;
+pub mod client;
 pub mod condition;
 pub mod content;
 pub mod diagnostic;
@@ -15,12 +16,15 @@ pub mod graph;
 pub mod json;
 pub mod layers;
 pub mod model;
+pub mod walk;
 
+pub use client::{ClientWalk, Outgoing, Screen};
 pub use condition::{Condition, Counter, Facts, NoFacts, QuestStatus};
 pub use diagnostic::{Diagnostic, Position, Problem, Severity, has_errors};
 pub use graph::{ActionIndex, AuthoredAction, DialogueGraph, Vertex, VertexId, VertexKind};
 pub use layers::Layer;
 pub use model::{Conversation, ConversationFile, Exit, Next, Node, NodeEntry, NodePatch, Response};
+pub use walk::{ARM_CAP, Shown, Walk, WalkError, next_line};
 
 /// Parses one conversation file, choosing the format by its name: `*.editor.json` is the
 /// editor export, any other `*.json` the canonical format.
@@ -34,4 +38,15 @@ pub fn parse_conversation_file(
     } else {
         canonical::parse_conversation(file, bytes, diagnostics)
     }
+}
+
+/// Parses, merges (no layers) and builds one canonical conversation from text: for tests,
+/// benchmarks and tools that hold a conversation in memory.
+pub fn build_conversation(name: &str, json: &str) -> (DialogueGraph, Vec<Diagnostic>) {
+    let mut diagnostics = Vec::new();
+    let file =
+        canonical::parse_conversation(name, json.as_bytes(), &mut diagnostics).unwrap_or_default();
+    let merged = layers::merge(name, &file, &[], &mut diagnostics);
+    let graph = DialogueGraph::build(&merged, &mut diagnostics);
+    (graph, diagnostics)
 }

@@ -1,0 +1,337 @@
+//! The walk, twice (article sections 6.1, 7.2 and 7.3): one set of rules, used unchanged by the
+//! server to validate and by every client to show.
+//!
+//! The server keeps, per open conversation, a [`Walk`]: the reachable set `R` of vertices the
+//! player has been shown, and the armed-action counters `a(n, i)`. It grows by exactly the
+//! client's rules:
+//!
+//! - showing an NPC line adds it to `R` with every response whose `Conditions` hold, and arms the
+//!   line's actions;
+//! - `advance(n)` is valid only if `n ∈ R` is an NPC line waiting for the player; its next line
+//!   is shown;
+//! - `choose(r)` is valid only if `r ∈ R` is a response; it arms `r`'s actions, and unless `r`
+//!   carries a CheckQuest (the client then waits for the server), its next line is shown;
+//! - `jump_to(t)` is the server's own decision (a quest check's result) and shows `t`.
+//!
+//! "The next line" passes through Branch vertices and falls through, by priority, past targets
+//! whose `Conditions` fail. An action of type `τ` with payload `p` runs only if some armed
+//! `(n, i)` has `a(n, i) > 0`, type `τ` and the canonical payload `p`; running takes one, and
+//! arming is capped at [`ARM_CAP`], so a loop walked many times never stockpiles executions.
+//!
+//! Every rejection is typed and leaves the walk exactly as it was. The hot path (advance, choose,
+//! take_action on a walk whose sets have reached their size) does not allocate.
+
+use banter_protocol::ActionType;
+
+use crate::condition::Facts;
+use crate::graph::{ActionIndex, DialogueGraph, VertexId, VertexKind};
+
+/// The most executions one arming can stockpile (the article's hand-picked 2).
+pub const ARM_CAP: u8 = 2;
+
+/// Why a client message was refused. Each maps to a stable wire error code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum WalkError {
+    #[error("no such vertex in this conversation")]
+    UnknownVertex,
+    #[error("the player has not been shown this")]
+    NotReachable,
+    #[error("not an NPC line")]
+    NotALine,
+    #[error("not a response")]
+    NotAResponse,
+    #[error("this line waits for the player to pick a response")]
+    AwaitsChoice,
+    #[error("this line waits for the server's jump")]
+    AwaitsJump,
+    #[error("the response's conditions do not hold")]
+    ConditionFailed,
+    #[error("no armed action of this type")]
+    NotArmed,
+    #[error("an action of this type is armed, but with a different payload")]
+    PayloadMismatch,
+    #[error("the conversation is closed")]
+    Closed,
+    #[error("a jump must target an NPC line")]
+    BadJumpTarget,
+}
+
+/// What a step puts on screen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shown {
+    /// An NPC line. Its visible responses are [`Walk::choices`]; if there are none the player
+    /// advances past it; if the vertex `awaits_jump`, the client waits for the server.
+    Line(VertexId),
+    /// A CheckQuest response was picked: the client waits for the server's jump.
+    AwaitJump,
+    /// Nothing follows: the conversation ends after this step.
+    End,
+}
+
+/// One armed action slot: `a(n, i)` for the authored action at `action`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Arming {
+    action: ActionIndex,
+    remaining: u8,
+}
+
+/// Per-conversation walk state: `R` and the arming counters. The graph is not in here: it is
+/// shared, immutable, by every conversation that walks it, and passed to each call.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Walk {
+    /// Sorted, so membership is a binary search and the state is canonical.
+    reachable: Vec<VertexId>,
+    /// Sorted by action index.
+    armed: Vec<Arming>,
+    closed: bool,
+}
+
+impl Walk {
+    /// Opens a walk on `entry` (the resolver's choice) and shows it.
+    pub fn open(
+        graph: &DialogueGraph,
+        entry: VertexId,
+        facts: &dyn Facts,
+    ) -> Result<(Walk, Shown), WalkError> {
+        let mut walk = Walk::default();
+        let shown = walk.jump_to(graph, entry, facts)?;
+        Ok((walk, shown))
+    }
+
+    /// True if the player has been shown `v`.
+    pub fn is_reachable(&self, v: VertexId) -> bool {
+        self.reachable.binary_search(&v).is_ok()
+    }
+
+    /// The reachable set, sorted.
+    pub fn reachable(&self) -> &[VertexId] {
+        &self.reachable
+    }
+
+    /// How many more times the authored action may run.
+    pub fn armed(&self, action: ActionIndex) -> u8 {
+        self.armed
+            .binary_search_by_key(&action, |a| a.action)
+            .map_or(0, |i| self.armed[i].remaining)
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// Bytes this walk holds, on the heap and inline: what one open conversation costs.
+    pub fn footprint(&self) -> usize {
+        std::mem::size_of::<Walk>()
+            + self.reachable.capacity() * std::mem::size_of::<VertexId>()
+            + self.armed.capacity() * std::mem::size_of::<Arming>()
+    }
+
+    /// The responses on screen under `line`, in priority order.
+    pub fn choices<'g>(
+        &'g self,
+        graph: &'g DialogueGraph,
+        line: VertexId,
+    ) -> impl Iterator<Item = VertexId> + 'g {
+        graph.outputs(line).iter().copied().filter(move |&r| {
+            graph
+                .vertex(r)
+                .is_some_and(|v| v.kind == VertexKind::Response)
+                && self.is_reachable(r)
+        })
+    }
+
+    /// The player advances past the NPC line `line`.
+    pub fn advance(
+        &mut self,
+        graph: &DialogueGraph,
+        line: VertexId,
+        facts: &dyn Facts,
+    ) -> Result<Shown, WalkError> {
+        self.check_open()?;
+        let vertex = graph.vertex(line).ok_or(WalkError::UnknownVertex)?;
+        if !self.is_reachable(line) {
+            return Err(WalkError::NotReachable);
+        }
+        if vertex.kind != VertexKind::Prompt {
+            return Err(WalkError::NotALine);
+        }
+        if vertex.awaits_jump {
+            return Err(WalkError::AwaitsJump);
+        }
+        if self.choices(graph, line).next().is_some() {
+            return Err(WalkError::AwaitsChoice);
+        }
+        Ok(self.follow(graph, line, facts))
+    }
+
+    /// The player picks the response `response`.
+    pub fn choose(
+        &mut self,
+        graph: &DialogueGraph,
+        response: VertexId,
+        facts: &dyn Facts,
+    ) -> Result<Shown, WalkError> {
+        self.check_open()?;
+        let vertex = graph.vertex(response).ok_or(WalkError::UnknownVertex)?;
+        if !self.is_reachable(response) {
+            return Err(WalkError::NotReachable);
+        }
+        if vertex.kind != VertexKind::Response {
+            return Err(WalkError::NotAResponse);
+        }
+        // Authoritative: the facts may have changed since the response was shown.
+        if graph.condition(response).is_some_and(|c| !c.eval(facts)) {
+            return Err(WalkError::ConditionFailed);
+        }
+        self.arm(graph, response);
+        if vertex.awaits_jump {
+            return Ok(Shown::AwaitJump);
+        }
+        Ok(self.follow(graph, response, facts))
+    }
+
+    /// Runs one armed action if the client's type and payload match an armed authored action.
+    pub fn take_action(
+        &mut self,
+        graph: &DialogueGraph,
+        action_type: ActionType,
+        payload: &str,
+    ) -> Result<ActionIndex, WalkError> {
+        self.check_open()?;
+        let mut type_armed = false;
+        for arming in &mut self.armed {
+            if arming.remaining == 0 {
+                continue;
+            }
+            let Some(authored) = graph.action(arming.action) else {
+                continue;
+            };
+            if authored.action_type != action_type {
+                continue;
+            }
+            if *authored.payload == *payload {
+                arming.remaining -= 1;
+                return Ok(arming.action);
+            }
+            type_armed = true;
+        }
+        Err(if type_armed {
+            WalkError::PayloadMismatch
+        } else {
+            WalkError::NotArmed
+        })
+    }
+
+    /// The server's own decision (a quest check's result): show `target` and tell the client.
+    pub fn jump_to(
+        &mut self,
+        graph: &DialogueGraph,
+        target: VertexId,
+        facts: &dyn Facts,
+    ) -> Result<Shown, WalkError> {
+        self.check_open()?;
+        let vertex = graph.vertex(target).ok_or(WalkError::UnknownVertex)?;
+        if vertex.kind != VertexKind::Prompt {
+            return Err(WalkError::BadJumpTarget);
+        }
+        self.show(graph, target, facts);
+        Ok(Shown::Line(target))
+    }
+
+    /// Ends the conversation: every later message is refused.
+    pub fn close(&mut self) {
+        self.closed = true;
+    }
+
+    fn check_open(&self) -> Result<(), WalkError> {
+        if self.closed {
+            Err(WalkError::Closed)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Shows the line that follows `from` (a line or a response), if any.
+    fn follow(&mut self, graph: &DialogueGraph, from: VertexId, facts: &dyn Facts) -> Shown {
+        match next_line(graph, from, facts) {
+            Some(line) => {
+                self.show(graph, line, facts);
+                Shown::Line(line)
+            }
+            None => Shown::End,
+        }
+    }
+
+    /// Shows an NPC line: it and its visible responses join `R`, its actions are armed.
+    fn show(&mut self, graph: &DialogueGraph, line: VertexId, facts: &dyn Facts) {
+        self.insert_reachable(line);
+        self.arm(graph, line);
+        for &r in graph.outputs(line) {
+            let Some(v) = graph.vertex(r) else { continue };
+            if v.kind == VertexKind::Response && graph.condition(r).is_none_or(|c| c.eval(facts)) {
+                self.insert_reachable(r);
+            }
+        }
+    }
+
+    fn insert_reachable(&mut self, v: VertexId) {
+        if let Err(at) = self.reachable.binary_search(&v) {
+            self.reachable.insert(at, v);
+        }
+    }
+
+    /// Adds one arming to every action authored on `v`, capped at [`ARM_CAP`].
+    fn arm(&mut self, graph: &DialogueGraph, v: VertexId) {
+        for (index, _) in graph.actions(v) {
+            match self.armed.binary_search_by_key(&index, |a| a.action) {
+                Ok(at) => {
+                    let slot = &mut self.armed[at];
+                    slot.remaining = (slot.remaining + 1).min(ARM_CAP);
+                }
+                Err(at) => self.armed.insert(
+                    at,
+                    Arming {
+                        action: index,
+                        remaining: 1,
+                    },
+                ),
+            }
+        }
+    }
+}
+
+/// The NPC line that follows `from` by the client rule: the first output by priority whose
+/// conditions hold, passing through Branch (and Condition) vertices. Responses are not lines.
+pub fn next_line(graph: &DialogueGraph, from: VertexId, facts: &dyn Facts) -> Option<VertexId> {
+    first_line(graph, graph.outputs(from), facts, 0)
+}
+
+/// Branches hold only Prompts by construction; the depth bound keeps a hand-built graph with
+/// nested transparent vertices from recursing without end.
+const MAX_TRANSPARENT_DEPTH: usize = 8;
+
+fn first_line(
+    graph: &DialogueGraph,
+    outputs: &[VertexId],
+    facts: &dyn Facts,
+    depth: usize,
+) -> Option<VertexId> {
+    for &out in outputs {
+        let Some(v) = graph.vertex(out) else { continue };
+        if graph.condition(out).is_some_and(|c| !c.eval(facts)) {
+            continue;
+        }
+        match v.kind {
+            VertexKind::Prompt => return Some(out),
+            VertexKind::Branch | VertexKind::Condition | VertexKind::Action
+                if depth < MAX_TRANSPARENT_DEPTH =>
+            {
+                if let Some(line) = first_line(graph, graph.outputs(out), facts, depth + 1) {
+                    return Some(line);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
