@@ -1,0 +1,449 @@
+//! Model-based property tests of the walk, over generated graphs and the sample content.
+//!
+//! - An honest client following the client rules is never rejected.
+//! - Forged messages (unknown vertices, responses never shown, lines not yet shown, altered
+//!   payloads, actions replayed past their arming, actions of another conversation) are always
+//!   rejected and change nothing.
+//! - Over any message sequence, the executions of each authored action never exceed its armings.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use banter_dialogue::content::Content;
+use banter_dialogue::{
+    ActionIndex, ClientWalk, Counter, DialogueGraph, Facts, Outgoing, QuestStatus, Screen, Shown,
+    VertexId, VertexKind, Walk, WalkError, build_conversation,
+};
+use banter_protocol::Action;
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestRunner};
+
+const CASES: u32 = 10_000;
+
+/// Facts drawn per case; fixed for the whole conversation.
+#[derive(Clone, Debug)]
+struct World {
+    coins: i64,
+    night: bool,
+    q0: QuestStatus,
+}
+
+impl Facts for World {
+    fn quest_status(&self, quest: &str) -> QuestStatus {
+        if quest == "Q0" {
+            self.q0
+        } else {
+            QuestStatus::Available
+        }
+    }
+    fn objective_progress(&self, _: &str, _: &str) -> u32 {
+        0
+    }
+    fn has(&self, name: &str) -> bool {
+        name == "Night" && self.night
+    }
+    fn counter(&self, c: Counter) -> i64 {
+        if c == Counter::Coins { self.coins } else { 0 }
+    }
+}
+
+fn world() -> impl Strategy<Value = World> {
+    (
+        0i64..200,
+        any::<bool>(),
+        prop::sample::select(QuestStatus::ALL.to_vec()),
+    )
+        .prop_map(|(coins, night, q0)| World { coins, night, q0 })
+}
+
+const CONDITIONS: [&str; 5] = [
+    "coins >= 100",
+    "has(Night)",
+    "quest(Q0) == active",
+    "!has(Night) || coins < 50",
+    "true",
+];
+
+fn action_json(kind: u8, n: usize) -> String {
+    let target = |i: usize| format!("N{}", i % n);
+    match kind % 5 {
+        0 => r#"{"Type":"AcceptQuest","QuestId":"Q0"}"#.to_owned(),
+        1 => r#"{"Type":"CompleteQuest","QuestId":"Q0"}"#.to_owned(),
+        2 => format!(
+            r#"{{"Type":"CheckQuest","QuestId":"Q0","SuccessNode":"{}","FailureNode":"{}"}}"#,
+            target(kind as usize),
+            target(kind as usize + 1)
+        ),
+        3 => r#"{"Type":"AdvanceObjective","QuestId":"Q|0","ObjectiveId":"O","Amount":2,"Island":"Reef"}"#
+            .to_owned(),
+        _ => r#"{"Type":"OpenShop","Shop":"Rods"}"#.to_owned(),
+    }
+}
+
+/// A raw description of a generated conversation, turned into canonical JSON.
+#[derive(Clone, Debug)]
+struct GenNode {
+    exit: u8,
+    targets: Vec<usize>,
+    responses: Vec<(Option<usize>, Vec<u8>, Option<usize>)>,
+    actions: Vec<u8>,
+    condition: Option<usize>,
+}
+
+fn gen_node() -> impl Strategy<Value = GenNode> {
+    (
+        0u8..4,
+        prop::collection::vec(0usize..64, 1..4),
+        prop::collection::vec(
+            (
+                prop::option::of(0usize..64),
+                prop::collection::vec(any::<u8>(), 0..2),
+                prop::option::weighted(0.3, 0usize..CONDITIONS.len()),
+            ),
+            1..4,
+        ),
+        prop::collection::vec(any::<u8>(), 0..2),
+        prop::option::weighted(0.2, 0usize..CONDITIONS.len()),
+    )
+        .prop_map(|(exit, targets, responses, actions, condition)| GenNode {
+            exit,
+            targets,
+            responses,
+            actions,
+            condition,
+        })
+}
+
+fn to_json(nodes: &[GenNode]) -> String {
+    let n = nodes.len();
+    let name = |i: usize| format!("\"N{}\"", i % n);
+    let actions = |kinds: &[u8]| {
+        let list: Vec<String> = kinds.iter().map(|&k| action_json(k, n)).collect();
+        format!("[{}]", list.join(","))
+    };
+    let mut parts = vec![r#""FirstNode":"N0","Speaker":"Gen""#.to_owned()];
+    for (i, node) in nodes.iter().enumerate() {
+        let mut fields = vec![format!("\"Text\":\"line {i}\"")];
+        if !node.actions.is_empty() {
+            fields.push(format!("\"Actions\":{}", actions(&node.actions)));
+        }
+        // The entry keeps no condition so every case opens.
+        if let Some(c) = node.condition.filter(|_| i != 0) {
+            fields.push(format!("\"Conditions\":\"{}\"", CONDITIONS[c]));
+        }
+        match node.exit {
+            0 => {}
+            1 => fields.push("\"Close\":true".to_owned()),
+            2 if node.targets.len() == 1 => {
+                fields.push(format!("\"NextNode\":{}", name(node.targets[0])))
+            }
+            2 => {
+                let list: Vec<String> = node.targets.iter().map(|&t| name(t)).collect();
+                fields.push(format!("\"NextNode\":[{}]", list.join(",")));
+            }
+            _ => {
+                let responses: Vec<String> = node
+                    .responses
+                    .iter()
+                    .enumerate()
+                    .map(|(j, (next, acts, cond))| {
+                        let mut r = vec![format!("\"Text\":\"answer {j}\"")];
+                        if let Some(t) = next {
+                            r.push(format!("\"NextNode\":{}", name(*t)));
+                        }
+                        if !acts.is_empty() {
+                            r.push(format!("\"Actions\":{}", actions(acts)));
+                        }
+                        if let Some(c) = cond {
+                            r.push(format!("\"Conditions\":\"{}\"", CONDITIONS[*c]));
+                        }
+                        format!("{{{}}}", r.join(","))
+                    })
+                    .collect();
+                fields.push(format!("\"Responses\":[{}]", responses.join(",")));
+            }
+        }
+        parts.push(format!("\"N{i}\":{{{}}}", fields.join(",")));
+    }
+    format!("{{{}}}", parts.join(","))
+}
+
+fn generated_graph() -> impl Strategy<Value = Arc<DialogueGraph>> {
+    prop::collection::vec(gen_node(), 1..10).prop_map(|nodes| {
+        let (graph, diagnostics) = build_conversation("Generated", &to_json(&nodes));
+        assert!(
+            diagnostics.iter().all(|d| !d.is_error()),
+            "generator made bad content: {diagnostics:?}"
+        );
+        Arc::new(graph)
+    })
+}
+
+/// The sample game's conversations, when the content folder is there.
+fn sample_graphs() -> Vec<Arc<DialogueGraph>> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../content");
+    let (content, _) = Content::load(&root);
+    content.conversations.values().cloned().collect()
+}
+
+fn any_graph() -> BoxedStrategy<Arc<DialogueGraph>> {
+    let samples = sample_graphs();
+    if samples.is_empty() {
+        generated_graph().boxed()
+    } else {
+        prop_oneof![
+            3 => generated_graph(),
+            1 => prop::sample::select(samples),
+        ]
+        .boxed()
+    }
+}
+
+/// A random entry line (the resolver may open on any node).
+fn entry(graph: &DialogueGraph, pick: usize) -> VertexId {
+    let prompts: Vec<VertexId> = graph
+        .vertices()
+        .filter(|(_, v)| v.kind == VertexKind::Prompt)
+        .map(|(id, _)| id)
+        .collect();
+    prompts[pick % prompts.len()]
+}
+
+/// The CheckQuest targets the server may jump to from an armed check.
+fn check_targets(graph: &DialogueGraph, index: ActionIndex) -> Vec<VertexId> {
+    match graph.action(index).map(|a| &a.action) {
+        Some(Action::CheckQuest {
+            success_node,
+            failure_node,
+            ..
+        }) => [success_node, failure_node]
+            .into_iter()
+            .filter_map(|n| graph.find(n))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Plays an honest client against a server walk; returns the first rejection, if any.
+fn play_honest(
+    graph: &DialogueGraph,
+    facts: &World,
+    start: usize,
+    picks: &[usize],
+) -> Result<(), String> {
+    let first = entry(graph, start);
+    let mut out = Vec::new();
+    let mut client = ClientWalk::open(graph, first, facts, &mut out).map_err(|e| e.to_string())?;
+    let (mut server, _) = Walk::open(graph, first, facts).map_err(|e| e.to_string())?;
+    let mut pending_jump: Vec<VertexId> = Vec::new();
+    for &pick in picks {
+        // Deliver what the client sent, in order, to the server.
+        for message in out.drain(..) {
+            let result = match message {
+                Outgoing::Advance(v) => server.advance(graph, v, facts).map(|_| ()),
+                Outgoing::Choose(r) => server.choose(graph, r, facts).map(|_| ()),
+                Outgoing::Action(i) => {
+                    let a = graph.action(i).ok_or("unknown action")?;
+                    server.take_action(graph, a.action_type, &a.payload).map(|ran| {
+                        pending_jump.extend(check_targets(graph, ran));
+                    })
+                }
+            };
+            result.map_err(|e| format!("honest {message:?} rejected: {e}"))?;
+        }
+        if !pending_jump.is_empty() {
+            let target = pending_jump[pick % pending_jump.len()];
+            pending_jump.clear();
+            server
+                .jump_to(graph, target, facts)
+                .map_err(|e| e.to_string())?;
+            client
+                .jump(graph, target, facts, &mut out)
+                .map_err(|e| e.to_string())?;
+            continue;
+        }
+        match client.screen() {
+            Screen::Ended | Screen::Waiting => break,
+            Screen::Line(_) => {
+                let choices: Vec<VertexId> = client.choices(graph).collect();
+                if !choices.is_empty() {
+                    client
+                        .choose(graph, choices[pick % choices.len()], facts, &mut out)
+                        .map_err(|e| e.to_string())?;
+                } else if client.can_advance(graph) {
+                    client
+                        .advance(graph, facts, &mut out)
+                        .map_err(|e| e.to_string())?;
+                } else {
+                    break; // a line awaiting a jump whose check target is dangling
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn an_honest_client_is_never_rejected() {
+    let mut runner = TestRunner::new(Config::with_cases(CASES));
+    let strategy = (
+        any_graph(),
+        world(),
+        any::<usize>(),
+        prop::collection::vec(any::<usize>(), 1..40),
+    );
+    runner
+        .run(&strategy, |(graph, facts, start, picks)| {
+            play_honest(&graph, &facts, start, &picks).map_err(TestCaseError::fail)
+        })
+        .expect("honest play");
+}
+
+/// A message an attacker might send, drawn without regard to what was shown.
+#[derive(Clone, Debug)]
+enum Message {
+    Advance(u32),
+    Choose(u32),
+    /// An authored action of this graph, by index.
+    Action(u32),
+    /// An authored action with its payload altered.
+    Altered(u32),
+    /// An action authored in another conversation.
+    Foreign(u8),
+    Jump(u32),
+}
+
+fn message() -> impl Strategy<Value = Message> {
+    prop_oneof![
+        (0u32..80).prop_map(Message::Advance),
+        (0u32..80).prop_map(Message::Choose),
+        (0u32..40).prop_map(Message::Action),
+        (0u32..40).prop_map(Message::Altered),
+        any::<u8>().prop_map(Message::Foreign),
+        (0u32..80).prop_map(Message::Jump),
+    ]
+}
+
+/// Actions that exist only in the "other" conversation.
+const FOREIGN: [(banter_protocol::ActionType, &str); 3] = [
+    (banter_protocol::ActionType::CompleteQuest, "Elsewhere"),
+    (banter_protocol::ActionType::AcceptQuest, "Q9"),
+    (banter_protocol::ActionType::OpenShop, "Bait"),
+];
+
+#[test]
+fn forged_messages_are_rejected_and_executions_never_exceed_armings() {
+    let mut runner = TestRunner::new(Config::with_cases(CASES));
+    let strategy = (
+        any_graph(),
+        world(),
+        any::<usize>(),
+        prop::collection::vec(message(), 1..60),
+    );
+    runner
+        .run(&strategy, |(graph, facts, start, messages)| {
+            let g = &*graph;
+            let (mut walk, _) = Walk::open(g, entry(g, start), &facts).expect("opens");
+            let mut armings: HashMap<ActionIndex, u32> = HashMap::new();
+            let mut runs: HashMap<ActionIndex, u32> = HashMap::new();
+            // The model: uncapped arming events, and the capped counters the spec describes.
+            let mut model: HashMap<ActionIndex, u8> = HashMap::new();
+            let arm = |v: VertexId,
+                       armings: &mut HashMap<ActionIndex, u32>,
+                       model: &mut HashMap<ActionIndex, u8>| {
+                for (i, _) in g.actions(v) {
+                    *armings.entry(i).or_default() += 1;
+                    let slot = model.entry(i).or_default();
+                    *slot = (*slot + 1).min(banter_dialogue::ARM_CAP);
+                }
+            };
+            arm(entry(g, start), &mut armings, &mut model);
+            let total_actions = g.all_actions().len() as u32;
+            for message in messages {
+                let before = walk.clone();
+                match message {
+                    Message::Advance(v) => {
+                        let v = VertexId(v);
+                        let legit = walk.is_reachable(v)
+                            && g.vertex(v).is_some_and(|x| x.kind == VertexKind::Prompt);
+                        match walk.advance(g, v, &facts) {
+                            Ok(Shown::Line(m)) => {
+                                prop_assert!(legit, "advance from a line never shown: {v:?}");
+                                arm(m, &mut armings, &mut model);
+                            }
+                            Ok(_) => prop_assert!(legit),
+                            Err(_) => prop_assert_eq!(&walk, &before),
+                        }
+                    }
+                    Message::Choose(r) => {
+                        let r = VertexId(r);
+                        let legit = walk.is_reachable(r)
+                            && g.vertex(r).is_some_and(|x| x.kind == VertexKind::Response);
+                        match walk.choose(g, r, &facts) {
+                            Ok(shown) => {
+                                prop_assert!(legit, "chose a response never shown: {r:?}");
+                                arm(r, &mut armings, &mut model);
+                                if let Shown::Line(m) = shown {
+                                    arm(m, &mut armings, &mut model);
+                                }
+                            }
+                            Err(_) => prop_assert_eq!(&walk, &before),
+                        }
+                    }
+                    Message::Action(i) | Message::Altered(i) if total_actions > 0 => {
+                        let index = ActionIndex(i % total_actions);
+                        let authored = g.action(index).expect("in range");
+                        let payload = match message {
+                            Message::Altered(_) => format!("{}x", authored.payload),
+                            _ => authored.payload.to_string(),
+                        };
+                        match walk.take_action(g, authored.action_type, &payload) {
+                            Ok(ran) => {
+                                prop_assert!(matches!(message, Message::Action(_)));
+                                *runs.entry(ran).or_default() += 1;
+                                let slot = model.entry(ran).or_default();
+                                prop_assert!(*slot > 0, "ran {ran:?} with no arming left");
+                                *slot -= 1;
+                                // Same type and payload may be authored twice; the walk runs
+                                // one of them, which must be an exact twin.
+                                let twin = g.action(ran).expect("ran exists");
+                                prop_assert_eq!(&twin.payload, &authored.payload);
+                            }
+                            Err(e) => {
+                                prop_assert!(matches!(
+                                    e,
+                                    WalkError::NotArmed | WalkError::PayloadMismatch
+                                ));
+                                prop_assert_eq!(&walk, &before);
+                            }
+                        }
+                    }
+                    Message::Action(_) | Message::Altered(_) => {}
+                    Message::Foreign(k) => {
+                        let (t, p) = FOREIGN[k as usize % FOREIGN.len()];
+                        prop_assert!(walk.take_action(g, t, p).is_err());
+                        prop_assert_eq!(&walk, &before);
+                    }
+                    Message::Jump(t) => {
+                        // The server's own decision; only a line is a valid target.
+                        let t = VertexId(t);
+                        match walk.jump_to(g, t, &facts) {
+                            Ok(_) => arm(t, &mut armings, &mut model),
+                            Err(_) => prop_assert_eq!(&walk, &before),
+                        }
+                    }
+                }
+                for (index, &ran) in &runs {
+                    let armed = armings.get(index).copied().unwrap_or(0);
+                    prop_assert!(ran <= armed, "{index:?} ran {ran} times, armed {armed}");
+                }
+                for i in (0..total_actions).map(ActionIndex) {
+                    let modelled = model.get(&i).copied().unwrap_or(0);
+                    prop_assert_eq!(walk.armed(i), modelled, "counter of {:?}", i);
+                }
+            }
+            Ok(())
+        })
+        .expect("forged play");
+}
