@@ -33,7 +33,17 @@ pub fn parse_conversation(
     bytes: &[u8],
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Option<ConversationFile> {
-    let root = match crate::json::parse_bytes(file, bytes) {
+    parse_conversation_with_limit(file, bytes, crate::json::MAX_FILE_BYTES, diagnostics)
+}
+
+/// [`parse_conversation`] with the caller's size limit instead of the file limit.
+pub fn parse_conversation_with_limit(
+    file: &str,
+    bytes: &[u8],
+    limit: u64,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Option<ConversationFile> {
+    let root = match crate::json::parse_bytes_with_limit(file, bytes, limit) {
         Ok(root) => root,
         Err(d) => {
             diagnostics.push(d);
@@ -199,7 +209,9 @@ pub(crate) fn decode_next(
             let names: Vec<String> = items
                 .iter()
                 .enumerate()
-                .filter_map(|(i, item)| d.ident(node, &format!("{field}[{}]", i + 1), "NextNode", item))
+                .filter_map(|(i, item)| {
+                    d.ident(node, &format!("{field}[{}]", i + 1), "NextNode", item)
+                })
                 .collect();
             (names.len() == items.len()).then_some(Next::FirstOf(names))
         }
@@ -228,7 +240,11 @@ fn decode_response(
     let errors_before = d.diagnostics.len();
     for (key, _) in fields {
         if !RESPONSE_FIELDS.contains(&key.as_str()) {
-            d.error(node, &format!("{at}.{key}"), Problem::UnknownField(key.clone()));
+            d.error(
+                node,
+                &format!("{at}.{key}"),
+                Problem::UnknownField(key.clone()),
+            );
         }
     }
     let field = |key: &str| fields.iter().find(|(k, _)| k == key).map(|(_, v)| v);

@@ -85,10 +85,24 @@ impl<'de> Visitor<'de> for JsonVisitor {
         Ok(Json::Array(items))
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Json, A::Error> {
+        // Small objects (fields of a node) check duplicates by scanning; a conversation's
+        // top level can hold 100,000 nodes, so past a few keys a set keeps it linear.
+        const SCAN_LIMIT: usize = 16;
         let mut entries: Vec<(String, Json)> = Vec::new();
+        let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
         while let Some(key) = map.next_key::<String>()? {
-            if entries.iter().any(|(k, _)| *k == key) {
-                return Err(de::Error::custom(format_args!("the key `{key}` appears twice")));
+            let duplicate = if entries.len() < SCAN_LIMIT {
+                entries.iter().any(|(k, _)| *k == key)
+            } else {
+                if seen.is_empty() {
+                    seen.extend(entries.iter().map(|(k, _)| k.clone()));
+                }
+                !seen.insert(key.clone())
+            };
+            if duplicate {
+                return Err(de::Error::custom(format_args!(
+                    "the key `{key}` appears twice"
+                )));
             }
             let value = map.next_value()?;
             entries.push((key, value));
@@ -97,14 +111,21 @@ impl<'de> Visitor<'de> for JsonVisitor {
     }
 }
 
-/// Parses file bytes into a strict JSON tree, with every failure located.
+/// Parses file bytes into a strict JSON tree, with every failure located. Refuses more than
+/// [`MAX_FILE_BYTES`].
 pub fn parse_bytes(file: &str, bytes: &[u8]) -> Result<Json, Diagnostic> {
-    if bytes.len() as u64 > MAX_FILE_BYTES {
+    parse_bytes_with_limit(file, bytes, MAX_FILE_BYTES)
+}
+
+/// [`parse_bytes`] with the caller's size limit (benchmarks and tools building huge synthetic
+/// conversations in memory raise it).
+pub fn parse_bytes_with_limit(file: &str, bytes: &[u8], limit: u64) -> Result<Json, Diagnostic> {
+    if bytes.len() as u64 > limit {
         return Err(Diagnostic::error(
             file,
             Problem::TooLarge {
                 size: bytes.len() as u64,
-                limit: MAX_FILE_BYTES,
+                limit,
             },
         ));
     }
@@ -143,7 +164,13 @@ impl Decoder<'_> {
         self.diagnostics.push(d);
     }
 
-    pub fn wrong_type(&mut self, node: Option<&str>, field: &str, expected: &'static str, v: &Json) {
+    pub fn wrong_type(
+        &mut self,
+        node: Option<&str>,
+        field: &str,
+        expected: &'static str,
+        v: &Json,
+    ) {
         self.error(
             node,
             field,
@@ -367,5 +394,25 @@ impl Decoder<'_> {
             }
         };
         ok.then_some(action)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_repeated_key_is_an_error_in_small_and_large_objects() {
+        for size in [2usize, 15, 16, 17, 40] {
+            let mut keys: Vec<String> = (0..size).map(|i| format!("\"k{i}\":{i}")).collect();
+            keys.push("\"k1\":0".to_owned());
+            let text = format!("{{{}}}", keys.join(","));
+            let err = parse_bytes("f.json", text.as_bytes()).expect_err("duplicate");
+            assert!(
+                matches!(&err.problem, Problem::Syntax(m) if m.contains("`k1` appears twice")),
+                "{size}: {err}"
+            );
+            assert!(err.position.is_some());
+        }
     }
 }

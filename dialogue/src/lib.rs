@@ -16,6 +16,7 @@ pub mod graph;
 pub mod json;
 pub mod layers;
 pub mod model;
+pub mod synth;
 pub mod walk;
 
 pub use client::{ClientWalk, Outgoing, Screen};
@@ -45,7 +46,8 @@ pub fn parse_conversation_file(
 pub fn build_conversation(name: &str, json: &str) -> (DialogueGraph, Vec<Diagnostic>) {
     let mut diagnostics = Vec::new();
     let file =
-        canonical::parse_conversation(name, json.as_bytes(), &mut diagnostics).unwrap_or_default();
+        canonical::parse_conversation_with_limit(name, json.as_bytes(), u64::MAX, &mut diagnostics)
+            .unwrap_or_default();
     let merged = layers::merge(name, &file, &[], &mut diagnostics);
     let graph = DialogueGraph::build(&merged, &mut diagnostics);
     (graph, diagnostics)
