@@ -27,37 +27,8 @@ pub const MAX_CONDITION_BYTES: usize = 1024;
 /// Deepest nesting of parentheses and `!` accepted.
 pub const MAX_DEPTH: usize = 32;
 
-/// Where a player stands with a quest.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum QuestStatus {
-    /// Prerequisites not met.
-    Unavailable,
-    /// May be accepted.
-    Available,
-    /// Accepted, not handed in.
-    Active,
-    /// Handed in and paid.
-    Completed,
-}
-
-impl QuestStatus {
-    pub const ALL: [QuestStatus; 4] = [
-        QuestStatus::Unavailable,
-        QuestStatus::Available,
-        QuestStatus::Active,
-        QuestStatus::Completed,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            QuestStatus::Unavailable => "unavailable",
-            QuestStatus::Available => "available",
-            QuestStatus::Active => "active",
-            QuestStatus::Completed => "completed",
-        }
-    }
-}
+use banter_protocol::FactSheet;
+pub use banter_protocol::QuestStatus;
 
 /// The counters a condition may compare.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -87,6 +58,37 @@ pub trait Facts {
     /// A state or a tag by name, as `banter-player` names them (`Fishing.Casted`, `PostReveal`).
     fn has(&self, name: &str) -> bool;
     fn counter(&self, counter: Counter) -> i64;
+}
+
+/// The facts the server sent a client: a client evaluates conditions against these.
+impl Facts for FactSheet {
+    fn quest_status(&self, quest: &str) -> QuestStatus {
+        self.quests
+            .get(quest)
+            .copied()
+            .unwrap_or(QuestStatus::Available)
+    }
+    fn objective_progress(&self, quest: &str, objective: &str) -> u32 {
+        // Keys are `quest/objective`; look up without allocating a joined key.
+        self.progress
+            .iter()
+            .find(|(k, _)| {
+                k.strip_prefix(quest)
+                    .and_then(|rest| rest.strip_prefix('/'))
+                    == Some(objective)
+            })
+            .map_or(0, |(_, v)| *v)
+    }
+    fn has(&self, name: &str) -> bool {
+        self.has.iter().any(|h| h == name)
+    }
+    fn counter(&self, counter: Counter) -> i64 {
+        match counter {
+            Counter::Coins => self.coins,
+            Counter::Experience => self.experience,
+            Counter::TutorialStage => self.tutorial_stage,
+        }
+    }
 }
 
 /// Facts of a player who has done nothing: every quest available, every count zero.
@@ -237,7 +239,9 @@ fn value(v: &Value, facts: &dyn Facts) -> i64 {
     match v {
         Value::Int(i) => *i,
         Value::Counter(c) => facts.counter(*c),
-        Value::Progress { quest, objective } => i64::from(facts.objective_progress(quest, objective)),
+        Value::Progress { quest, objective } => {
+            i64::from(facts.objective_progress(quest, objective))
+        }
     }
 }
 
@@ -338,7 +342,9 @@ impl Parser<'_> {
         if self.eat_op(op) {
             Ok(())
         } else {
-            let found = self.peek().map_or("the end".to_owned(), |(_, t)| t.to_string());
+            let found = self
+                .peek()
+                .map_or("the end".to_owned(), |(_, t)| t.to_string());
             self.fail(format!("expected `{op}`, found {found}"))
         }
     }
@@ -548,8 +554,12 @@ mod tests {
         assert!(!eval("false"));
         assert!(eval("has(PostReveal) && has(Fishing.Casted)"));
         assert!(!eval("!has(PostReveal)"));
-        assert!(eval("quest(Done) == completed && quest(Other) != completed"));
-        assert!(eval("coins >= 50 && coins < 51 && coins == 50 && coins != -1"));
+        assert!(eval(
+            "quest(Done) == completed && quest(Other) != completed"
+        ));
+        assert!(eval(
+            "coins >= 50 && coins < 51 && coins == 50 && coins != -1"
+        ));
         assert!(eval("progress(Q, Fish) > 2 || false"));
         assert!(eval("(false || true) && !(false)"));
         assert!(!eval("coins > 50 || has(Night)"));

@@ -7,7 +7,19 @@ use serde::{Deserialize, Serialize};
 
 /// The closed vocabulary of action types. The string form is the `Type` field of the content
 /// files and the `action` field of the wire message.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 pub enum ActionType {
     AcceptQuest,
     CheckQuest,

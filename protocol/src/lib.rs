@@ -8,7 +8,13 @@
 //! Pure: no I/O, no clock, no async runtime.
 
 mod action;
+mod messages;
 mod payload;
+pub mod schema;
 
 pub use action::{Action, ActionType, ObjectiveAmount, UnknownActionType};
+pub use messages::{
+    ByeReason, ClientMessage, CloseReason, Effect, ErrorCode, FactSheet, MAX_CLIENT_FRAME_BYTES,
+    NpcRef, PROTOCOL_VERSION, Position, Profile, QuestStatus, ServerMessage,
+};
 pub use payload::{ActionPayload, PayloadError};

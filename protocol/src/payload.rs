@@ -275,7 +275,10 @@ mod tests {
         };
         let built = ActionPayload::build(&action);
         assert_eq!(built, "a\\|b|c\\\\|\\|");
-        assert_eq!(ActionPayload::parse(ActionType::CheckQuest, &built), Ok(action));
+        assert_eq!(
+            ActionPayload::parse(ActionType::CheckQuest, &built),
+            Ok(action)
+        );
     }
 
     #[test]

@@ -24,11 +24,13 @@ fn action() -> impl Strategy<Value = Action> {
             ident(),
             proptest::option::of((any::<u32>(), proptest::option::of(ident())))
         )
-            .prop_map(|(quest_id, objective_id, amount)| Action::AdvanceObjective {
-                quest_id,
-                objective_id,
-                amount: amount.map(|(amount, island)| ObjectiveAmount { amount, island }),
-            }),
+            .prop_map(
+                |(quest_id, objective_id, amount)| Action::AdvanceObjective {
+                    quest_id,
+                    objective_id,
+                    amount: amount.map(|(amount, island)| ObjectiveAmount { amount, island }),
+                }
+            ),
         ident().prop_map(|quest_id| Action::TrackQuest { quest_id }),
         ident().prop_map(|shop| Action::OpenShop { shop }),
         Just(Action::OpenSellMenu),

@@ -1,0 +1,368 @@
+//! Wire protocol v1: JSON text frames with a `type` tag.
+//!
+//! Every client message may carry an `id`; the server answers each message that has one with
+//! exactly one `ack` or `error` carrying the same `id`, after any messages the step caused
+//! (`opened`, `jump`, `effect`, `closed`). That is what lets a client match answers to requests
+//! and measure round trips. docs/PROTOCOL.md is the prose reference; docs/protocol.schema.json
+//! is generated from these types.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::action::ActionType;
+
+/// The protocol version this crate speaks.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// The largest text frame a client may send, in bytes (Nakama and Colyseus cap at 4 KiB).
+pub const MAX_CLIENT_FRAME_BYTES: usize = 4 * 1024;
+
+/// A position in the world, in studs.
+pub type Position = [f64; 3];
+
+/// What a client sends.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ClientMessage {
+    /// Places the player's body (the first `move` spawns it) or moves it. A move faster than
+    /// the server's speed limit is refused and the last valid position stays.
+    Move {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<u64>,
+        position: Position,
+    },
+    /// Opens a conversation with an NPC by display name. `instance` is a hint naming one NPC
+    /// instance (names are not unique); it is used only if the registry has that instance under
+    /// that name. `cached` is the content hash the client already holds for the conversation.
+    Talk {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<u64>,
+        npc: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        instance: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cached: Option<String>,
+    },
+    /// The player advances past the NPC line `node`.
+    Advance {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<u64>,
+        node: String,
+    },
+    /// The player picks the response `response` (`<node>_r<i>`).
+    Choose {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<u64>,
+        response: String,
+    },
+    /// Runs an action the conversation armed, with its canonical payload.
+    Action {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<u64>,
+        action: ActionType,
+        payload: String,
+    },
+    /// Closes the open conversation.
+    Close {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<u64>,
+    },
+    /// Reports the Afk tag (the only client-reported tag the server reads).
+    SetAfk {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<u64>,
+        afk: bool,
+    },
+    /// Asks for a conversation's merged content (after an `opened` without it).
+    FetchConversation {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<u64>,
+        conversation: String,
+    },
+}
+
+impl ClientMessage {
+    /// The request id, if the client gave one.
+    pub fn id(&self) -> Option<u64> {
+        match self {
+            ClientMessage::Move { id, .. }
+            | ClientMessage::Talk { id, .. }
+            | ClientMessage::Advance { id, .. }
+            | ClientMessage::Choose { id, .. }
+            | ClientMessage::Action { id, .. }
+            | ClientMessage::Close { id }
+            | ClientMessage::SetAfk { id, .. }
+            | ClientMessage::FetchConversation { id, .. } => *id,
+        }
+    }
+
+    /// The message's `type`, for metrics and logs.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ClientMessage::Move { .. } => "move",
+            ClientMessage::Talk { .. } => "talk",
+            ClientMessage::Advance { .. } => "advance",
+            ClientMessage::Choose { .. } => "choose",
+            ClientMessage::Action { .. } => "action",
+            ClientMessage::Close { .. } => "close",
+            ClientMessage::SetAfk { .. } => "set_afk",
+            ClientMessage::FetchConversation { .. } => "fetch_conversation",
+        }
+    }
+}
+
+/// Where a player stands with a quest.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum QuestStatus {
+    /// Prerequisites not met.
+    Unavailable,
+    /// May be accepted.
+    Available,
+    /// Accepted, not handed in.
+    Active,
+    /// Handed in and paid.
+    Completed,
+}
+
+impl QuestStatus {
+    pub const ALL: [QuestStatus; 4] = [
+        QuestStatus::Unavailable,
+        QuestStatus::Available,
+        QuestStatus::Active,
+        QuestStatus::Completed,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            QuestStatus::Unavailable => "unavailable",
+            QuestStatus::Available => "available",
+            QuestStatus::Active => "active",
+            QuestStatus::Completed => "completed",
+        }
+    }
+}
+
+/// The facts a client evaluates `Conditions` against: the same facts the server uses.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct FactSheet {
+    /// Status of every quest that is not `available` (absent means available).
+    #[serde(default)]
+    pub quests: BTreeMap<String, QuestStatus>,
+    /// Objective progress, keyed `questId/objectiveId`.
+    #[serde(default)]
+    pub progress: BTreeMap<String, u32>,
+    pub coins: i64,
+    pub experience: i64,
+    pub tutorial_stage: i64,
+    /// States and tags that hold, by name (`Dialogue.Talking`, `Afk`).
+    #[serde(default)]
+    pub has: Vec<String>,
+}
+
+/// The player's persistent profile as the client sees it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Profile {
+    pub coins: i64,
+    pub experience: i64,
+    pub tutorial_stage: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tracked_quest: Option<String>,
+}
+
+/// An NPC instance.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct NpcRef {
+    pub id: String,
+    pub name: String,
+    pub island: String,
+}
+
+/// What an accepted action did, for the client to show.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Effect {
+    QuestAccepted {
+        quest: String,
+    },
+    QuestChecked {
+        quest: String,
+        done: bool,
+    },
+    QuestCompleted {
+        quest: String,
+        coins: i64,
+        experience: i64,
+    },
+    ObjectiveAdvanced {
+        quest: String,
+        objective: String,
+        progress: u32,
+        target: u32,
+    },
+    QuestTracked {
+        quest: String,
+    },
+    OpenShop {
+        shop: String,
+    },
+    OpenSellMenu,
+    PlayCutscene {
+        scene: String,
+    },
+    ChooseRideBoat {
+        quest: String,
+    },
+}
+
+/// Why the server ends a session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ByeReason {
+    /// The same player connected again; the newer session takes over.
+    Replaced,
+    /// The server is shutting down.
+    Shutdown,
+    /// The client kept sending past the rate limit.
+    Flooding,
+    /// The client stopped reading and its outgoing queue filled.
+    TooSlow,
+    /// The client stopped answering pings.
+    Timeout,
+}
+
+/// Why a conversation closed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CloseReason {
+    /// The client closed it.
+    Client,
+    /// The walk reached its end and the client closed it.
+    Ended,
+    /// The player walked away, started a cutscene or was replaced.
+    Interrupted,
+}
+
+/// Stable error codes. Clients match on these, never on the message text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// The frame is not a valid JSON client message.
+    Malformed,
+    /// The frame is larger than 4 KiB.
+    FrameTooLarge,
+    /// Binary frames are not part of the protocol.
+    BinaryFrame,
+    /// Too many messages; slow down (a client that keeps flooding is disconnected).
+    RateLimited,
+    /// No conversation is open.
+    NoConversation,
+    /// A conversation is already open; close it first.
+    ConversationOpen,
+    /// No NPC of that name (and instance) in the registry.
+    UnknownNpc,
+    /// The player is farther than the NPC's range plus the lag allowance.
+    TooFar,
+    /// The player has no body in the world yet (no `move` received).
+    NoBody,
+    /// Less than 1.5 s since the last conversation opened.
+    TalkCooldown,
+    /// The player is busy (a cutscene, a conversation, a theft) and cannot talk.
+    Busy,
+    /// The move was faster than the speed limit; the last valid position stays.
+    Teleport,
+    /// No conversation by that name.
+    UnknownConversation,
+    /// No such node or response in the open conversation.
+    UnknownVertex,
+    /// The player was never shown this node or response.
+    NotReachable,
+    /// `advance` named something that is not an NPC line.
+    NotALine,
+    /// `choose` named something that is not a response.
+    NotAResponse,
+    /// The line waits for the player to pick a response.
+    AwaitsChoice,
+    /// The line waits for the server's jump.
+    AwaitsJump,
+    /// The response's conditions do not hold.
+    ConditionFailed,
+    /// No armed action of that type.
+    NotArmed,
+    /// An action of that type is armed, but with a different payload.
+    PayloadMismatch,
+    /// The quest's state does not allow this action now.
+    QuestState,
+    /// The store is unavailable; retry later. Nothing was applied.
+    StoreUnavailable,
+    /// Something went wrong on the server; nothing was applied.
+    Internal,
+}
+
+impl ErrorCode {
+    /// True if retrying the same message later may succeed.
+    pub fn retryable(self) -> bool {
+        matches!(
+            self,
+            ErrorCode::RateLimited | ErrorCode::TalkCooldown | ErrorCode::StoreUnavailable
+        )
+    }
+}
+
+/// What the server sends.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ServerMessage {
+    /// First message of a session.
+    Welcome {
+        protocol: u32,
+        player: String,
+        session: u64,
+        profile: Profile,
+    },
+    /// The message with this id was accepted.
+    Ack { id: u64 },
+    /// A conversation opened. `content` is the merged conversation in the canonical JSON
+    /// format, omitted when the client's `cached` hash matched `hash`.
+    Opened {
+        conversation: String,
+        npc: NpcRef,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        speaker: Option<String>,
+        entry: String,
+        hash: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        content: Option<String>,
+        facts: FactSheet,
+    },
+    /// The server decided where the conversation goes (a quest check's result).
+    Jump { node: String },
+    /// An accepted action's effect.
+    Effect {
+        action: ActionType,
+        effect: Effect,
+        profile: Profile,
+    },
+    /// The open conversation closed.
+    Closed { reason: CloseReason },
+    /// A conversation's merged content, answering `fetch_conversation`.
+    Conversation {
+        conversation: String,
+        hash: String,
+        content: String,
+    },
+    /// The message with this id (if any) was refused. Nothing changed.
+    Error {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<u64>,
+        code: ErrorCode,
+        message: String,
+        retryable: bool,
+    },
+    /// The session ends; the server closes the socket after this.
+    Bye { reason: ByeReason, message: String },
+}

@@ -1,0 +1,53 @@
+//! Wire messages: the JSON shapes docs/PROTOCOL.md promises, and strict decoding.
+
+use banter_protocol::{ActionType, ClientMessage, ErrorCode, ServerMessage};
+
+#[test]
+fn client_messages_decode_from_the_documented_json() {
+    let m: ClientMessage =
+        serde_json::from_str(r#"{"type":"action","id":7,"action":"CheckQuest","payload":"Q|A|B"}"#)
+            .expect("decodes");
+    assert_eq!(
+        m,
+        ClientMessage::Action {
+            id: Some(7),
+            action: ActionType::CheckQuest,
+            payload: "Q|A|B".into()
+        }
+    );
+    let m: ClientMessage = serde_json::from_str(
+        r#"{"type":"talk","npc":"Dockmaster Reyes","instance":"reyes-north"}"#,
+    )
+    .expect("decodes");
+    assert_eq!(m.kind(), "talk");
+    assert_eq!(m.id(), None);
+}
+
+#[test]
+fn unknown_types_fields_and_actions_are_refused() {
+    for bad in [
+        r#"{"type":"teleport","position":[0,0,0]}"#,
+        r#"{"type":"advance","node":"A","extra":1}"#,
+        r#"{"type":"action","action":"GiveMeGold","payload":""}"#,
+        r#"{"type":"advance"}"#,
+        r#"{"node":"A"}"#,
+        r#"[1,2,3]"#,
+    ] {
+        assert!(serde_json::from_str::<ClientMessage>(bad).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn errors_carry_a_stable_snake_case_code() {
+    let text = serde_json::to_string(&ServerMessage::Error {
+        id: Some(3),
+        code: ErrorCode::PayloadMismatch,
+        message: "no".into(),
+        retryable: ErrorCode::PayloadMismatch.retryable(),
+    })
+    .expect("encodes");
+    assert_eq!(
+        text,
+        r#"{"type":"error","id":3,"code":"payload_mismatch","message":"no","retryable":false}"#
+    );
+}
