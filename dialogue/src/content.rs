@@ -174,7 +174,8 @@ impl Content {
         if let Some(world) = read_json::<World>(&root.join("world.json"), &mut diagnostics) {
             content.world = world;
         }
-        if let Some(quests) = read_json::<Vec<QuestDef>>(&root.join("quests.json"), &mut diagnostics)
+        if let Some(quests) =
+            read_json::<Vec<QuestDef>>(&root.join("quests.json"), &mut diagnostics)
         {
             content.quests = quests;
         }
@@ -188,7 +189,8 @@ impl Content {
                 let Some(bytes) = read_bytes(&path, &mut diagnostics) else {
                     continue;
                 };
-                if let Some(file) = crate::parse_conversation_file(&display, &bytes, &mut diagnostics)
+                if let Some(file) =
+                    crate::parse_conversation_file(&display, &bytes, &mut diagnostics)
                 {
                     files
                         .entry(layer)
@@ -287,14 +289,20 @@ fn read_bytes(path: &Path, diagnostics: &mut Vec<Diagnostic>) -> Option<Vec<u8>>
         }
         Ok(_) => {}
         Err(e) => {
-            diagnostics.push(Diagnostic::error(display, Problem::Unreadable(e.to_string())));
+            diagnostics.push(Diagnostic::error(
+                display,
+                Problem::Unreadable(e.to_string()),
+            ));
             return None;
         }
     }
     match std::fs::read(path) {
         Ok(bytes) => Some(bytes),
         Err(e) => {
-            diagnostics.push(Diagnostic::error(display, Problem::Unreadable(e.to_string())));
+            diagnostics.push(Diagnostic::error(
+                display,
+                Problem::Unreadable(e.to_string()),
+            ));
             None
         }
     }
@@ -323,10 +331,12 @@ fn read_json<T: for<'de> Deserialize<'de>>(
                 .rsplit_once(" at line ")
                 .map_or(message.as_str(), |(m, _)| m)
                 .to_owned();
-            diagnostics.push(Diagnostic::error(display, Problem::Other(message)).at(Position {
-                line: e.line(),
-                column: e.column(),
-            }));
+            diagnostics.push(
+                Diagnostic::error(display, Problem::Other(message)).at(Position {
+                    line: e.line(),
+                    column: e.column(),
+                }),
+            );
             None
         }
     }

@@ -173,7 +173,13 @@ struct Resolver<'a> {
 impl Resolver<'_> {
     /// The id wins; the name is the fallback. An unresolvable reference keeps a name so the
     /// graph build reports it as dangling, exactly as a bad `NextNode` in the canonical format.
-    fn resolve(&self, d: &mut Decoder<'_>, node: Option<&str>, field: &str, r: Reference) -> String {
+    fn resolve(
+        &self,
+        d: &mut Decoder<'_>,
+        node: Option<&str>,
+        field: &str,
+        r: Reference,
+    ) -> String {
         if let Some(name) = r.id.and_then(|id| self.names_by_id.get(&id)) {
             return name.clone();
         }
@@ -347,7 +353,11 @@ fn decode_response(
     };
     for (key, _) in fields {
         if !RESPONSE_FIELDS.contains(&key.as_str()) {
-            d.error(node, &format!("{at}.{key}"), Problem::UnknownField(key.clone()));
+            d.error(
+                node,
+                &format!("{at}.{key}"),
+                Problem::UnknownField(key.clone()),
+            );
         }
     }
     let field = |key: &str| fields.iter().find(|(k, _)| k == key).map(|(_, v)| v);

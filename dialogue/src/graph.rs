@@ -163,7 +163,10 @@ impl DialogueGraph {
         &self,
         id: VertexId,
     ) -> impl ExactSizeIterator<Item = (ActionIndex, &AuthoredAction)> {
-        let span = self.vertices.get(id.index()).map_or(Span::default(), |v| v.actions);
+        let span = self
+            .vertices
+            .get(id.index())
+            .map_or(Span::default(), |v| v.actions);
         self.actions[span.range()]
             .iter()
             .enumerate()
@@ -221,7 +224,13 @@ impl<'a> Builder<'a> {
             .map_or(self.conversation.name.as_str(), String::as_str)
     }
 
-    fn push_vertex(&mut self, kind: VertexKind, name: String, text: &str, priority: u32) -> VertexId {
+    fn push_vertex(
+        &mut self,
+        kind: VertexKind,
+        name: String,
+        text: &str,
+        priority: u32,
+    ) -> VertexId {
         let id = VertexId(self.graph.vertices.len() as u32);
         self.graph.vertices.push(Vertex {
             kind,
@@ -240,8 +249,9 @@ impl<'a> Builder<'a> {
                 // A node literally named like a generated vertex (`Greet_r1`): names must be
                 // unique because the wire refers to vertices by name.
                 let file = self.conversation.name.clone();
-                self.diagnostics
-                    .push(Diagnostic::error(file, Problem::Duplicate(name.to_string())).node(&*name));
+                self.diagnostics.push(
+                    Diagnostic::error(file, Problem::Duplicate(name.to_string())).node(&*name),
+                );
             } else {
                 self.graph.by_name.insert(name, id);
             }
@@ -324,14 +334,19 @@ impl<'a> Builder<'a> {
     /// Resolves an exit to the vertices it leads to: one Prompt, or a new Branch.
     fn wire_next(&mut self, from: &str, next: &Next, file: &str, field: &str) -> Vec<VertexId> {
         match next {
-            Next::One(target) => self.resolve(target, Some(from), field, file).into_iter().collect(),
+            Next::One(target) => self
+                .resolve(target, Some(from), field, file)
+                .into_iter()
+                .collect(),
             Next::FirstOf(targets) => {
                 let branch_name = format!("{from}_b{}", self.graph.vertices.len());
                 let branch = self.push_vertex(VertexKind::Branch, branch_name, "", 1);
                 let children: Vec<VertexId> = targets
                     .iter()
                     .enumerate()
-                    .filter_map(|(i, t)| self.resolve(t, Some(from), &format!("{field}[{}]", i + 1), file))
+                    .filter_map(|(i, t)| {
+                        self.resolve(t, Some(from), &format!("{field}[{}]", i + 1), file)
+                    })
                     .collect();
                 self.set_outputs(branch, &children);
                 vec![branch]
@@ -339,11 +354,18 @@ impl<'a> Builder<'a> {
         }
     }
 
-    fn resolve(&mut self, target: &str, from: Option<&str>, field: &str, file: &str) -> Option<VertexId> {
+    fn resolve(
+        &mut self,
+        target: &str,
+        from: Option<&str>,
+        field: &str,
+        file: &str,
+    ) -> Option<VertexId> {
         match self.graph.by_name.get(target) {
             Some(&id) if self.graph.vertices[id.index()].kind == VertexKind::Prompt => Some(id),
             _ => {
-                let mut d = Diagnostic::error(file, Problem::Dangling(target.to_owned())).field(field);
+                let mut d =
+                    Diagnostic::error(file, Problem::Dangling(target.to_owned())).field(field);
                 if let Some(from) = from {
                     d = d.node(from);
                 }
@@ -382,7 +404,14 @@ impl<'a> Builder<'a> {
         v.awaits_jump = awaits_jump;
     }
 
-    fn set_condition(&mut self, id: VertexId, text: Option<&str>, file: &str, node: &str, field: &str) {
+    fn set_condition(
+        &mut self,
+        id: VertexId,
+        text: Option<&str>,
+        file: &str,
+        node: &str,
+        field: &str,
+    ) {
         let Some(text) = text else { return };
         let condition = match Condition::parse(text) {
             Ok(c) => c,

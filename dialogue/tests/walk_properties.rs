@@ -245,9 +245,11 @@ fn play_honest(
                 Outgoing::Choose(r) => server.choose(graph, r, facts).map(|_| ()),
                 Outgoing::Action(i) => {
                     let a = graph.action(i).ok_or("unknown action")?;
-                    server.take_action(graph, a.action_type, &a.payload).map(|ran| {
-                        pending_jump.extend(check_targets(graph, ran));
-                    })
+                    server
+                        .take_action(graph, a.action_type, &a.payload)
+                        .map(|ran| {
+                            pending_jump.extend(check_targets(graph, ran));
+                        })
                 }
             };
             result.map_err(|e| format!("honest {message:?} rejected: {e}"))?;

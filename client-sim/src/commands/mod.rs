@@ -1,0 +1,3 @@
+//! One module per `banter-sim` subcommand.
+
+pub mod barks;
