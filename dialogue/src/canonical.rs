@@ -264,3 +264,126 @@ fn decode_response(
         conditions,
     })
 }
+
+/// Writes a merged conversation in the canonical format, so a client can build exactly the
+/// server's graph from what the server sends it. `parse(to_json(c))` has the same nodes as `c`.
+pub fn to_json(conversation: &crate::model::Conversation) -> String {
+    use serde_json::{Map, Value};
+    let mut root = Map::new();
+    if let Some(first) = &conversation.first_node {
+        root.insert(FIRST_NODE.into(), Value::String(first.clone()));
+    }
+    if let Some(speaker) = &conversation.speaker {
+        root.insert(SPEAKER.into(), Value::String(speaker.clone()));
+    }
+    for (name, node) in &conversation.nodes {
+        let mut fields = Map::new();
+        fields.insert("Text".into(), Value::String(node.text.clone()));
+        if !node.actions.is_empty() {
+            fields.insert("Actions".into(), actions_json(&node.actions));
+        }
+        if let Some(c) = &node.conditions {
+            fields.insert("Conditions".into(), Value::String(c.clone()));
+        }
+        match &node.exit {
+            Exit::End => {}
+            Exit::Close => {
+                fields.insert("Close".into(), Value::Bool(true));
+            }
+            Exit::Next(next) => {
+                fields.insert("NextNode".into(), next_json(next));
+            }
+            Exit::Responses(responses) => {
+                let list = responses
+                    .iter()
+                    .map(|r| {
+                        let mut f = Map::new();
+                        f.insert("Text".into(), Value::String(r.text.clone()));
+                        if !r.actions.is_empty() {
+                            f.insert("Actions".into(), actions_json(&r.actions));
+                        }
+                        if let Some(next) = &r.next {
+                            f.insert("NextNode".into(), next_json(next));
+                        }
+                        if let Some(c) = &r.conditions {
+                            f.insert("Conditions".into(), Value::String(c.clone()));
+                        }
+                        Value::Object(f)
+                    })
+                    .collect();
+                fields.insert("Responses".into(), Value::Array(list));
+            }
+        }
+        root.insert(name.clone(), Value::Object(fields));
+    }
+    Value::Object(root).to_string()
+}
+
+fn next_json(next: &Next) -> serde_json::Value {
+    use serde_json::Value;
+    match next {
+        Next::One(name) => Value::String(name.clone()),
+        Next::FirstOf(names) => Value::Array(names.iter().cloned().map(Value::String).collect()),
+    }
+}
+
+fn actions_json(actions: &[banter_protocol::Action]) -> serde_json::Value {
+    use banter_protocol::{Action, ObjectiveAmount};
+    use serde_json::{Map, Value};
+    let list = actions
+        .iter()
+        .map(|action| {
+            let mut f = Map::new();
+            f.insert(
+                "Type".into(),
+                Value::String(action.action_type().name().to_owned()),
+            );
+            let mut put = |k: &str, v: &str| {
+                f.insert(k.into(), Value::String(v.to_owned()));
+            };
+            match action {
+                Action::AcceptQuest { quest_id }
+                | Action::CompleteQuest { quest_id }
+                | Action::TrackQuest { quest_id }
+                | Action::ChooseRideBoat { quest_id } => put("QuestId", quest_id),
+                Action::CheckQuest {
+                    quest_id,
+                    success_node,
+                    failure_node,
+                } => {
+                    put("QuestId", quest_id);
+                    if !success_node.is_empty() {
+                        put("SuccessNode", success_node);
+                    }
+                    if !failure_node.is_empty() {
+                        put("FailureNode", failure_node);
+                    }
+                }
+                Action::AdvanceObjective {
+                    quest_id,
+                    objective_id,
+                    amount,
+                } => {
+                    put("QuestId", quest_id);
+                    put("ObjectiveId", objective_id);
+                    if let Some(ObjectiveAmount { amount, island }) = amount {
+                        if let Some(island) = island {
+                            put("Island", island);
+                        }
+                        f.insert("Amount".into(), Value::from(*amount));
+                    }
+                }
+                Action::OpenShop { shop } => put("Shop", shop),
+                Action::OpenSellMenu => {}
+                Action::PlayCutscene { scene, quest_id } => {
+                    put("Scene", scene);
+                    if let Some(q) = quest_id {
+                        put("QuestId", q);
+                    }
+                }
+            }
+            Value::Object(f)
+        })
+        .collect();
+    Value::Array(list)
+}

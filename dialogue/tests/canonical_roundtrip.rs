@@ -1,0 +1,40 @@
+//! A merged conversation written with `canonical::to_json` builds the same graph again: what the
+//! server sends a client is exactly what the server walks.
+
+use std::path::Path;
+
+use banter_dialogue::content::Content;
+use banter_dialogue::{DialogueGraph, canonical, layers, synth};
+
+fn rebuild(conversation: &banter_dialogue::Conversation) -> DialogueGraph {
+    let json = canonical::to_json(conversation);
+    let mut d = Vec::new();
+    let file = canonical::parse_conversation_with_limit(&conversation.name, json.as_bytes(), u64::MAX, &mut d)
+        .expect("parses");
+    let merged = layers::merge(&conversation.name, &file, &[], &mut d);
+    assert_eq!(merged.nodes, conversation.nodes);
+    let graph = DialogueGraph::build(&merged, &mut d);
+    assert!(d.iter().all(|x| !x.is_error()), "{d:?}");
+    graph
+}
+
+#[test]
+fn sample_conversations_round_trip_through_the_canonical_writer() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../content");
+    let (content, _) = Content::load(&root);
+    assert!(!content.merged.is_empty(), "the sample content loads");
+    for (name, merged) in &content.merged {
+        let graph = rebuild(merged);
+        assert_eq!(&graph, &**content.conversation(name).expect("built"), "{name}");
+    }
+}
+
+#[test]
+fn synthetic_conversations_round_trip_through_the_canonical_writer() {
+    let json = synth::conversation_json(500);
+    let mut d = Vec::new();
+    let file = canonical::parse_conversation("Synth", json.as_bytes(), &mut d).expect("parses");
+    let merged = layers::merge("Synth", &file, &[], &mut d);
+    let original = DialogueGraph::build(&merged, &mut d);
+    assert_eq!(rebuild(&merged), original);
+}
