@@ -197,9 +197,23 @@ impl Walk {
         action_type: ActionType,
         payload: &str,
     ) -> Result<ActionIndex, WalkError> {
+        let index = self.check_action(graph, action_type, payload)?;
+        self.spend(index);
+        Ok(index)
+    }
+
+    /// Finds the armed action a client's type and payload name, without spending it. The server
+    /// checks, then commits the action's effect, then [`Walk::spend`]s: an effect that fails
+    /// (a quest in the wrong state, a store outage) leaves the arming for a retry.
+    pub fn check_action(
+        &self,
+        graph: &DialogueGraph,
+        action_type: ActionType,
+        payload: &str,
+    ) -> Result<ActionIndex, WalkError> {
         self.check_open()?;
         let mut type_armed = false;
-        for arming in &mut self.armed {
+        for arming in &self.armed {
             if arming.remaining == 0 {
                 continue;
             }
@@ -210,7 +224,6 @@ impl Walk {
                 continue;
             }
             if *authored.payload == *payload {
-                arming.remaining -= 1;
                 return Ok(arming.action);
             }
             type_armed = true;
@@ -220,6 +233,18 @@ impl Walk {
         } else {
             WalkError::NotArmed
         })
+    }
+
+    /// Spends one arming of `index` (found by [`Walk::check_action`]). Returns false, and
+    /// changes nothing, if it has none left.
+    pub fn spend(&mut self, index: ActionIndex) -> bool {
+        match self.armed.binary_search_by_key(&index, |a| a.action) {
+            Ok(at) if self.armed[at].remaining > 0 => {
+                self.armed[at].remaining -= 1;
+                true
+            }
+            _ => false,
+        }
     }
 
     /// The server's own decision (a quest check's result): show `target` and tell the client.

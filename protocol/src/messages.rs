@@ -81,6 +81,12 @@ pub enum ClientMessage {
         id: Option<u64>,
         conversation: String,
     },
+    /// The cutscene the server started has finished playing on the client.
+    CutsceneDone {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<u64>,
+        scene: String,
+    },
 }
 
 impl ClientMessage {
@@ -94,7 +100,8 @@ impl ClientMessage {
             | ClientMessage::Action { id, .. }
             | ClientMessage::Close { id }
             | ClientMessage::SetAfk { id, .. }
-            | ClientMessage::FetchConversation { id, .. } => *id,
+            | ClientMessage::FetchConversation { id, .. }
+            | ClientMessage::CutsceneDone { id, .. } => *id,
         }
     }
 
@@ -109,6 +116,7 @@ impl ClientMessage {
             ClientMessage::Close { .. } => "close",
             ClientMessage::SetAfk { .. } => "set_afk",
             ClientMessage::FetchConversation { .. } => "fetch_conversation",
+            ClientMessage::CutsceneDone { .. } => "cutscene_done",
         }
     }
 }
@@ -304,6 +312,66 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
+    /// Every code, in declaration order.
+    pub const ALL: [ErrorCode; 25] = [
+        ErrorCode::Malformed,
+        ErrorCode::FrameTooLarge,
+        ErrorCode::BinaryFrame,
+        ErrorCode::RateLimited,
+        ErrorCode::NoConversation,
+        ErrorCode::ConversationOpen,
+        ErrorCode::UnknownNpc,
+        ErrorCode::TooFar,
+        ErrorCode::NoBody,
+        ErrorCode::TalkCooldown,
+        ErrorCode::Busy,
+        ErrorCode::Teleport,
+        ErrorCode::UnknownConversation,
+        ErrorCode::UnknownVertex,
+        ErrorCode::NotReachable,
+        ErrorCode::NotALine,
+        ErrorCode::NotAResponse,
+        ErrorCode::AwaitsChoice,
+        ErrorCode::AwaitsJump,
+        ErrorCode::ConditionFailed,
+        ErrorCode::NotArmed,
+        ErrorCode::PayloadMismatch,
+        ErrorCode::QuestState,
+        ErrorCode::StoreUnavailable,
+        ErrorCode::Internal,
+    ];
+
+    /// The code as it appears on the wire.
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorCode::Malformed => "malformed",
+            ErrorCode::FrameTooLarge => "frame_too_large",
+            ErrorCode::BinaryFrame => "binary_frame",
+            ErrorCode::RateLimited => "rate_limited",
+            ErrorCode::NoConversation => "no_conversation",
+            ErrorCode::ConversationOpen => "conversation_open",
+            ErrorCode::UnknownNpc => "unknown_npc",
+            ErrorCode::TooFar => "too_far",
+            ErrorCode::NoBody => "no_body",
+            ErrorCode::TalkCooldown => "talk_cooldown",
+            ErrorCode::Busy => "busy",
+            ErrorCode::Teleport => "teleport",
+            ErrorCode::UnknownConversation => "unknown_conversation",
+            ErrorCode::UnknownVertex => "unknown_vertex",
+            ErrorCode::NotReachable => "not_reachable",
+            ErrorCode::NotALine => "not_a_line",
+            ErrorCode::NotAResponse => "not_a_response",
+            ErrorCode::AwaitsChoice => "awaits_choice",
+            ErrorCode::AwaitsJump => "awaits_jump",
+            ErrorCode::ConditionFailed => "condition_failed",
+            ErrorCode::NotArmed => "not_armed",
+            ErrorCode::PayloadMismatch => "payload_mismatch",
+            ErrorCode::QuestState => "quest_state",
+            ErrorCode::StoreUnavailable => "store_unavailable",
+            ErrorCode::Internal => "internal",
+        }
+    }
+
     /// True if retrying the same message later may succeed.
     pub fn retryable(self) -> bool {
         matches!(

@@ -51,3 +51,11 @@ fn errors_carry_a_stable_snake_case_code() {
         r#"{"type":"error","id":3,"code":"payload_mismatch","message":"no","retryable":false}"#
     );
 }
+
+#[test]
+fn error_code_names_are_their_wire_form() {
+    for code in ErrorCode::ALL {
+        let wire = serde_json::to_string(&code).expect("encodes");
+        assert_eq!(wire, format!("\"{}\"", code.name()));
+    }
+}
