@@ -105,6 +105,22 @@ impl ClientMessage {
         }
     }
 
+    /// The same message with its request id set.
+    pub fn with_id(mut self, new_id: u64) -> Self {
+        match &mut self {
+            ClientMessage::Move { id, .. }
+            | ClientMessage::Talk { id, .. }
+            | ClientMessage::Advance { id, .. }
+            | ClientMessage::Choose { id, .. }
+            | ClientMessage::Action { id, .. }
+            | ClientMessage::Close { id }
+            | ClientMessage::SetAfk { id, .. }
+            | ClientMessage::FetchConversation { id, .. }
+            | ClientMessage::CutsceneDone { id, .. } => *id = Some(new_id),
+        }
+        self
+    }
+
     /// The message's `type`, for metrics and logs.
     pub fn kind(&self) -> &'static str {
         match self {

@@ -1,0 +1,214 @@
+//! Server configuration: every setting is a flag with a matching environment variable, and every
+//! one has a default, so `banter-server serve` runs with no configuration at all.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// How logs are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Human,
+    /// One JSON object per line, for log shippers.
+    Json,
+}
+
+/// `banter-server serve` flags.
+#[derive(Clone, Debug, clap::Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, env = "BANTER_BIND", default_value = "127.0.0.1:7350")]
+    pub bind: SocketAddr,
+    /// Database URL: `postgres://...` for PostgreSQL, `sqlite://path` (or a path) for SQLite.
+    #[arg(long, env = "DATABASE_URL", default_value = "sqlite://data/banter.db")]
+    pub database_url: String,
+    /// The content folder.
+    #[arg(long, env = "BANTER_CONTENT", default_value = "content")]
+    pub content: PathBuf,
+    /// Secret that signs player tokens (HS256). The default is for local development only;
+    /// `--production` refuses to start with it.
+    #[arg(long, env = "BANTER_AUTH_SECRET", default_value = DEV_SECRET, hide_default_value = true)]
+    pub auth_secret: String,
+    /// Key the trusted game server and operators present for internal endpoints.
+    #[arg(long, env = "BANTER_SERVICE_KEY", default_value = DEV_SERVICE_KEY, hide_default_value = true)]
+    pub service_key: String,
+    /// Production mode: the device login endpoint is off and development secrets are refused.
+    #[arg(long, env = "BANTER_PRODUCTION")]
+    pub production: bool,
+    /// Log format.
+    #[arg(long, env = "BANTER_LOG_FORMAT", value_enum, default_value_t = LogFormat::Human)]
+    pub log_format: LogFormat,
+    /// Lifetime of tokens minted by the device login, in seconds.
+    #[arg(long, env = "BANTER_TOKEN_TTL", default_value_t = 3600)]
+    pub token_ttl_secs: u64,
+    /// Messages per second a connection may send on average.
+    #[arg(long, env = "BANTER_RATE", default_value_t = 20.0)]
+    pub rate_per_sec: f64,
+    /// Messages a connection may send in a burst.
+    #[arg(long, env = "BANTER_BURST", default_value_t = 40.0)]
+    pub burst: f64,
+    /// Server messages queued for one connection before it counts as not reading.
+    #[arg(long, env = "BANTER_OUTGOING_QUEUE", default_value_t = 128)]
+    pub outgoing_queue: usize,
+    /// Maximum connections at once.
+    #[arg(long, env = "BANTER_MAX_CONNECTIONS", default_value_t = 50_000)]
+    pub max_connections: usize,
+}
+
+/// Development-only signing secret.
+pub const DEV_SECRET: &str = "banter-development-secret-do-not-use-in-production";
+/// Development-only service key.
+pub const DEV_SERVICE_KEY: &str = "banter-development-service-key";
+
+/// The running server's settings, with defaults a test can override field by field.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub database_url: String,
+    pub content: PathBuf,
+    pub auth_secret: String,
+    pub service_key: String,
+    pub production: bool,
+    pub token_ttl: Duration,
+    pub limits: Limits,
+    pub world: WorldRules,
+}
+
+/// Per-connection limits.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// Largest text frame accepted from a client (4 KiB, as Nakama and Colyseus).
+    pub max_frame_bytes: usize,
+    /// Token bucket: sustained messages per second.
+    pub rate_per_sec: f64,
+    /// Token bucket: burst size.
+    pub burst: f64,
+    /// Consecutive rate-limited messages after which a client is disconnected as flooding.
+    pub flood_strikes: u32,
+    /// Bounded outgoing queue per connection.
+    pub outgoing_queue: usize,
+    /// How often the server pings a connection.
+    pub ping_interval: Duration,
+    /// A connection silent (no frame, no pong) for this long is dropped as dead.
+    pub idle_timeout: Duration,
+    /// WebSocket read buffer per connection (tungstenite's default is 128 KiB).
+    pub read_buffer_bytes: usize,
+    /// Maximum connections at once.
+    pub max_connections: usize,
+}
+
+/// The world rules of article section 7.4.
+#[derive(Clone, Debug)]
+pub struct WorldRules {
+    /// Added to an NPC's interaction range for network lag (the article's 5 studs).
+    pub lag_allowance: f64,
+    /// Time between two conversations (the article's 1.5 s).
+    pub talk_cooldown: Duration,
+    /// Fastest legitimate movement, studs per second (a boat at full speed), for the teleport
+    /// check.
+    pub max_speed: f64,
+    /// Distance any move may cover regardless of time (jitter, a respawn nudge).
+    pub move_slack: f64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_frame_bytes: banter_protocol::MAX_CLIENT_FRAME_BYTES,
+            rate_per_sec: 20.0,
+            burst: 40.0,
+            flood_strikes: 20,
+            outgoing_queue: 128,
+            ping_interval: Duration::from_secs(15),
+            idle_timeout: Duration::from_secs(45),
+            read_buffer_bytes: 4 * 1024,
+            max_connections: 50_000,
+        }
+    }
+}
+
+impl Default for WorldRules {
+    fn default() -> Self {
+        WorldRules {
+            lag_allowance: 5.0,
+            talk_cooldown: Duration::from_millis(1500),
+            max_speed: 60.0,
+            move_slack: 10.0,
+        }
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            database_url: "sqlite://data/banter.db".to_owned(),
+            content: PathBuf::from("content"),
+            auth_secret: DEV_SECRET.to_owned(),
+            service_key: DEV_SERVICE_KEY.to_owned(),
+            production: false,
+            token_ttl: Duration::from_secs(3600),
+            limits: Limits::default(),
+            world: WorldRules::default(),
+        }
+    }
+}
+
+/// Why a configuration cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("--production refuses the development {0}; set {1}")]
+    DevelopmentSecret(&'static str, &'static str),
+    #[error("the auth secret must be at least 32 bytes")]
+    ShortSecret,
+    #[error("{0} must be positive")]
+    NotPositive(&'static str),
+}
+
+impl Config {
+    /// Builds and validates the configuration from `serve` flags.
+    pub fn from_args(args: &ServeArgs) -> Result<Config, ConfigError> {
+        let config = Config {
+            database_url: args.database_url.clone(),
+            content: args.content.clone(),
+            auth_secret: args.auth_secret.clone(),
+            service_key: args.service_key.clone(),
+            production: args.production,
+            token_ttl: Duration::from_secs(args.token_ttl_secs),
+            limits: Limits {
+                rate_per_sec: args.rate_per_sec,
+                burst: args.burst,
+                outgoing_queue: args.outgoing_queue,
+                max_connections: args.max_connections,
+                ..Limits::default()
+            },
+            world: WorldRules::default(),
+        };
+        config.validate()?;
+        Ok(config)
+    }
+
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.production && self.auth_secret == DEV_SECRET {
+            return Err(ConfigError::DevelopmentSecret(
+                "auth secret",
+                "BANTER_AUTH_SECRET",
+            ));
+        }
+        if self.production && self.service_key == DEV_SERVICE_KEY {
+            return Err(ConfigError::DevelopmentSecret(
+                "service key",
+                "BANTER_SERVICE_KEY",
+            ));
+        }
+        if self.auth_secret.len() < 32 {
+            return Err(ConfigError::ShortSecret);
+        }
+        if self.limits.rate_per_sec <= 0.0 || self.limits.burst < 1.0 {
+            return Err(ConfigError::NotPositive("the rate limit"));
+        }
+        if self.limits.outgoing_queue == 0 {
+            return Err(ConfigError::NotPositive("the outgoing queue"));
+        }
+        Ok(())
+    }
+}

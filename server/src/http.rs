@@ -1,0 +1,228 @@
+//! The HTTP surface: health, readiness, metrics, device login, the WebSocket upgrade, and the
+//! operator's content reload. One error type with one mapping to status codes.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::ws::WebSocketUpgrade;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use serde::{Deserialize, Serialize};
+
+use crate::app::{SharedApp, unix_now};
+use crate::auth::{self, AuthError};
+
+/// Every way an HTTP request fails, and the status each maps to.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("unauthorized: {0}")]
+    Unauthorized(AuthError),
+    #[error("forbidden")]
+    Forbidden,
+    #[error("bad request: {0}")]
+    BadRequest(String),
+    #[error("content refused: {0}")]
+    ContentRefused(String),
+    #[error("server at capacity")]
+    AtCapacity,
+}
+
+#[derive(Serialize)]
+struct ErrorBody {
+    error: &'static str,
+    message: String,
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, error) = match &self {
+            ApiError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "unauthorized"),
+            ApiError::Forbidden => (StatusCode::FORBIDDEN, "forbidden"),
+            ApiError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
+            ApiError::ContentRefused(_) => (StatusCode::UNPROCESSABLE_ENTITY, "content_refused"),
+            ApiError::AtCapacity => (StatusCode::SERVICE_UNAVAILABLE, "at_capacity"),
+        };
+        let body = ErrorBody {
+            error,
+            message: self.to_string(),
+        };
+        (status, Json(body)).into_response()
+    }
+}
+
+pub fn router(app: SharedApp) -> Router {
+    let mut router = Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+        .route("/v1/ws", get(upgrade))
+        .route("/admin/reload", post(reload));
+    if !app.config.production {
+        router = router.route("/v1/auth/device", post(device_login));
+    }
+    router.with_state(app)
+}
+
+async fn healthz() -> &'static str {
+    "ok"
+}
+
+#[derive(Serialize)]
+struct Readiness {
+    store: String,
+    backend: &'static str,
+    content_version: u64,
+    open_sessions: i64,
+}
+
+async fn readyz(State(app): State<SharedApp>) -> Response {
+    let store = app.store.ping().await;
+    let body = Readiness {
+        store: match &store {
+            Ok(()) => "ok".to_owned(),
+            Err(e) => e.to_string(),
+        },
+        backend: app.store.backend(),
+        content_version: app.content.current().version,
+        open_sessions: app.metrics.open_sessions(),
+    };
+    let status = if store.is_ok() {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (status, Json(body)).into_response()
+}
+
+async fn metrics(State(app): State<SharedApp>) -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        app.metrics.render(),
+    )
+        .into_response()
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DeviceLogin {
+    device_id: String,
+}
+
+#[derive(Serialize, Deserialize)]
+pub struct TokenResponse {
+    pub token: String,
+    pub player: String,
+    pub expires_at: u64,
+}
+
+/// Development login (as in Nakama): a device id mints a token for a stable player id. Off in
+/// production, where tokens come from the game's own account service.
+async fn device_login(
+    State(app): State<SharedApp>,
+    body: Result<Json<DeviceLogin>, axum::extract::rejection::JsonRejection>,
+) -> Result<Json<TokenResponse>, ApiError> {
+    let Json(body) = body.map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    if !auth::valid_device_id(&body.device_id) {
+        return Err(ApiError::BadRequest(
+            "device_id must be 8 to 128 printable ASCII characters".into(),
+        ));
+    }
+    let player = auth::player_for_device(&body.device_id);
+    let now = unix_now();
+    let ttl = app.config.token_ttl.as_secs();
+    Ok(Json(TokenResponse {
+        token: app.tokens.mint(&player, now, ttl),
+        player,
+        expires_at: now + ttl,
+    }))
+}
+
+#[derive(Deserialize)]
+struct UpgradeQuery {
+    token: Option<String>,
+}
+
+/// The token comes in `Authorization: Bearer` or, for browsers that cannot set headers on a
+/// WebSocket, in `?token=`. No valid token: 401 and no session.
+async fn upgrade(
+    State(app): State<SharedApp>,
+    headers: HeaderMap,
+    Query(query): Query<UpgradeQuery>,
+    ws: WebSocketUpgrade,
+) -> Result<Response, ApiError> {
+    let token = bearer(&headers).or(query.token).unwrap_or_default();
+    let claims = app.tokens.verify(&token, unix_now()).map_err(|e| {
+        app.metrics.auth_failed();
+        ApiError::Unauthorized(e)
+    })?;
+    if app.metrics.open_sessions() >= app.config.limits.max_connections as i64 {
+        return Err(ApiError::AtCapacity);
+    }
+    let limits = &app.config.limits;
+    let session_app = Arc::clone(&app);
+    let response = ws
+        .read_buffer_size(limits.read_buffer_bytes)
+        .write_buffer_size(0)
+        // Frames past the protocol's limit get a typed error; this hard cap only stops a
+        // peer from making the server buffer megabytes before the check can run.
+        .max_message_size(limits.max_frame_bytes * 16)
+        .max_frame_size(limits.max_frame_bytes * 16)
+        .on_upgrade(move |socket| {
+            let tracker = session_app.sessions.clone();
+            tracker.track_future(crate::session::run(session_app, socket, claims.sub))
+        });
+    Ok(response)
+}
+
+fn bearer(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get(header::AUTHORIZATION)?
+        .to_str()
+        .ok()?
+        .strip_prefix("Bearer ")
+        .map(str::to_owned)
+}
+
+/// Operators and the trusted game server present the service key; player tokens never satisfy
+/// it.
+pub fn require_service_key(app: &SharedApp, headers: &HeaderMap) -> Result<(), ApiError> {
+    let given = bearer(headers).ok_or(ApiError::Unauthorized(AuthError::Missing))?;
+    // Constant-time comparison: a key is a secret.
+    let expected = app.config.service_key.as_bytes();
+    let same = given.len() == expected.len()
+        && given
+            .bytes()
+            .zip(expected)
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0;
+    if same { Ok(()) } else { Err(ApiError::Forbidden) }
+}
+
+#[derive(Serialize)]
+struct Reloaded {
+    version: u64,
+}
+
+async fn reload(State(app): State<SharedApp>, headers: HeaderMap) -> Result<Json<Reloaded>, ApiError> {
+    require_service_key(&app, &headers)?;
+    reload_content(&app).map(|version| Json(Reloaded { version }))
+}
+
+/// Reloads content; shared by the endpoint and SIGHUP.
+pub fn reload_content(app: &SharedApp) -> Result<u64, ApiError> {
+    match app.content.reload() {
+        Ok(version) => {
+            app.metrics.reloaded(true);
+            tracing::info!(version, "content reloaded");
+            Ok(version)
+        }
+        Err(e) => {
+            app.metrics.reloaded(false);
+            tracing::warn!(error = %e, "content reload refused; the old content stays");
+            Err(ApiError::ContentRefused(e.to_string()))
+        }
+    }
+}

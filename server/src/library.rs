@@ -1,0 +1,126 @@
+//! The content the server is serving: loaded, checked, published, and swapped atomically on
+//! reload.
+//!
+//! A reload loads and checks the new content off to the side and swaps it in only if it has no
+//! errors; a failed reload changes nothing and says why. A conversation already open holds an
+//! `Arc` of the graph it opened with, so it finishes on that version whatever is swapped in.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+
+use banter_dialogue::content::Content;
+use banter_dialogue::{Diagnostic, DialogueGraph, canonical, check};
+use sha2::{Digest, Sha256};
+
+use crate::world::NpcRegistry;
+
+/// One conversation as the server publishes it: the graph it walks and the canonical JSON a
+/// client builds the same graph from, with its hash for client caches.
+#[derive(Debug)]
+pub struct Published {
+    pub graph: Arc<DialogueGraph>,
+    pub json: Arc<str>,
+    pub hash: String,
+}
+
+/// One immutable version of the content.
+#[derive(Debug)]
+pub struct Library {
+    pub content: Content,
+    pub npcs: NpcRegistry,
+    pub conversations: HashMap<String, Published>,
+    /// Counts reloads: 1 for the content the server started with.
+    pub version: u64,
+}
+
+/// Content that failed to load or check.
+#[derive(Debug, thiserror::Error)]
+#[error("content in {dir} has {} error(s); first: {}", errors.len(), errors.first().map(ToString::to_string).unwrap_or_default())]
+pub struct ContentErrors {
+    pub dir: PathBuf,
+    pub errors: Vec<Diagnostic>,
+}
+
+impl Library {
+    /// Loads and checks a content folder; refuses it on any error.
+    pub fn load(dir: &Path, version: u64) -> Result<Library, ContentErrors> {
+        if !dir.is_dir() {
+            return Err(ContentErrors {
+                dir: dir.to_owned(),
+                errors: vec![Diagnostic::error(
+                    dir.display().to_string(),
+                    banter_dialogue::Problem::Unreadable("not a folder".into()),
+                )],
+            });
+        }
+        let (content, diagnostics) = check::load_and_check(dir);
+        let errors: Vec<Diagnostic> = diagnostics.into_iter().filter(|d| d.is_error()).collect();
+        if !errors.is_empty() {
+            return Err(ContentErrors {
+                dir: dir.to_owned(),
+                errors,
+            });
+        }
+        let conversations = content
+            .merged
+            .iter()
+            .filter_map(|(name, merged)| {
+                let graph = content.conversation(name)?.clone();
+                let json = canonical::to_json(merged);
+                let digest = Sha256::digest(json.as_bytes());
+                let hash = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+                Some((
+                    name.clone(),
+                    Published {
+                        graph,
+                        json: json.into(),
+                        hash,
+                    },
+                ))
+            })
+            .collect();
+        Ok(Library {
+            npcs: NpcRegistry::from_content(&content),
+            content,
+            conversations,
+            version,
+        })
+    }
+}
+
+/// The current library, swappable.
+#[derive(Debug)]
+pub struct ContentHandle {
+    dir: PathBuf,
+    current: RwLock<Arc<Library>>,
+}
+
+impl ContentHandle {
+    pub fn new(dir: PathBuf, library: Library) -> ContentHandle {
+        ContentHandle {
+            dir,
+            current: RwLock::new(Arc::new(library)),
+        }
+    }
+
+    /// The library in force now. Cheap: one `Arc` clone under a read lock.
+    pub fn current(&self) -> Arc<Library> {
+        match self.current.read() {
+            Ok(guard) => guard.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Loads the folder again; swaps it in only if it is clean. Returns the new version.
+    pub fn reload(&self) -> Result<u64, ContentErrors> {
+        let version = self.current().version + 1;
+        let library = Library::load(&self.dir, version)?;
+        let mut guard = match self.current.write() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        *guard = Arc::new(library);
+        Ok(version)
+    }
+}

@@ -1,0 +1,334 @@
+//! The quest engine: what an accepted dialogue action does to the player's quests and profile.
+//!
+//! The walk has already proved the action was put in front of the player with its authored
+//! payload. The engine then checks that the quest's state still allows it at this moment (no
+//! completing a quest that is not active, no accepting one whose prerequisites are not met), and
+//! commits through the store, which makes each reward exactly-once in the database.
+
+use std::str::FromStr;
+
+use banter_dialogue::content::{Content, QuestDef};
+use banter_dialogue::{Counter, Facts};
+use banter_player::{Fact, PlayerStateMachine};
+use banter_protocol::{Action, Effect, ErrorCode, FactSheet, Profile, QuestStatus};
+
+use crate::store::{PlayerRecord, StoreError, StoredQuestStatus};
+
+/// What an action did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Outcome {
+    pub effect: Effect,
+    /// A server-decided jump (a quest check's result), by node name.
+    pub jump: Option<String>,
+    /// The action started a cutscene the client will report as done.
+    pub cutscene: Option<String>,
+}
+
+/// Why an action's effect was refused. Nothing was applied.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("{0}")]
+    QuestState(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl EngineError {
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            EngineError::QuestState(_) => ErrorCode::QuestState,
+            EngineError::Store(e) if e.retryable() => ErrorCode::StoreUnavailable,
+            EngineError::Store(StoreError::QuestState { .. } | StoreError::AlreadyPaid { .. }) => {
+                ErrorCode::QuestState
+            }
+            EngineError::Store(_) => ErrorCode::Internal,
+        }
+    }
+}
+
+/// The player's facts for conditions and the resolver: profile, quests, state machine.
+pub struct PlayerFacts<'a> {
+    pub record: &'a PlayerRecord,
+    pub machine: &'a PlayerStateMachine,
+    pub content: &'a Content,
+}
+
+impl PlayerFacts<'_> {
+    /// The wire form a client evaluates the same conditions against.
+    pub fn sheet(&self) -> FactSheet {
+        let mut sheet = FactSheet {
+            coins: self.record.profile.coins,
+            experience: self.record.profile.experience,
+            tutorial_stage: self.record.profile.tutorial_stage,
+            ..FactSheet::default()
+        };
+        for quest in &self.content.quests {
+            let status = self.quest_status(&quest.id);
+            if status != QuestStatus::Available {
+                sheet.quests.insert(quest.id.clone(), status);
+            }
+        }
+        for (quest, record) in &self.record.quests {
+            for (objective, progress) in &record.progress {
+                sheet
+                    .progress
+                    .insert(format!("{quest}/{objective}"), *progress);
+            }
+        }
+        sheet.has = Fact::ALL
+            .iter()
+            .filter(|f| self.machine.has(**f))
+            .map(|f| f.name().to_string())
+            .collect();
+        sheet
+    }
+}
+
+impl Facts for PlayerFacts<'_> {
+    fn quest_status(&self, quest: &str) -> QuestStatus {
+        quest_status(self.record, self.content, quest)
+    }
+    fn objective_progress(&self, quest: &str, objective: &str) -> u32 {
+        self.record
+            .quests
+            .get(quest)
+            .and_then(|q| q.progress.get(objective))
+            .copied()
+            .unwrap_or(0)
+    }
+    fn has(&self, name: &str) -> bool {
+        Fact::from_str(name).is_ok_and(|f| self.machine.has(f))
+    }
+    fn counter(&self, counter: Counter) -> i64 {
+        match counter {
+            Counter::Coins => self.record.profile.coins,
+            Counter::Experience => self.record.profile.experience,
+            Counter::TutorialStage => self.record.profile.tutorial_stage,
+        }
+    }
+}
+
+/// A quest's status for a player: stored if accepted, otherwise derived from prerequisites.
+pub fn quest_status(record: &PlayerRecord, content: &Content, quest: &str) -> QuestStatus {
+    match record.quests.get(quest).map(|q| q.status) {
+        Some(StoredQuestStatus::Active) => QuestStatus::Active,
+        Some(StoredQuestStatus::Completed) => QuestStatus::Completed,
+        None => match content.quest(quest) {
+            Some(def) if prerequisites_met(record, def) => QuestStatus::Available,
+            _ => QuestStatus::Unavailable,
+        },
+    }
+}
+
+fn prerequisites_met(record: &PlayerRecord, def: &QuestDef) -> bool {
+    def.prerequisites.iter().all(|p| {
+        record
+            .quests
+            .get(p)
+            .is_some_and(|q| q.status == StoredQuestStatus::Completed)
+    })
+}
+
+/// True if every objective of an active quest has reached its target.
+pub fn objectives_done(record: &PlayerRecord, def: &QuestDef) -> bool {
+    let Some(state) = record.quests.get(&def.id) else {
+        return false;
+    };
+    def.objectives
+        .iter()
+        .all(|o| state.progress.get(&o.id).copied().unwrap_or(0) >= o.target)
+}
+
+pub fn profile(record: &PlayerRecord) -> Profile {
+    Profile {
+        coins: record.profile.coins,
+        experience: record.profile.experience,
+        tutorial_stage: record.profile.tutorial_stage,
+        tracked_quest: record.profile.tracked_quest.clone(),
+    }
+}
+
+fn quest_def<'c>(content: &'c Content, quest: &str) -> Result<&'c QuestDef, EngineError> {
+    content
+        .quest(quest)
+        .ok_or_else(|| EngineError::QuestState(format!("no quest `{quest}`")))
+}
+
+/// Runs an accepted action against the player's quests. On success the store has committed the
+/// change and `record` is reloaded from it; on error nothing was applied.
+pub async fn execute(
+    store: &dyn crate::store::Store,
+    content: &Content,
+    player: &str,
+    record: &mut PlayerRecord,
+    action: &Action,
+) -> Result<Outcome, EngineError> {
+    let plain = |effect: Effect| Outcome {
+        effect,
+        jump: None,
+        cutscene: None,
+    };
+    let outcome = match action {
+        Action::AcceptQuest { quest_id } => {
+            let def = quest_def(content, quest_id)?;
+            match quest_status(record, content, quest_id) {
+                QuestStatus::Available => {}
+                other => {
+                    return Err(EngineError::QuestState(format!(
+                        "quest `{quest_id}` is {}, not available",
+                        other.name()
+                    )));
+                }
+            }
+            let objectives: Vec<String> = def.objectives.iter().map(|o| o.id.clone()).collect();
+            store.accept_quest(player, quest_id, &objectives).await?;
+            plain(Effect::QuestAccepted {
+                quest: quest_id.clone(),
+            })
+        }
+        Action::CheckQuest {
+            quest_id,
+            success_node,
+            failure_node,
+        } => {
+            let def = quest_def(content, quest_id)?;
+            require_active(record, content, quest_id)?;
+            let done = objectives_done(record, def);
+            Outcome {
+                effect: Effect::QuestChecked {
+                    quest: quest_id.clone(),
+                    done,
+                },
+                jump: Some(if done { success_node } else { failure_node }.clone()),
+                cutscene: None,
+            }
+        }
+        Action::CompleteQuest { quest_id } => {
+            let def = quest_def(content, quest_id)?;
+            require_active(record, content, quest_id)?;
+            if !objectives_done(record, def) {
+                return Err(EngineError::QuestState(format!(
+                    "quest `{quest_id}` has objectives left"
+                )));
+            }
+            let coins = i64::from(def.rewards.coins);
+            let experience = i64::from(def.rewards.experience);
+            store
+                .complete_quest(player, quest_id, coins, experience)
+                .await?;
+            plain(Effect::QuestCompleted {
+                quest: quest_id.clone(),
+                coins,
+                experience,
+            })
+        }
+        Action::AdvanceObjective {
+            quest_id,
+            objective_id,
+            amount,
+        } => {
+            let def = quest_def(content, quest_id)?;
+            require_active(record, content, quest_id)?;
+            let objective = def
+                .objectives
+                .iter()
+                .find(|o| o.id == *objective_id)
+                .ok_or_else(|| {
+                    EngineError::QuestState(format!(
+                        "quest `{quest_id}` has no objective `{objective_id}`"
+                    ))
+                })?;
+            let amount = amount.as_ref().map_or(1, |a| a.amount);
+            let progress = store
+                .advance_objective(player, quest_id, objective_id, amount, objective.target, None)
+                .await?;
+            plain(Effect::ObjectiveAdvanced {
+                quest: quest_id.clone(),
+                objective: objective_id.clone(),
+                progress,
+                target: objective.target,
+            })
+        }
+        Action::TrackQuest { quest_id } => {
+            quest_def(content, quest_id)?;
+            store.set_tracked_quest(player, Some(quest_id)).await?;
+            plain(Effect::QuestTracked {
+                quest: quest_id.clone(),
+            })
+        }
+        Action::OpenShop { shop } => plain(Effect::OpenShop { shop: shop.clone() }),
+        Action::OpenSellMenu => plain(Effect::OpenSellMenu),
+        Action::PlayCutscene { scene, .. } => Outcome {
+            effect: Effect::PlayCutscene {
+                scene: scene.clone(),
+            },
+            jump: None,
+            cutscene: Some(scene.clone()),
+        },
+        Action::ChooseRideBoat { quest_id } => plain(Effect::ChooseRideBoat {
+            quest: quest_id.clone(),
+        }),
+    };
+    if mutates_store(action) {
+        *record = store.load_player(player).await?;
+    }
+    Ok(outcome)
+}
+
+fn mutates_store(action: &Action) -> bool {
+    matches!(
+        action,
+        Action::AcceptQuest { .. }
+            | Action::CompleteQuest { .. }
+            | Action::AdvanceObjective { .. }
+            | Action::TrackQuest { .. }
+    )
+}
+
+fn require_active(record: &PlayerRecord, content: &Content, quest: &str) -> Result<(), EngineError> {
+    match quest_status(record, content, quest) {
+        QuestStatus::Active => Ok(()),
+        other => Err(EngineError::QuestState(format!(
+            "quest `{quest}` is {}, not active",
+            other.name()
+        ))),
+    }
+}
+
+/// The QuestlineResolver (article section 5): where a conversation with `npc` opens for this
+/// player. In order: an active quest from this NPC opens on its check node (story quests before
+/// the rest); else a tracked quest this NPC offers and the player can take opens on its greeting;
+/// else the first available quest's greeting; else `AllDone`; an NPC with no quests uses the
+/// conversation's `FirstNode`.
+pub fn resolve_entry<'c>(
+    content: &'c Content,
+    npc_id: &str,
+    first_node: Option<&'c str>,
+    record: &PlayerRecord,
+) -> Option<&'c str> {
+    let mut offered: Vec<&QuestDef> = content.quests.iter().filter(|q| q.giver == npc_id).collect();
+    if offered.is_empty() {
+        return first_node;
+    }
+    // Story quests are checked before the rest; otherwise the order of quests.json.
+    offered.sort_by_key(|q| q.kind != banter_dialogue::content::QuestKind::Story);
+    let status = |q: &QuestDef| quest_status(record, content, &q.id);
+    if let Some(active) = offered.iter().find(|q| status(q) == QuestStatus::Active) {
+        return Some(&active.nodes.check);
+    }
+    if let Some(tracked) = record.profile.tracked_quest.as_deref() {
+        if let Some(q) = offered
+            .iter()
+            .find(|q| q.id == tracked && status(q) == QuestStatus::Available)
+        {
+            return Some(&q.nodes.greeting);
+        }
+    }
+    if let Some(available) = offered.iter().find(|q| status(q) == QuestStatus::Available) {
+        return Some(&available.nodes.greeting);
+    }
+    Some(ALL_DONE)
+}
+
+/// The node an NPC opens on when it has nothing left to offer.
+pub const ALL_DONE: &str = "AllDone";

@@ -1,0 +1,598 @@
+//! One player's session: the layers a message goes through, named by what flows in them.
+//!
+//! frames (WebSocket) → [`Session::on_frame`]: size, binary and rate checks → `ClientMessage`
+//! → [`Session::handle`]: the world checks and the walk → quest engine → store
+//! → `ServerMessage`s into a bounded outgoing queue → the writer task → frames.
+//!
+//! One task per connection owns all of the session's state, so messages are handled strictly in
+//! order and nothing in here needs a lock. A small writer task drains the outgoing queue into the
+//! socket; when a client stops reading, the queue fills and the session ends instead of
+//! buffering without bound.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
+use banter_dialogue::content::NpcDef;
+use banter_dialogue::{DialogueGraph, Walk, WalkError};
+use banter_player::availability;
+use banter_player::{
+    DialogueState, OwnerHandle, OwnerHandles, PlayerStateMachine, StoryState, TagHandle, owner,
+    tag,
+};
+use banter_protocol::{
+    ActionType, ByeReason, ClientMessage, CloseReason, ErrorCode, PROTOCOL_VERSION, Position,
+    ServerMessage,
+};
+use futures_util::{SinkExt, StreamExt};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use crate::app::SharedApp;
+use crate::hub::Control;
+use crate::library::Library;
+use crate::quests::{self, PlayerFacts};
+use crate::store::PlayerRecord;
+use crate::world::{self, Body, MoveError};
+
+/// A refusal: the code the client matches on and a message for people.
+#[derive(Debug)]
+struct Refusal {
+    code: ErrorCode,
+    message: String,
+}
+
+impl Refusal {
+    fn new(code: ErrorCode, message: impl Into<String>) -> Refusal {
+        Refusal {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<WalkError> for Refusal {
+    fn from(e: WalkError) -> Refusal {
+        let code = match e {
+            WalkError::UnknownVertex => ErrorCode::UnknownVertex,
+            WalkError::NotReachable => ErrorCode::NotReachable,
+            WalkError::NotALine => ErrorCode::NotALine,
+            WalkError::NotAResponse => ErrorCode::NotAResponse,
+            WalkError::AwaitsChoice => ErrorCode::AwaitsChoice,
+            WalkError::AwaitsJump => ErrorCode::AwaitsJump,
+            WalkError::ConditionFailed => ErrorCode::ConditionFailed,
+            WalkError::NotArmed => ErrorCode::NotArmed,
+            WalkError::PayloadMismatch => ErrorCode::PayloadMismatch,
+            WalkError::Closed => ErrorCode::NoConversation,
+            WalkError::BadJumpTarget => ErrorCode::Internal,
+        };
+        Refusal::new(code, e.to_string())
+    }
+}
+
+/// Why the session loop stops.
+enum End {
+    /// The client closed or the connection broke.
+    Gone,
+    /// The server ends it, telling the client why.
+    Bye(ByeReason, &'static str),
+    /// The client stopped reading: nothing more can be sent.
+    TooSlow,
+}
+
+/// An open conversation: the graph version it opened with and the walk over it.
+struct OpenConversation {
+    name: String,
+    npc: NpcDef,
+    graph: Arc<DialogueGraph>,
+    walk: Walk,
+}
+
+/// Token bucket for the per-connection message rate.
+struct RateLimit {
+    tokens: f64,
+    last: Instant,
+    rate: f64,
+    burst: f64,
+}
+
+impl RateLimit {
+    fn allow(&mut self, now: Instant) -> bool {
+        let elapsed = now.saturating_duration_since(self.last).as_secs_f64();
+        self.last = now;
+        self.tokens = (self.tokens + elapsed * self.rate).min(self.burst);
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+struct Session {
+    app: SharedApp,
+    player: String,
+    id: u64,
+    started: Instant,
+    out: mpsc::Sender<Message>,
+    body: Body,
+    machine: PlayerStateMachine,
+    dialogue: OwnerHandle<owner::Dialogue>,
+    story: OwnerHandle<owner::Story>,
+    afk: TagHandle<tag::Afk>,
+    record: PlayerRecord,
+    conversation: Option<OpenConversation>,
+    last_talk: Option<Instant>,
+    cutscene: Option<String>,
+    rate: RateLimit,
+    strikes: u32,
+    last_seen: Instant,
+}
+
+/// Runs a session on an upgraded socket until it ends.
+pub async fn run(app: SharedApp, socket: WebSocket, player: String) {
+    app.metrics.session_opened();
+    let id = app.next_session_id();
+    let (control_tx, mut control_rx) = mpsc::channel(4);
+    app.hub.register(&player, id, control_tx);
+    let (sink, mut stream) = socket.split();
+    let (out, out_rx) = mpsc::channel::<Message>(app.config.limits.outgoing_queue);
+    let writer = tokio::spawn(write_frames(sink, out_rx));
+
+    let end = match app.store.load_player(&player).await {
+        Err(e) => {
+            tracing::warn!(%player, error = %e, "cannot load the player; closing the session");
+            let _ = out.try_send(text(&ServerMessage::Error {
+                id: None,
+                code: ErrorCode::StoreUnavailable,
+                message: "the store is unavailable; reconnect later".into(),
+                retryable: true,
+            }));
+            End::Gone
+        }
+        Ok(record) => {
+            let (machine, handles) = PlayerStateMachine::new();
+            let limits = &app.config.limits;
+            let now = Instant::now();
+            // The server writes only what it knows: talking, cutscenes, and the Afk tag the
+            // client reports. The other owners' handles are dropped here.
+            let OwnerHandles {
+                dialogue,
+                story,
+                tags,
+                ..
+            } = handles;
+            let mut session = Session {
+                player: player.clone(),
+                id,
+                started: now,
+                out: out.clone(),
+                body: Body::default(),
+                machine,
+                dialogue,
+                story,
+                afk: tags.afk,
+                record,
+                conversation: None,
+                last_talk: None,
+                cutscene: None,
+                rate: RateLimit {
+                    tokens: limits.burst,
+                    last: now,
+                    rate: limits.rate_per_sec,
+                    burst: limits.burst,
+                },
+                strikes: 0,
+                last_seen: now,
+                app: app.clone(),
+            };
+            session.welcome();
+            session.serve(&mut stream, &mut control_rx).await
+        }
+    };
+
+    match end {
+        End::Bye(reason, message) => {
+            let _ = out.try_send(text(&ServerMessage::Bye {
+                reason,
+                message: message.into(),
+            }));
+            let _ = out.try_send(Message::Close(Some(CloseFrame {
+                code: 1000,
+                reason: Utf8Bytes::from_static(message),
+            })));
+        }
+        End::Gone => {
+            let _ = out.try_send(Message::Close(None));
+        }
+        End::TooSlow => writer.abort(),
+    }
+    drop(out);
+    // The writer ends when the queue is drained and closed; a stuck peer cannot hold it long.
+    let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
+    app.hub.unregister(&player, id);
+    app.metrics.session_closed();
+}
+
+async fn write_frames(
+    mut sink: futures_util::stream::SplitSink<WebSocket, Message>,
+    mut queue: mpsc::Receiver<Message>,
+) {
+    while let Some(message) = queue.recv().await {
+        let closing = matches!(message, Message::Close(_));
+        if sink.send(message).await.is_err() || closing {
+            break;
+        }
+    }
+    let _ = sink.close().await;
+}
+
+fn text(message: &ServerMessage) -> Message {
+    Message::Text(serde_json::to_string(message).unwrap_or_default().into())
+}
+
+impl Session {
+    fn welcome(&mut self) {
+        let message = ServerMessage::Welcome {
+            protocol: PROTOCOL_VERSION,
+            player: self.player.clone(),
+            session: self.id,
+            profile: quests::profile(&self.record),
+        };
+        let _ = self.send(&message);
+    }
+
+    /// Queues a message; false if the client stopped reading and the queue is full.
+    fn send(&self, message: &ServerMessage) -> bool {
+        self.out.try_send(text(message)).is_ok()
+    }
+
+    async fn serve(
+        &mut self,
+        stream: &mut futures_util::stream::SplitStream<WebSocket>,
+        control: &mut mpsc::Receiver<Control>,
+    ) -> End {
+        let limits = self.app.config.limits.clone();
+        let mut ping = tokio::time::interval_at(
+            Instant::now() + limits.ping_interval,
+            limits.ping_interval,
+        );
+        let shutdown = self.app.shutdown.clone();
+        loop {
+            tokio::select! {
+                frame = stream.next() => {
+                    let Some(Ok(frame)) = frame else { return End::Gone };
+                    self.last_seen = Instant::now();
+                    if let Some(end) = self.on_frame(frame).await {
+                        return end;
+                    }
+                }
+                Some(Control::Replaced) = control.recv() => {
+                    return End::Bye(ByeReason::Replaced, "the player connected again elsewhere");
+                }
+                _ = shutdown.cancelled() => {
+                    return End::Bye(ByeReason::Shutdown, "the server is shutting down");
+                }
+                _ = ping.tick() => {
+                    if self.last_seen.elapsed() > limits.idle_timeout {
+                        return End::Bye(ByeReason::Timeout, "no answer to pings");
+                    }
+                    if self.out.try_send(Message::Ping(Default::default())).is_err() {
+                        return End::TooSlow;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The frame layer: what arrives must be a small text frame, within the rate.
+    async fn on_frame(&mut self, frame: Message) -> Option<End> {
+        let bytes = match frame {
+            Message::Text(bytes) => bytes,
+            Message::Binary(_) => {
+                return self.refuse(None, Refusal::new(ErrorCode::BinaryFrame, "binary frames are not part of the protocol"));
+            }
+            Message::Close(_) => return Some(End::Gone),
+            Message::Ping(_) | Message::Pong(_) => return None,
+        };
+        let started = std::time::Instant::now();
+        if !self.rate.allow(Instant::now()) {
+            self.app.metrics.message("invalid");
+            self.strikes += 1;
+            if self.strikes >= self.app.config.limits.flood_strikes {
+                return Some(End::Bye(ByeReason::Flooding, "too many messages"));
+            }
+            return self.refuse(None, Refusal::new(ErrorCode::RateLimited, "slow down"));
+        }
+        self.strikes = 0;
+        if bytes.len() > self.app.config.limits.max_frame_bytes {
+            self.app.metrics.message("invalid");
+            return self.refuse(
+                None,
+                Refusal::new(
+                    ErrorCode::FrameTooLarge,
+                    format!("frames are limited to {} bytes", self.app.config.limits.max_frame_bytes),
+                ),
+            );
+        }
+        let message = match serde_json::from_str::<ClientMessage>(bytes.as_str()) {
+            Ok(m) => m,
+            Err(e) => {
+                self.app.metrics.message("invalid");
+                return self.refuse(None, Refusal::new(ErrorCode::Malformed, e.to_string()));
+            }
+        };
+        self.app.metrics.message(message.kind());
+        let id = message.id();
+        let result = self.handle(message).await;
+        let end = match result {
+            Ok(()) => match id {
+                Some(id) if !self.send(&ServerMessage::Ack { id }) => Some(End::TooSlow),
+                _ => None,
+            },
+            Err(refusal) => self.refuse(id, refusal),
+        };
+        self.app.metrics.handled(started.elapsed());
+        end
+    }
+
+    fn refuse(&mut self, id: Option<u64>, refusal: Refusal) -> Option<End> {
+        self.app.metrics.rejected(refusal.code);
+        let sent = self.send(&ServerMessage::Error {
+            id,
+            code: refusal.code,
+            message: refusal.message,
+            retryable: refusal.code.retryable(),
+        });
+        (!sent).then_some(End::TooSlow)
+    }
+
+    /// The command layer: one client message, checked and applied, or refused with nothing
+    /// changed.
+    async fn handle(&mut self, message: ClientMessage) -> Result<(), Refusal> {
+        match message {
+            ClientMessage::Move { position, .. } => self.on_move(position),
+            ClientMessage::Talk {
+                npc,
+                instance,
+                cached,
+                ..
+            } => self.on_talk(&npc, instance.as_deref(), cached.as_deref()),
+            ClientMessage::Advance { node, .. } => {
+                let library = self.app.content.current();
+                let open = open_mut(&mut self.conversation)?;
+                let vertex = open.graph.find(&node).ok_or_else(|| unknown_vertex(&node))?;
+                let facts = PlayerFacts {
+                    record: &self.record,
+                    machine: &self.machine,
+                    content: &library.content,
+                };
+                open.walk.advance(&open.graph, vertex, &facts)?;
+                Ok(())
+            }
+            ClientMessage::Choose { response, .. } => {
+                let library = self.app.content.current();
+                let open = open_mut(&mut self.conversation)?;
+                let vertex = open
+                    .graph
+                    .find(&response)
+                    .ok_or_else(|| unknown_vertex(&response))?;
+                let facts = PlayerFacts {
+                    record: &self.record,
+                    machine: &self.machine,
+                    content: &library.content,
+                };
+                open.walk.choose(&open.graph, vertex, &facts)?;
+                Ok(())
+            }
+            ClientMessage::Action {
+                action, payload, ..
+            } => self.on_action(action, &payload).await,
+            ClientMessage::Close { .. } => {
+                if self.conversation.is_none() {
+                    return Err(Refusal::new(ErrorCode::NoConversation, "no conversation is open"));
+                }
+                self.close_conversation(CloseReason::Client);
+                Ok(())
+            }
+            ClientMessage::SetAfk { afk, .. } => {
+                self.afk.set(&mut self.machine, afk);
+                Ok(())
+            }
+            ClientMessage::FetchConversation { conversation, .. } => {
+                let library = self.app.content.current();
+                let published = library.conversations.get(&conversation).ok_or_else(|| {
+                    Refusal::new(
+                        ErrorCode::UnknownConversation,
+                        format!("no conversation `{conversation}`"),
+                    )
+                })?;
+                self.send(&ServerMessage::Conversation {
+                    conversation,
+                    hash: published.hash.clone(),
+                    content: published.json.to_string(),
+                });
+                Ok(())
+            }
+            ClientMessage::CutsceneDone { scene, .. } => {
+                if self.cutscene.as_deref() != Some(scene.as_str()) {
+                    return Err(Refusal::new(
+                        ErrorCode::QuestState,
+                        format!("no cutscene `{scene}` is playing"),
+                    ));
+                }
+                self.cutscene = None;
+                self.story.clear(&mut self.machine);
+                Ok(())
+            }
+        }
+    }
+
+    fn on_move(&mut self, position: Position) -> Result<(), Refusal> {
+        let now = self.started.elapsed();
+        match self.body.move_to(&self.app.config.world, position, now) {
+            Ok(()) => Ok(()),
+            Err(MoveError::NotFinite) => Err(Refusal::new(
+                ErrorCode::Malformed,
+                "coordinates must be finite numbers",
+            )),
+            Err(MoveError::Teleport) => Err(Refusal::new(
+                ErrorCode::Teleport,
+                "moved faster than the speed limit; the last valid position stays",
+            )),
+        }
+    }
+
+    fn on_talk(&mut self, name: &str, hint: Option<&str>, cached: Option<&str>) -> Result<(), Refusal> {
+        if self.conversation.is_some() {
+            return Err(Refusal::new(ErrorCode::ConversationOpen, "a conversation is already open"));
+        }
+        let Some(position) = self.body.position() else {
+            return Err(Refusal::new(ErrorCode::NoBody, "the player has no body in the world yet"));
+        };
+        if let Some(busy) = availability::interruption(&self.machine) {
+            return Err(Refusal::new(ErrorCode::Busy, busy.message()));
+        }
+        let cooldown = self.app.config.world.talk_cooldown;
+        if self.last_talk.is_some_and(|t| t.elapsed() < cooldown) {
+            return Err(Refusal::new(
+                ErrorCode::TalkCooldown,
+                format!("{} ms must pass between conversations", cooldown.as_millis()),
+            ));
+        }
+        let library = self.app.content.current();
+        let npc = library
+            .npcs
+            .resolve(name, hint, position)
+            .ok_or_else(|| Refusal::new(ErrorCode::UnknownNpc, format!("no NPC named `{name}`")))?
+            .clone();
+        if !world::within_reach(&self.app.config.world, &npc, position) {
+            return Err(Refusal::new(
+                ErrorCode::TooFar,
+                format!(
+                    "`{}` is {:.1} studs away; the reach is {}",
+                    npc.id,
+                    world::distance(npc.position, position),
+                    npc.range + self.app.config.world.lag_allowance
+                ),
+            ));
+        }
+        self.open_conversation(&library, npc, cached)
+    }
+
+    fn open_conversation(&mut self, library: &Library, npc: NpcDef, cached: Option<&str>) -> Result<(), Refusal> {
+        let published = library.conversations.get(&npc.conversation).ok_or_else(|| {
+            Refusal::new(
+                ErrorCode::UnknownConversation,
+                format!("NPC `{}` speaks no conversation", npc.id),
+            )
+        })?;
+        let graph = published.graph.clone();
+        let facts = PlayerFacts {
+            record: &self.record,
+            machine: &self.machine,
+            content: &library.content,
+        };
+        let first = graph.first_node().and_then(|v| graph.vertex(v)).map(|v| &*v.name);
+        let entry_name = quests::resolve_entry(&library.content, &npc.id, first, &self.record)
+            .ok_or_else(|| Refusal::new(ErrorCode::Internal, "the conversation has no entry"))?;
+        let entry = graph.find(entry_name).ok_or_else(|| {
+            Refusal::new(
+                ErrorCode::Internal,
+                format!("the entry node `{entry_name}` is not in `{}`", npc.conversation),
+            )
+        })?;
+        let (walk, _) = Walk::open(&graph, entry, &facts)?;
+        let sheet = facts.sheet();
+        let entry_name = entry_name.to_owned();
+        self.last_talk = Some(Instant::now());
+        self.dialogue.enter(&mut self.machine, DialogueState::Talking);
+        self.app.metrics.conversation_opened();
+        self.send(&ServerMessage::Opened {
+            conversation: npc.conversation.clone(),
+            npc: world::npc_ref(&npc),
+            speaker: graph.speaker().map(str::to_owned),
+            entry: entry_name,
+            hash: published.hash.clone(),
+            content: (cached != Some(published.hash.as_str())).then(|| published.json.to_string()),
+            facts: sheet,
+        });
+        self.conversation = Some(OpenConversation {
+            name: npc.conversation.clone(),
+            npc,
+            graph,
+            walk,
+        });
+        Ok(())
+    }
+
+    fn close_conversation(&mut self, reason: CloseReason) {
+        if let Some(mut open) = self.conversation.take() {
+            open.walk.close();
+            tracing::debug!(player = %self.player, conversation = %open.name, npc = %open.npc.id, "conversation closed");
+        }
+        self.dialogue.clear(&mut self.machine);
+        self.send(&ServerMessage::Closed { reason });
+    }
+
+    async fn on_action(&mut self, action_type: ActionType, payload: &str) -> Result<(), Refusal> {
+        let open = open_mut(&mut self.conversation)?;
+        let graph = open.graph.clone();
+        let index = open.walk.check_action(&graph, action_type, payload)?;
+        let authored = graph
+            .action(index)
+            .ok_or_else(|| Refusal::new(ErrorCode::Internal, "armed action missing from its graph"))?
+            .action
+            .clone();
+        let library = self.app.content.current();
+        let outcome = quests::execute(
+            self.app.store.as_ref(),
+            &library.content,
+            &self.player,
+            &mut self.record,
+            &authored,
+        )
+        .await
+        .map_err(|e| Refusal::new(e.code(), e.to_string()))?;
+        // Committed: only now is the arming spent.
+        self.app.metrics.action_run(action_type);
+        let open = open_mut(&mut self.conversation)?;
+        open.walk.spend(index);
+        if let Some(node) = &outcome.jump {
+            let target = graph.find(node).ok_or_else(|| unknown_vertex(node))?;
+            let facts = PlayerFacts {
+                record: &self.record,
+                machine: &self.machine,
+                content: &library.content,
+            };
+            open.walk.jump_to(&graph, target, &facts)?;
+        }
+        if let Some(scene) = &outcome.cutscene {
+            self.cutscene = Some(scene.clone());
+            self.story.enter(&mut self.machine, StoryState::Cutscene);
+        }
+        self.send(&ServerMessage::Effect {
+            action: action_type,
+            effect: outcome.effect,
+            profile: quests::profile(&self.record),
+        });
+        if let Some(node) = outcome.jump {
+            self.send(&ServerMessage::Jump { node });
+        }
+        Ok(())
+    }
+}
+
+fn open_mut(conversation: &mut Option<OpenConversation>) -> Result<&mut OpenConversation, Refusal> {
+    conversation
+        .as_mut()
+        .ok_or_else(|| Refusal::new(ErrorCode::NoConversation, "no conversation is open"))
+}
+
+fn unknown_vertex(name: &str) -> Refusal {
+    Refusal::new(
+        ErrorCode::UnknownVertex,
+        format!("no node or response `{name}` in this conversation"),
+    )
+}
