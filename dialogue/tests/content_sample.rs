@@ -1,0 +1,281 @@
+//! The sample game in `content/` loads, checks clean, has every feature it is there to show,
+//! and every conversation exports to a picture that holds together.
+
+mod content_support;
+
+use std::collections::BTreeSet;
+
+use banter_dialogue::check;
+use banter_dialogue::content::Content;
+use banter_dialogue::export;
+use banter_dialogue::{DialogueGraph, Exit, VertexKind};
+use banter_protocol::ActionType;
+use content_support::{render, sample_content};
+
+fn sample() -> Content {
+    let (content, diagnostics) = check::load_and_check(&sample_content());
+    assert!(
+        diagnostics.is_empty(),
+        "the sample content is clean:\n{}",
+        render(&diagnostics)
+    );
+    content
+}
+
+#[test]
+fn the_sample_content_loads_and_checks_clean() {
+    let content = sample();
+    assert!(content.world.islands.len() >= 3);
+    assert!(content.world.npcs.len() >= 6);
+    assert_eq!(
+        content
+            .conversations
+            .keys()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+        ["Fennick", "Ines", "Marisol", "Pim", "Skipper"]
+    );
+}
+
+#[test]
+fn two_npcs_share_a_name_on_different_islands() {
+    let content = sample();
+    let skippers: Vec<_> = content
+        .world
+        .npcs
+        .iter()
+        .filter(|n| n.name == "Skipper Dunmore")
+        .collect();
+    assert_eq!(skippers.len(), 2);
+    assert_ne!(skippers[0].id, skippers[1].id);
+    assert_ne!(skippers[0].island, skippers[1].island);
+}
+
+#[test]
+fn every_action_type_is_used_and_the_quests_have_their_shapes() {
+    let content = sample();
+    let used: BTreeSet<ActionType> = content
+        .conversations
+        .values()
+        .flat_map(|g| g.all_actions().iter().map(|a| a.action_type))
+        .collect();
+    assert_eq!(used, ActionType::ALL.into_iter().collect());
+    let payloads: Vec<&str> = content
+        .conversations
+        .values()
+        .flat_map(|g| g.all_actions().iter().map(|a| &*a.payload))
+        .collect();
+    // An island forces the amount, even when it is 1.
+    assert!(payloads.contains(&"PimsTideTale|HearTheTale|1|mistral_cay"));
+
+    use banter_dialogue::content::ObjectiveKind;
+    let kinds: BTreeSet<String> = content
+        .quests
+        .iter()
+        .flat_map(|q| q.objectives.iter().map(|o| format!("{:?}", o.kind)))
+        .collect();
+    assert!(kinds.contains(&format!("{:?}", ObjectiveKind::Catch)));
+    assert!(kinds.contains(&format!("{:?}", ObjectiveKind::Talk)));
+    assert!(content.quests.iter().any(|q| q.cutscene.is_some()));
+}
+
+#[test]
+fn the_quest_check_loop_comes_back_to_the_check_node() {
+    let content = sample();
+    let quest = content.quest("CopperSnappers").expect("CopperSnappers");
+    let graph = &content.conversations["Fennick"];
+    let check_node = graph.find(&quest.nodes.check).expect("check node");
+    let failure = graph
+        .all_actions()
+        .iter()
+        .find_map(|a| match &a.action {
+            banter_protocol::Action::CheckQuest { failure_node, .. } => Some(failure_node.clone()),
+            _ => None,
+        })
+        .expect("a CheckQuest");
+    let failure = graph.find(&failure).expect("failure node");
+    // The failure line offers a way straight back to the check.
+    let back = graph
+        .outputs(failure)
+        .iter()
+        .any(|&r| graph.outputs(r).contains(&check_node));
+    assert!(back, "the failure node leads back to the check node");
+}
+
+#[test]
+fn layers_patch_and_lockout_are_merged() {
+    let content = sample();
+    let fennick = &content.merged["Fennick"];
+    let hello = &fennick.nodes["Fennick_Hello"];
+    // The side layer's patch changed only the text.
+    assert!(hello.text.contains("reel oil"), "{}", hello.text);
+    assert!(matches!(&hello.exit, Exit::Responses(r) if r.len() == 2));
+    assert!(fennick.origin["Fennick_Hello"].ends_with("side/Fennick.json"));
+    assert!(content.merged["Ines"].origin["Voyage_Greet"].ends_with("story/Ines.json"));
+    assert!(content.lockout_nodes.contains("Tutorial_Stage1"));
+    for graph in content.conversations.values() {
+        assert!(
+            graph.find("Tutorial_Stage2").is_some(),
+            "{} has the lockout",
+            graph.name()
+        );
+    }
+    // The editor-format conversation is there, as any other.
+    assert!(content.merged["Skipper"].origin["Skipper_Hello"].ends_with("Skipper.editor.json"));
+}
+
+#[test]
+fn a_branch_with_conditions_on_its_targets() {
+    let content = sample();
+    let graph = &content.conversations["Marisol"];
+    let (branch, _) = graph
+        .vertices()
+        .find(|(_, v)| v.kind == VertexKind::Branch)
+        .expect("a branch");
+    let gated = graph
+        .outputs(branch)
+        .iter()
+        .filter(|&&t| graph.condition(t).is_some())
+        .count();
+    assert_eq!(gated, 3);
+}
+
+/// A small structural reading of a picture: braces (outside quoted strings) balance, quotes
+/// close, and every vertex appears.
+fn sane(text: &str, graph: &DialogueGraph, dot: bool) {
+    let mut depth = 0i64;
+    let mut in_string = false;
+    let mut escaped = false;
+    for c in text.chars() {
+        if in_string {
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') if dot => escaped = true,
+                (false, '"') => in_string = false,
+                (false, '\n') => panic!("a line break inside a quoted label:\n{text}"),
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' => in_string = true,
+            '{' if dot => depth += 1,
+            '}' if dot => {
+                depth -= 1;
+                assert!(depth >= 0, "unbalanced braces:\n{text}");
+            }
+            _ => {}
+        }
+    }
+    assert!(!in_string, "an unclosed quote:\n{text}");
+    assert_eq!(depth, 0, "unbalanced braces:\n{text}");
+    let declared: BTreeSet<&str> = text
+        .lines()
+        .filter_map(|l| {
+            l.trim_start()
+                .split(|c: char| !c.is_ascii_alphanumeric())
+                .next()
+        })
+        .filter(|w| w.starts_with('v') && w[1..].chars().all(|c| c.is_ascii_digit()) && w.len() > 1)
+        .collect();
+    for (id, _) in graph.vertices() {
+        assert!(
+            declared.contains(format!("v{}", id.0).as_str()),
+            "v{} is drawn",
+            id.0
+        );
+    }
+    let edges = graph
+        .vertices()
+        .map(|(id, _)| graph.outputs(id).len())
+        .sum::<usize>();
+    let arrows = text.matches(if dot { " -> " } else { "-->" }).count();
+    assert!(arrows >= edges, "{arrows} arrows for {edges} edges");
+}
+
+#[test]
+fn every_sample_conversation_exports_to_sane_dot_and_mermaid() {
+    let content = sample();
+    for graph in content.conversations.values() {
+        let dot = export::to_dot(graph);
+        assert!(dot.starts_with("digraph \""), "{dot}");
+        sane(&dot, graph, true);
+        let mermaid = export::to_mermaid(graph);
+        assert!(mermaid.contains("\nflowchart TD\n"), "{mermaid}");
+        sane(&mermaid, graph, false);
+        // Quest checks draw their two outcomes as dashed jumps.
+        let checks = graph
+            .all_actions()
+            .iter()
+            .filter(|a| a.action_type == ActionType::CheckQuest)
+            .count();
+        assert_eq!(
+            dot.matches("style=dashed").count(),
+            2 * checks,
+            "{}",
+            graph.name()
+        );
+        assert_eq!(
+            mermaid.matches("-.->").count(),
+            2 * checks,
+            "{}",
+            graph.name()
+        );
+    }
+}
+
+#[test]
+fn hostile_text_cannot_break_a_picture() {
+    let json = r##"{
+      "FirstNode": "A", "Speaker": "Quote \" Brace } Hash # <b>",
+      "A": { "Text": "He said \"hi\" \\ then }{ left\nand <br/> #quot; `code`",
+             "Responses": [ { "Text": "\"\"\"", "NextNode": "B" }, { "Text": "}}}", "NextNode": "B" } ] },
+      "B": { "Text": "\\", "Close": true }
+    }"##;
+    let (graph, diagnostics) = banter_dialogue::build_conversation("Evil\"Name}", json);
+    assert!(diagnostics.is_empty(), "{diagnostics:?}");
+    let dot = export::to_dot(&graph);
+    sane(&dot, &graph, true);
+    assert!(
+        !dot.contains("#quot;`"),
+        "dot keeps text as is, escaped only for dot"
+    );
+    let mermaid = export::to_mermaid(&graph);
+    sane(&mermaid, &graph, false);
+    assert!(
+        !mermaid.contains("<b>") && !mermaid.contains("`"),
+        "{mermaid}"
+    );
+}
+
+/// With graphviz installed, the picture renders (not required: CI may not have it).
+#[test]
+fn dot_renders_when_graphviz_is_installed() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let content = sample();
+    let dot = export::to_dot(&content.conversations["Fennick"]);
+    let Ok(mut child) = Command::new("dot")
+        .arg("-Tsvg")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+    else {
+        eprintln!("graphviz is not installed; skipping the render");
+        return;
+    };
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(dot.as_bytes())
+        .expect("write to dot");
+    let output = child.wait_with_output().expect("dot runs");
+    assert!(
+        output.status.success(),
+        "dot rejected the picture: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(String::from_utf8_lossy(&output.stdout).contains("<svg"));
+}

@@ -1,0 +1,40 @@
+//! `check-content <dir>`: the loader's diagnostics and the content checks, one line each, then a
+//! summary. Exit 1 on any error, 0 on warnings only, so CI can gate on it.
+
+use std::io::{self, Write};
+use std::path::Path;
+
+use banter_dialogue::check;
+
+use super::{EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE};
+
+pub fn run(dir: &Path, out: &mut dyn Write, err: &mut dyn Write) -> io::Result<u8> {
+    if !super::require_dir(dir, err)? {
+        return Ok(EXIT_USAGE);
+    }
+    let (_, diagnostics) = check::load_and_check(dir);
+    for d in &diagnostics {
+        writeln!(out, "{d}")?;
+    }
+    let errors = diagnostics.iter().filter(|d| d.is_error()).count();
+    let warnings = diagnostics.len() - errors;
+    writeln!(
+        out,
+        "{errors} {}, {warnings} {}",
+        plural(errors, "error"),
+        plural(warnings, "warning")
+    )?;
+    Ok(if check::is_clean(&diagnostics) {
+        EXIT_OK
+    } else {
+        EXIT_PROBLEMS
+    })
+}
+
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        word.to_owned()
+    } else {
+        format!("{word}s")
+    }
+}

@@ -1,0 +1,104 @@
+//! The `banter-server` command line: one subcommand per module.
+//!
+//! Exit codes are a contract scripts and CI rely on: [`EXIT_OK`] when all is well (warnings
+//! allowed), [`EXIT_PROBLEMS`] when the command ran and found errors, [`EXIT_USAGE`] when it
+//! could not run as asked (clap uses 2 for its own usage errors too).
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+pub mod check_content;
+pub mod export;
+pub mod serve;
+
+/// Everything fine; warnings may have been printed.
+pub const EXIT_OK: u8 = 0;
+/// The command ran and found errors (content with errors).
+pub const EXIT_PROBLEMS: u8 = 1;
+/// The command could not do what was asked: bad arguments, missing folder, unknown name.
+pub const EXIT_USAGE: u8 = 2;
+
+/// Banter's authoritative dialogue server and its content tools.
+#[derive(Debug, Parser)]
+#[command(name = "banter-server", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Checks a content folder: one line per problem, then a summary. Exits 1 on any error.
+    CheckContent {
+        /// The content folder (world.json, quests.json, dialogue/).
+        dir: PathBuf,
+    },
+    /// Prints a merged conversation as a graph a writer can render.
+    Export {
+        /// A conversation name (`Fennick`) or an NPC id (`skipper_gullrock`).
+        conversation: String,
+        /// The content folder.
+        #[arg(long, default_value = "content")]
+        content: PathBuf,
+        /// The picture language.
+        #[arg(long, value_enum, default_value_t = Format::Dot)]
+        format: Format,
+    },
+    /// Runs the server: no configuration needed for a local run (SQLite under ./data).
+    Serve(crate::config::ServeArgs),
+    /// Applies the database migrations and exits.
+    Migrate {
+        /// Database URL: `postgres://...` or `sqlite://path`.
+        #[arg(long, env = "DATABASE_URL", default_value = "sqlite://data/banter.db")]
+        database_url: String,
+    },
+}
+
+/// `--format` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Graphviz: `banter-server export Fennick | dot -Tpng > fennick.png`.
+    Dot,
+    /// A Mermaid flowchart, for Markdown previews.
+    Mermaid,
+}
+
+impl From<Format> for banter_dialogue::export::Format {
+    fn from(f: Format) -> Self {
+        match f {
+            Format::Dot => banter_dialogue::export::Format::Dot,
+            Format::Mermaid => banter_dialogue::export::Format::Mermaid,
+        }
+    }
+}
+
+/// Runs one command, writing its output to `out` and its complaints to `err`. Returns the exit
+/// status. A failed write (a closed pipe, as in `| head`) ends the command quietly instead of
+/// panicking the way `println!` would.
+pub fn run(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    let result = match cli.command {
+        Command::CheckContent { dir } => check_content::run(&dir, out, err),
+        Command::Export {
+            conversation,
+            content,
+            format,
+        } => export::run(&content, &conversation, format.into(), out, err),
+        Command::Serve(args) => serve::run(&args, err),
+        Command::Migrate { database_url } => serve::migrate(&database_url, out, err),
+    };
+    let status = result.unwrap_or(EXIT_PROBLEMS);
+    let _ = out.flush();
+    status
+}
+
+/// The content folder must exist: loading a missing folder would succeed with nothing in it and
+/// report a clean, empty game.
+fn require_dir(dir: &std::path::Path, err: &mut dyn Write) -> std::io::Result<bool> {
+    if dir.is_dir() {
+        return Ok(true);
+    }
+    writeln!(err, "error: `{}` is not a content folder", dir.display())?;
+    Ok(false)
+}

@@ -1,0 +1,108 @@
+//! Banter's server crate: the HTTP and WebSocket service that hosts each player's conversation,
+//! and the content tools a writer runs from a terminal.
+//!
+//! The binary is a thin `main` over [`cli`]; commands take their output streams as arguments,
+//! so tests run them in-process and the exit codes are part of their contract. The service's
+//! entry is [`run`]: tests start it on `127.0.0.1:0` and stop it with their own signal.
+
+pub mod app;
+pub mod auth;
+pub mod cli;
+pub mod config;
+pub mod http;
+pub mod hub;
+pub mod library;
+pub mod metrics;
+pub mod quests;
+pub mod session;
+pub mod store;
+pub mod world;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+
+use crate::app::App;
+use crate::config::Config;
+use crate::library::{ContentErrors, ContentHandle, Library};
+use crate::store::{ConnectOptions, StoreError};
+
+/// Why the server could not start or run.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error(transparent)]
+    Content(#[from] ContentErrors),
+    #[error("store: {0}")]
+    Store(#[from] StoreError),
+    #[error("configuration: {0}")]
+    Config(#[from] config::ConfigError),
+    #[error("network: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// How long shutdown waits for sessions to say goodbye before it stops waiting.
+const SESSION_DRAIN: Duration = Duration::from_secs(10);
+
+/// Runs the service on `listener` until `shutdown` completes, then stops accepting, tells every
+/// open session why, waits for them, flushes the store and returns.
+pub async fn run(
+    config: Config,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServerError> {
+    config.validate()?;
+    let library = Library::load(&config.content, 1)?;
+    let store = store::connect(&config.database_url, ConnectOptions::default()).await?;
+    tracing::info!(
+        backend = store.backend(),
+        conversations = library.conversations.len(),
+        npcs = library.npcs.len(),
+        "content loaded, store ready"
+    );
+    let content = ContentHandle::new(config.content.clone(), library);
+    let app = Arc::new(App::new(config, content, store));
+    let router = http::router(app.clone());
+
+    #[cfg(unix)]
+    let reload_task = tokio::spawn(reload_on_sighup(app.clone()));
+
+    let addr = listener.local_addr()?;
+    tracing::info!(%addr, "listening");
+    let stop = app.shutdown.clone();
+    axum::serve(listener, router)
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            tracing::info!("shutting down: no new connections; telling sessions");
+            stop.cancel();
+        })
+        .await?;
+
+    // Upgraded WebSockets live outside the HTTP server's own drain; wait for them here.
+    app.shutdown.cancel();
+    app.sessions.close();
+    if tokio::time::timeout(SESSION_DRAIN, app.sessions.wait())
+        .await
+        .is_err()
+    {
+        tracing::warn!("some sessions did not end in time");
+    }
+    #[cfg(unix)]
+    reload_task.abort();
+    app.store.close().await;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+#[cfg(unix)]
+async fn reload_on_sighup(app: app::SharedApp) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let Ok(mut hangups) = signal(SignalKind::hangup()) else {
+        tracing::warn!("cannot listen for SIGHUP; reload through /admin/reload only");
+        return;
+    };
+    while hangups.recv().await.is_some() {
+        let _ = http::reload_content(&app);
+    }
+}

@@ -1,0 +1,619 @@
+//! The persistent store: profiles, quest states, objective progress, the reward ledger, applied
+//! game events, session claims (scale-out) and the audit log.
+//!
+//! One object-safe trait, [`Store`], used as `Arc<dyn Store>`; one implementation per database
+//! ([`SqliteStore`], the zero-configuration default, and [`PgStore`] for production), each with
+//! its own migrations folder (`migrations/sqlite`, `migrations/postgres`, embedded at compile
+//! time); one conformance suite (`server/tests/store_conformance.rs`) runs the same scenarios
+//! against both.
+//!
+//! # Guarantees every backend keeps
+//!
+//! - **One call, one transaction.** Every write method commits everything it does or nothing;
+//!   every error means nothing changed (see [`StoreError`] for the one ambiguity, a connection
+//!   lost during COMMIT, and why retrying it is safe).
+//! - **A reward is paid exactly once per player and quest**, by the database: the ledger has a
+//!   `UNIQUE (player_id, quest_id)` key and the ledger row, the quest's switch to `completed` and
+//!   the profile's new balance are written in the same transaction. No retry, race, or second
+//!   server instance on the same database can pay twice.
+//! - **A game event is applied at most once**: its id is inserted into `applied_events` in the
+//!   same transaction as the progress it causes.
+//! - **Transient failures are [`StoreError::Unavailable`]** ([`StoreError::retryable`]), quickly:
+//!   the PostgreSQL pool gives up acquiring after [`ConnectOptions::acquire_timeout`] (3 s by
+//!   default) rather than hanging, and reconnects by itself when the database is back.
+//!
+//! # Wiring
+//!
+//! At startup: `let store = store::connect(&database_url, ConnectOptions::default()).await?`
+//! (runs the migrations). `banter-server migrate`: [`migrate`]. `/readyz`: [`Store::ping`].
+//! Graceful shutdown: [`Store::close`] after the last session has stopped writing.
+
+mod error;
+pub mod postgres;
+pub mod sqlite;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use futures_util::stream::BoxStream;
+
+pub use error::{StoreError, StoredQuestStatus};
+pub use postgres::PgStore;
+pub use sqlite::SqliteStore;
+
+/// The database used when nothing is configured: a SQLite file under `./data`, created with its
+/// folder on first use.
+pub const DEFAULT_DATABASE_URL: &str = "sqlite://data/banter.db";
+
+/// The largest amount one objective advance may carry. Larger (and zero) amounts are refused
+/// with [`StoreError::InvalidAmount`].
+pub const MAX_AMOUNT: u32 = 1_000_000;
+
+/// The largest coin or experience reward one quest may pay.
+pub const MAX_REWARD: i64 = 1_000_000_000;
+
+/// The longest id (player, quest, objective, session, instance) the store accepts, in bytes.
+pub const MAX_ID_LEN: usize = 128;
+
+/// The longest event id the store accepts, in bytes.
+pub const MAX_EVENT_ID_LEN: usize = 200;
+
+/// A player's profile row.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProfileRecord {
+    /// Coins, never negative.
+    pub coins: i64,
+    /// Experience, never negative.
+    pub experience: i64,
+    /// Tutorial stage, never negative; 0 for a new player.
+    pub tutorial_stage: i64,
+    /// The quest the player tracks, if any (not checked against content by the store).
+    pub tracked_quest: Option<String>,
+}
+
+/// One quest as stored for a player.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuestRecord {
+    /// Active or completed.
+    pub status: StoredQuestStatus,
+    /// Progress per objective id.
+    pub progress: BTreeMap<String, u32>,
+}
+
+/// Everything the store keeps about a player, read in one consistent snapshot.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PlayerRecord {
+    /// The profile.
+    pub profile: ProfileRecord,
+    /// Every quest the player ever accepted, by quest id.
+    pub quests: BTreeMap<String, QuestRecord>,
+}
+
+/// One objective advance inside [`Store::advance_objectives`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectiveAdvance {
+    /// The quest, which must be active.
+    pub quest: String,
+    /// The objective. A row is created (from 0) if the quest has none for it yet, so an objective
+    /// added to content after the player accepted still counts.
+    pub objective: String,
+    /// How much to add, `1..=MAX_AMOUNT`.
+    pub amount: u32,
+    /// The objective's target (from content), at least 1: progress never exceeds it.
+    pub target: u32,
+}
+
+/// What [`Store::complete_quest`] paid and the balance after paying.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Paid {
+    /// The ledger row's id.
+    pub ledger_id: i64,
+    /// Coins paid by this reward.
+    pub coins: i64,
+    /// Experience paid by this reward.
+    pub experience: i64,
+    /// The profile's coins after paying.
+    pub total_coins: i64,
+    /// The profile's experience after paying.
+    pub total_experience: i64,
+}
+
+/// One row of the reward ledger.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LedgerEntry {
+    /// Row id (increasing).
+    pub id: i64,
+    /// The player paid.
+    pub player_id: String,
+    /// The quest whose reward this is.
+    pub quest_id: String,
+    /// Coins paid.
+    pub coins: i64,
+    /// Experience paid.
+    pub experience: i64,
+    /// When, in milliseconds since the Unix epoch (database clock).
+    pub paid_at_ms: i64,
+}
+
+/// Which session currently owns a player (scale-out: the newest claim wins, on any instance).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SessionClaim {
+    /// The player.
+    pub player_id: String,
+    /// The session that holds the player now.
+    pub session_id: String,
+    /// The server instance that hosts that session.
+    pub instance_id: String,
+    /// Increases by one with every claim of this player: a higher epoch is a newer session.
+    pub epoch: i64,
+}
+
+/// What [`Store::session_claims`] reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClaimEvent {
+    /// A session (on this or another instance) claimed a player. An instance that hosts a
+    /// session of that player with a *different* `session_id` closes it: that session was
+    /// replaced. (Compare session ids, not epochs: the epoch restarts after a release.)
+    Claimed(SessionClaim),
+    /// Claims may have been missed (the notification connection was lost and re-established, or
+    /// the subscriber fell behind): re-check every local session with [`Store::session_owner`].
+    Resync,
+}
+
+/// One audit record to write: an accepted action or a rejection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditRecord {
+    /// The player (need not have a profile: rejections of unknown players are recorded too).
+    pub player_id: String,
+    /// The conversation id, if the message belonged to one.
+    pub conversation: Option<String>,
+    /// The message type (`advance`, `choose`, `action`, ...).
+    pub message: String,
+    /// `None` when accepted; the stable error code when rejected.
+    pub code: Option<String>,
+    /// Free-form detail (the choice, the payload...), kept short by the caller.
+    pub detail: Option<String>,
+}
+
+/// One stored audit row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditEntry {
+    /// Row id (increasing in insertion order).
+    pub id: i64,
+    /// When, in milliseconds since the Unix epoch (database clock).
+    pub at_ms: i64,
+    /// What was recorded.
+    pub record: AuditRecord,
+}
+
+/// Pool and startup options for [`connect`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectOptions {
+    /// Pool size; `None` takes the backend's default (PostgreSQL 16, SQLite 4).
+    pub max_connections: Option<u32>,
+    /// How long a call waits for a pooled connection before failing with
+    /// [`StoreError::Unavailable`]. Also bounds how long `connect` waits for the first connection.
+    pub acquire_timeout: Duration,
+    /// Run the embedded migrations while connecting (the default). `banter-server migrate` and
+    /// deployments that migrate separately turn this off.
+    pub run_migrations: bool,
+}
+
+impl Default for ConnectOptions {
+    fn default() -> Self {
+        ConnectOptions {
+            max_connections: None,
+            acquire_timeout: Duration::from_secs(3),
+            run_migrations: true,
+        }
+    }
+}
+
+/// The persistent store. Object safe; shared as `Arc<dyn Store>`.
+///
+/// Every method is one round of work against the database; write methods are each one
+/// transaction. Ids are validated first (non-empty, at most [`MAX_ID_LEN`] bytes; event ids at
+/// most [`MAX_EVENT_ID_LEN`]) and refused with [`StoreError::InvalidInput`].
+pub trait Store: Send + Sync + 'static {
+    /// `"sqlite"` or `"postgres"`.
+    fn backend(&self) -> &'static str;
+
+    /// A trivial query, for `/readyz`: `Ok` when the database answers.
+    fn ping(&self) -> BoxFuture<'_, Result<(), StoreError>>;
+
+    /// The player's profile and quests, read in one consistent snapshot. Creates the profile
+    /// (zero coins, experience and tutorial stage; nothing tracked) if the player has none.
+    fn load_player<'a>(
+        &'a self,
+        player: &'a str,
+    ) -> BoxFuture<'a, Result<PlayerRecord, StoreError>>;
+
+    /// Accepts a quest: stores it as `active` with a zero progress row for each objective, in one
+    /// transaction (and creates the profile if missing). If the quest already has a state, active
+    /// or completed, it fails with [`StoreError::QuestState`] and nothing changes. Checking
+    /// prerequisites is the quest engine's job.
+    fn accept_quest<'a>(
+        &'a self,
+        player: &'a str,
+        quest: &'a str,
+        objectives: &'a [String],
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// Advances several objectives in one transaction, all or nothing, optionally under an event
+    /// id. For each advance: the quest must be active ([`StoreError::QuestState`] otherwise), the
+    /// amount in `1..=MAX_AMOUNT` ([`StoreError::InvalidAmount`]) and the target at least 1; the
+    /// new progress is `min(progress + amount, target)`, and never lower than before (should
+    /// content lower a target). With an event id, the id is recorded in `applied_events` in the
+    /// same transaction; an id applied before fails with [`StoreError::DuplicateEvent`] and
+    /// nothing changes. A player with no profile fails with [`StoreError::UnknownPlayer`].
+    /// Returns the new progress of each advance, in the order given. An empty list with an event
+    /// id only records the event.
+    fn advance_objectives<'a>(
+        &'a self,
+        player: &'a str,
+        event_id: Option<&'a str>,
+        advances: &'a [ObjectiveAdvance],
+    ) -> BoxFuture<'a, Result<Vec<u32>, StoreError>>;
+
+    /// One objective: [`Store::advance_objectives`] with a single advance. Returns the new
+    /// progress.
+    fn advance_objective<'a>(
+        &'a self,
+        player: &'a str,
+        quest: &'a str,
+        objective: &'a str,
+        amount: u32,
+        target: u32,
+        event_id: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<u32, StoreError>> {
+        Box::pin(async move {
+            let advances = [ObjectiveAdvance {
+                quest: quest.to_owned(),
+                objective: objective.to_owned(),
+                amount,
+                target,
+            }];
+            let progress = self.advance_objectives(player, event_id, &advances).await?;
+            progress
+                .first()
+                .copied()
+                .ok_or_else(|| StoreError::Corrupt("advance returned no progress".into()))
+        })
+    }
+
+    /// Completes an active quest and pays its reward, in one transaction: the quest becomes
+    /// `completed`, a ledger row is inserted, the coins and experience are added to the profile.
+    /// A quest that is not active fails with [`StoreError::QuestState`]; a reward already in the
+    /// ledger (the unique key refuses the row) fails with [`StoreError::AlreadyPaid`]. Either way
+    /// nothing changes. Concurrent calls for the same player and quest, on one pool or on several
+    /// instances, pay exactly once; the others get one of those two errors. Rewards must be in
+    /// `0..=MAX_REWARD`. To learn what an earlier (possibly ambiguous) call paid, read
+    /// [`Store::ledger_entry`].
+    fn complete_quest<'a>(
+        &'a self,
+        player: &'a str,
+        quest: &'a str,
+        coins: i64,
+        experience: i64,
+    ) -> BoxFuture<'a, Result<Paid, StoreError>>;
+
+    /// Sets (or, with `None`, clears) the tracked quest. Creates the profile if missing.
+    fn set_tracked_quest<'a>(
+        &'a self,
+        player: &'a str,
+        quest: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// Sets the tutorial stage (`>= 0`). Creates the profile if missing.
+    fn set_tutorial_stage<'a>(
+        &'a self,
+        player: &'a str,
+        stage: i64,
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// The player's ledger rows, oldest first.
+    fn ledger<'a>(&'a self, player: &'a str)
+    -> BoxFuture<'a, Result<Vec<LedgerEntry>, StoreError>>;
+
+    /// The ledger row for this player and quest, if the reward was paid.
+    fn ledger_entry<'a>(
+        &'a self,
+        player: &'a str,
+        quest: &'a str,
+    ) -> BoxFuture<'a, Result<Option<LedgerEntry>, StoreError>>;
+
+    /// How many rewards were paid for this quest, over all players (ops and tests).
+    fn ledger_count<'a>(&'a self, quest: &'a str) -> BoxFuture<'a, Result<u64, StoreError>>;
+
+    /// Records `session_id` on `instance_id` as the player's current session and returns the
+    /// claim with its new epoch (one higher than any earlier claim of this player). Other
+    /// subscribers of [`Store::session_claims`] are told in the same transaction (PostgreSQL
+    /// NOTIFY, delivered on commit). The newest claim always wins: there is no expiry to wait for
+    /// after a crash.
+    fn claim_session<'a>(
+        &'a self,
+        player: &'a str,
+        session_id: &'a str,
+        instance_id: &'a str,
+    ) -> BoxFuture<'a, Result<SessionClaim, StoreError>>;
+
+    /// The player's current claim, if any. A session whose id differs has been replaced.
+    fn session_owner<'a>(
+        &'a self,
+        player: &'a str,
+    ) -> BoxFuture<'a, Result<Option<SessionClaim>, StoreError>>;
+
+    /// Removes the player's claim if `session_id` still holds it (clean disconnect). Returns
+    /// whether it did; a session that was already replaced releases nothing. The epoch counter
+    /// restarts after a release.
+    fn release_session<'a>(
+        &'a self,
+        player: &'a str,
+        session_id: &'a str,
+    ) -> BoxFuture<'a, Result<bool, StoreError>>;
+
+    /// Subscribes to claims made by every instance on this database. PostgreSQL: LISTEN/NOTIFY
+    /// on a dedicated pooled connection, re-established by itself after an outage (a
+    /// [`ClaimEvent::Resync`] follows every reconnection, since notifications sent meanwhile are
+    /// lost). SQLite: claims made through this store object (a SQLite file serves one instance).
+    /// The stream ends when the store is closed.
+    fn session_claims(&self) -> BoxFuture<'_, Result<BoxStream<'static, ClaimEvent>, StoreError>>;
+
+    /// Appends audit records, in one transaction.
+    fn record_audit<'a>(
+        &'a self,
+        records: &'a [AuditRecord],
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// The player's most recent audit rows, at most `limit`, oldest first.
+    fn audit_for_player<'a>(
+        &'a self,
+        player: &'a str,
+        limit: u32,
+    ) -> BoxFuture<'a, Result<Vec<AuditEntry>, StoreError>>;
+
+    /// Deletes audit rows older than `max_age` (retention). Returns how many.
+    fn prune_audit(&self, max_age: Duration) -> BoxFuture<'_, Result<u64, StoreError>>;
+
+    /// Closes the pool: waits for connections in use to be returned, then closes them all
+    /// (SQLite checkpoints its WAL). Later calls fail with [`StoreError::Unavailable`].
+    fn close(&self) -> BoxFuture<'_, ()>;
+}
+
+/// Which database a URL names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// `sqlite:...` or a plain file path.
+    Sqlite,
+    /// `postgres://...` or `postgresql://...`.
+    Postgres,
+}
+
+/// Picks the backend by URL scheme: `postgres://` and `postgresql://` are PostgreSQL;
+/// `sqlite:` URLs and anything without a scheme (a plain path) are SQLite; any other scheme
+/// is refused.
+pub fn backend_for(url: &str) -> Result<Backend, StoreError> {
+    let lower = url.trim().to_ascii_lowercase();
+    if lower.starts_with("postgres://") || lower.starts_with("postgresql://") {
+        return Ok(Backend::Postgres);
+    }
+    if lower.starts_with("sqlite:") {
+        return Ok(Backend::Sqlite);
+    }
+    if lower.is_empty() {
+        return Err(StoreError::Config("empty database URL".into()));
+    }
+    if let Some((scheme, _)) = lower.split_once("://") {
+        return Err(StoreError::Config(format!(
+            "unsupported database URL scheme {scheme:?}: use postgres://, sqlite: or a file path"
+        )));
+    }
+    Ok(Backend::Sqlite)
+}
+
+/// Connects to the database `url` names, running the migrations unless `options` says not to.
+pub async fn connect(url: &str, options: ConnectOptions) -> Result<Arc<dyn Store>, StoreError> {
+    Ok(match backend_for(url)? {
+        Backend::Sqlite => Arc::new(SqliteStore::connect(url, options).await?),
+        Backend::Postgres => Arc::new(PgStore::connect(url, options).await?),
+    })
+}
+
+/// Runs the migrations of the database `url` names and closes the connection
+/// (`banter-server migrate`). Idempotent.
+pub async fn migrate(url: &str) -> Result<(), StoreError> {
+    let store = connect(
+        url,
+        ConnectOptions {
+            max_connections: Some(1),
+            ..ConnectOptions::default()
+        },
+    )
+    .await?;
+    store.close().await;
+    Ok(())
+}
+
+pub(crate) fn check_id(what: &str, value: &str) -> Result<(), StoreError> {
+    check_len(what, value, MAX_ID_LEN)
+}
+
+pub(crate) fn check_event_id(value: &str) -> Result<(), StoreError> {
+    check_len("event id", value, MAX_EVENT_ID_LEN)
+}
+
+fn check_len(what: &str, value: &str, max: usize) -> Result<(), StoreError> {
+    if value.is_empty() {
+        return Err(StoreError::InvalidInput(format!("{what} is empty")));
+    }
+    if value.len() > max {
+        return Err(StoreError::InvalidInput(format!(
+            "{what} is longer than {max} bytes"
+        )));
+    }
+    if value.chars().any(char::is_control) {
+        return Err(StoreError::InvalidInput(format!(
+            "{what} contains a control character"
+        )));
+    }
+    Ok(())
+}
+
+/// Validates a batch of advances before any database work. Returns the order in which to apply
+/// them: sorted by (quest, objective) so that concurrent batches take row locks in the same order.
+pub(crate) fn check_advances(
+    player: &str,
+    event_id: Option<&str>,
+    advances: &[ObjectiveAdvance],
+) -> Result<Vec<usize>, StoreError> {
+    check_id("player id", player)?;
+    if let Some(event_id) = event_id {
+        check_event_id(event_id)?;
+    }
+    if advances.is_empty() && event_id.is_none() {
+        return Err(StoreError::InvalidInput("no objective to advance".into()));
+    }
+    for advance in advances {
+        check_id("quest id", &advance.quest)?;
+        check_id("objective id", &advance.objective)?;
+        if advance.amount == 0 || advance.amount > MAX_AMOUNT {
+            return Err(StoreError::InvalidAmount {
+                amount: advance.amount,
+            });
+        }
+        if advance.target == 0 {
+            return Err(StoreError::InvalidInput(format!(
+                "objective {:?} of quest {:?} has target 0",
+                advance.objective, advance.quest
+            )));
+        }
+    }
+    let mut order: Vec<usize> = (0..advances.len()).collect();
+    order.sort_by(|&a, &b| {
+        (&advances[a].quest, &advances[a].objective)
+            .cmp(&(&advances[b].quest, &advances[b].objective))
+    });
+    Ok(order)
+}
+
+pub(crate) fn check_reward(coins: i64, experience: i64) -> Result<(), StoreError> {
+    for (what, value) in [("coins", coins), ("experience", experience)] {
+        if !(0..=MAX_REWARD).contains(&value) {
+            return Err(StoreError::InvalidInput(format!(
+                "reward {what} {value} is out of range 0..={MAX_REWARD}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn check_objectives(objectives: &[String]) -> Result<(), StoreError> {
+    let mut seen = std::collections::BTreeSet::new();
+    for objective in objectives {
+        check_id("objective id", objective)?;
+        if !seen.insert(objective.as_str()) {
+            return Err(StoreError::InvalidInput(format!(
+                "objective {objective:?} is listed twice"
+            )));
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn progress_from_db(
+    quest: &str,
+    objective: &str,
+    value: i64,
+) -> Result<u32, StoreError> {
+    u32::try_from(value).map_err(|_| {
+        StoreError::Corrupt(format!(
+            "progress {value} of objective {objective:?} of quest {quest:?} is out of range"
+        ))
+    })
+}
+
+/// Builds the stream [`Store::session_claims`] returns for a single-process backend.
+pub(crate) fn broadcast_claims(
+    receiver: tokio::sync::broadcast::Receiver<SessionClaim>,
+) -> BoxStream<'static, ClaimEvent> {
+    use futures_util::StreamExt;
+    use tokio::sync::broadcast::error::RecvError;
+    futures_util::stream::unfold(receiver, |mut receiver| async move {
+        match receiver.recv().await {
+            Ok(claim) => Some((ClaimEvent::Claimed(claim), receiver)),
+            Err(RecvError::Lagged(_)) => Some((ClaimEvent::Resync, receiver)),
+            Err(RecvError::Closed) => None,
+        }
+    })
+    .boxed()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backend_is_chosen_by_scheme() {
+        assert_eq!(
+            backend_for("postgres://u@h/db").ok(),
+            Some(Backend::Postgres)
+        );
+        assert_eq!(
+            backend_for("PostgreSQL://u@h/db").ok(),
+            Some(Backend::Postgres)
+        );
+        assert_eq!(
+            backend_for("sqlite://data/banter.db").ok(),
+            Some(Backend::Sqlite)
+        );
+        assert_eq!(backend_for("sqlite::memory:").ok(), Some(Backend::Sqlite));
+        assert_eq!(backend_for("data/banter.db").ok(), Some(Backend::Sqlite));
+        assert_eq!(
+            backend_for("/var/lib/banter.db").ok(),
+            Some(Backend::Sqlite)
+        );
+        assert!(matches!(
+            backend_for("mysql://h/db"),
+            Err(StoreError::Config(_))
+        ));
+        assert!(matches!(backend_for(""), Err(StoreError::Config(_))));
+    }
+
+    #[test]
+    fn advances_are_validated_and_ordered() {
+        let adv = |q: &str, o: &str, amount, target| ObjectiveAdvance {
+            quest: q.into(),
+            objective: o.into(),
+            amount,
+            target,
+        };
+        let order = check_advances("p", None, &[adv("b", "x", 1, 1), adv("a", "y", 1, 1)]);
+        assert_eq!(order.ok(), Some(vec![1, 0]));
+        assert!(matches!(
+            check_advances("p", None, &[adv("a", "x", 0, 1)]),
+            Err(StoreError::InvalidAmount { amount: 0 })
+        ));
+        assert!(matches!(
+            check_advances("p", None, &[adv("a", "x", MAX_AMOUNT + 1, 1)]),
+            Err(StoreError::InvalidAmount { .. })
+        ));
+        assert!(matches!(
+            check_advances("p", None, &[adv("a", "x", 1, 0)]),
+            Err(StoreError::InvalidInput(_))
+        ));
+        assert!(matches!(
+            check_advances("", None, &[adv("a", "x", 1, 1)]),
+            Err(StoreError::InvalidInput(_))
+        ));
+        assert!(matches!(
+            check_advances("p", Some(""), &[]),
+            Err(StoreError::InvalidInput(_))
+        ));
+        assert!(matches!(
+            check_advances("p", None, &[]),
+            Err(StoreError::InvalidInput(_))
+        ));
+    }
+}

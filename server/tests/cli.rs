@@ -1,0 +1,173 @@
+//! The `banter-server` binary as a writer and CI run it: exit codes and output lines.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn banter(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_banter-server"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run banter-server")
+}
+
+fn sample_content() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../content")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A copy of the sample content in a unique temp folder, removed when dropped.
+struct Copy(PathBuf);
+
+impl Copy {
+    fn of_sample(tag: &str) -> Copy {
+        let root = std::env::temp_dir().join(format!("banter-cli-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        copy_dir(&sample_content(), &root);
+        Copy(root)
+    }
+
+    fn edit(&self, relative: &str, from: &str, to: &str) {
+        let path = self.0.join(relative);
+        let text = std::fs::read_to_string(&path).expect("read");
+        assert!(text.contains(from), "{relative} contains {from:?}");
+        std::fs::write(&path, text.replacen(from, to, 1)).expect("write");
+    }
+
+    fn path(&self) -> &str {
+        self.0.to_str().expect("temp paths are UTF-8 here")
+    }
+}
+
+impl Drop for Copy {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("create");
+    for entry in std::fs::read_dir(from)
+        .expect("read dir")
+        .filter_map(Result::ok)
+    {
+        let path = entry.path();
+        if path.is_dir() {
+            copy_dir(&path, &to.join(entry.file_name()));
+        } else {
+            std::fs::copy(&path, to.join(entry.file_name())).expect("copy");
+        }
+    }
+}
+
+#[test]
+fn check_content_on_the_sample_exits_0() {
+    let out = banter(&["check-content", "../content"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert_eq!(stdout(&out).lines().last(), Some("0 errors, 0 warnings"));
+}
+
+#[test]
+fn a_broken_nextnode_exits_1_and_names_file_and_node() {
+    let copy = Copy::of_sample("broken");
+    copy.edit(
+        "dialogue/base/Marisol.json",
+        r#""NextNode": "Marisol_Bye""#,
+        r#""NextNode": "Marisol_Gone""#,
+    );
+    let out = banter(&["check-content", copy.path()]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let text = stdout(&out);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("error:"))
+        .unwrap_or_else(|| panic!("an error line in:\n{text}"));
+    assert!(line.contains("dialogue/base/Marisol.json"), "{line}");
+    assert!(line.contains("node `Marisol_Hello`"), "{line}");
+    assert!(line.contains("field `Responses[4].NextNode`"), "{line}");
+    assert!(line.contains("Marisol_Gone"), "{line}");
+    assert_eq!(text.lines().last(), Some("1 error, 0 warnings"), "{text}");
+}
+
+#[test]
+fn warnings_alone_exit_0() {
+    let copy = Copy::of_sample("warnings");
+    copy.edit("dialogue/base/Pim.json", r#""Speaker": "Pim","#, "");
+    let out = banter(&["check-content", copy.path()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let text = stdout(&out);
+    assert!(text.starts_with("warning: "), "{text}");
+    assert!(
+        text.contains("Pim.json: field `Speaker`: the conversation has no Speaker"),
+        "{text}"
+    );
+    assert_eq!(text.lines().last(), Some("0 errors, 1 warning"));
+}
+
+#[test]
+fn export_prints_a_dot_graph() {
+    let out = banter(&[
+        "export",
+        "Fennick",
+        "--content",
+        "../content",
+        "--format",
+        "dot",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let dot = stdout(&out);
+    assert!(dot.starts_with("digraph \"Fennick\" {"), "{dot}");
+    assert!(dot.trim_end().ends_with('}'));
+    assert!(dot.contains(" -> "));
+    assert!(dot.contains("CopperSnappers_Check"));
+}
+
+#[test]
+fn export_takes_an_npc_id_and_mermaid() {
+    let out = banter(&[
+        "export",
+        "skipper_gullrock",
+        "--content",
+        "../content",
+        "--format",
+        "mermaid",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("flowchart TD"));
+    assert!(stdout(&out).contains("Skipper_Hello"));
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    for args in [
+        vec![],
+        vec!["check-content"],
+        vec!["check-content", "/no/such/folder"],
+        vec!["export", "Nobody", "--content", "../content"],
+        vec![
+            "export",
+            "Fennick",
+            "--content",
+            "../content",
+            "--format",
+            "png",
+        ],
+    ] {
+        let out = banter(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(!stderr(&out).is_empty(), "{args:?} says why");
+    }
+}
