@@ -46,7 +46,7 @@ pub fn parse_conversation_with_limit(
     let root = match crate::json::parse_bytes_with_limit(file, bytes, limit) {
         Ok(root) => root,
         Err(d) => {
-            diagnostics.push(d);
+            diagnostics.push(*d);
             return None;
         }
     };

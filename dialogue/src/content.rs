@@ -320,7 +320,7 @@ fn read_json<T: for<'de> Deserialize<'de>>(
     let display = path.display().to_string();
     // Parse strictly first, so duplicate keys and syntax errors are located.
     if let Err(d) = crate::json::parse_bytes(&display, &bytes) {
-        diagnostics.push(d);
+        diagnostics.push(*d);
         return None;
     }
     match serde_json::from_slice::<T>(&bytes) {

@@ -60,7 +60,7 @@ pub fn parse_editor_export(
     let root = match crate::json::parse_bytes(file, bytes) {
         Ok(root) => root,
         Err(d) => {
-            diagnostics.push(d);
+            diagnostics.push(*d);
             return None;
         }
     };
@@ -128,10 +128,10 @@ pub fn parse_editor_export(
             if !names.insert(name.clone()) {
                 d.error(Some(name), "Name", Problem::Duplicate(name.clone()));
             }
-            if let Some(id) = id {
-                if names_by_id.insert(id, name.clone()).is_some() {
-                    d.error(Some(name), "Id", Problem::Duplicate(id.to_string()));
-                }
+            if let Some(id) = id
+                && names_by_id.insert(id, name.clone()).is_some()
+            {
+                d.error(Some(name), "Id", Problem::Duplicate(id.to_string()));
             }
         }
     }

@@ -244,16 +244,18 @@ impl<'a> Builder<'a> {
             condition: None,
         });
         if kind != VertexKind::Root {
-            let name = name.into_boxed_str();
-            if self.graph.by_name.contains_key(&name) {
-                // A node literally named like a generated vertex (`Greet_r1`): names must be
-                // unique because the wire refers to vertices by name.
-                let file = self.conversation.name.clone();
-                self.diagnostics.push(
-                    Diagnostic::error(file, Problem::Duplicate(name.to_string())).node(&*name),
-                );
-            } else {
-                self.graph.by_name.insert(name, id);
+            match self.graph.by_name.entry(name.into_boxed_str()) {
+                std::collections::hash_map::Entry::Occupied(taken) => {
+                    // A node literally named like a generated vertex (`Greet_r1`): names must
+                    // be unique because the wire refers to vertices by name.
+                    let name = taken.key().to_string();
+                    let file = self.file(&name).to_owned();
+                    self.diagnostics
+                        .push(Diagnostic::error(file, Problem::Duplicate(name.clone())).node(name));
+                }
+                std::collections::hash_map::Entry::Vacant(free) => {
+                    free.insert(id);
+                }
             }
         }
         id

@@ -113,27 +113,31 @@ impl<'de> Visitor<'de> for JsonVisitor {
 
 /// Parses file bytes into a strict JSON tree, with every failure located. Refuses more than
 /// [`MAX_FILE_BYTES`].
-pub fn parse_bytes(file: &str, bytes: &[u8]) -> Result<Json, Diagnostic> {
+pub fn parse_bytes(file: &str, bytes: &[u8]) -> Result<Json, Box<Diagnostic>> {
     parse_bytes_with_limit(file, bytes, MAX_FILE_BYTES)
 }
 
 /// [`parse_bytes`] with the caller's size limit (benchmarks and tools building huge synthetic
 /// conversations in memory raise it).
-pub fn parse_bytes_with_limit(file: &str, bytes: &[u8], limit: u64) -> Result<Json, Diagnostic> {
+pub fn parse_bytes_with_limit(
+    file: &str,
+    bytes: &[u8],
+    limit: u64,
+) -> Result<Json, Box<Diagnostic>> {
     if bytes.len() as u64 > limit {
-        return Err(Diagnostic::error(
+        return Err(Box::new(Diagnostic::error(
             file,
             Problem::TooLarge {
                 size: bytes.len() as u64,
                 limit,
             },
-        ));
+        )));
     }
     let text = std::str::from_utf8(bytes).map_err(|e| {
-        Diagnostic::error(file, Problem::NotUtf8).at(position_of(bytes, e.valid_up_to()))
+        Box::new(Diagnostic::error(file, Problem::NotUtf8).at(position_of(bytes, e.valid_up_to())))
     })?;
     if text.trim().is_empty() {
-        return Err(Diagnostic::error(file, Problem::Empty));
+        return Err(Box::new(Diagnostic::error(file, Problem::Empty)));
     }
     serde_json::from_str::<Json>(text).map_err(|e| {
         let message = e.to_string();
@@ -142,10 +146,12 @@ pub fn parse_bytes_with_limit(file: &str, bytes: &[u8], limit: u64) -> Result<Js
             .rsplit_once(" at line ")
             .map_or(message.as_str(), |(m, _)| m)
             .to_owned();
-        Diagnostic::error(file, Problem::Syntax(message)).at(Position {
-            line: e.line(),
-            column: e.column(),
-        })
+        Box::new(
+            Diagnostic::error(file, Problem::Syntax(message)).at(Position {
+                line: e.line(),
+                column: e.column(),
+            }),
+        )
     })
 }
 

@@ -9,8 +9,13 @@ use banter_dialogue::{DialogueGraph, canonical, layers, synth};
 fn rebuild(conversation: &banter_dialogue::Conversation) -> DialogueGraph {
     let json = canonical::to_json(conversation);
     let mut d = Vec::new();
-    let file = canonical::parse_conversation_with_limit(&conversation.name, json.as_bytes(), u64::MAX, &mut d)
-        .expect("parses");
+    let file = canonical::parse_conversation_with_limit(
+        &conversation.name,
+        json.as_bytes(),
+        u64::MAX,
+        &mut d,
+    )
+    .expect("parses");
     let merged = layers::merge(&conversation.name, &file, &[], &mut d);
     assert_eq!(merged.nodes, conversation.nodes);
     let graph = DialogueGraph::build(&merged, &mut d);
@@ -25,7 +30,11 @@ fn sample_conversations_round_trip_through_the_canonical_writer() {
     assert!(!content.merged.is_empty(), "the sample content loads");
     for (name, merged) in &content.merged {
         let graph = rebuild(merged);
-        assert_eq!(&graph, &**content.conversation(name).expect("built"), "{name}");
+        assert_eq!(
+            &graph,
+            &**content.conversation(name).expect("built"),
+            "{name}"
+        );
     }
 }
 

@@ -144,7 +144,9 @@ impl TokenKey {
 
 /// Bytes of the signature part, with its dot: everything before it is what was signed.
 fn signature_len(token: &str) -> usize {
-    token.rfind('.').map_or(token.len(), |dot| token.len() - dot)
+    token
+        .rfind('.')
+        .map_or(token.len(), |dot| token.len() - dot)
 }
 
 /// Player ids are short and plain, so they are safe in logs, URLs and database keys.
@@ -181,7 +183,10 @@ mod tests {
     #[test]
     fn a_minted_token_verifies_until_it_expires() {
         let token = key().mint("player-1", NOW, 60);
-        assert_eq!(key().verify(&token, NOW).map(|c| c.sub), Ok("player-1".into()));
+        assert_eq!(
+            key().verify(&token, NOW).map(|c| c.sub),
+            Ok("player-1".into())
+        );
         assert_eq!(key().verify(&token, NOW + 59).map(|c| c.exp), Ok(NOW + 60));
         assert_eq!(key().verify(&token, NOW + 60), Err(AuthError::Expired));
     }
@@ -196,7 +201,8 @@ mod tests {
     fn a_tampered_payload_is_refused() {
         let token = key().mint("alice", NOW, 60);
         let parts: Vec<&str> = token.split('.').collect();
-        let forged = URL_SAFE_NO_PAD.encode(format!(r#"{{"sub":"bob","iat":{NOW},"exp":{}}}"#, NOW + 60));
+        let forged =
+            URL_SAFE_NO_PAD.encode(format!(r#"{{"sub":"bob","iat":{NOW},"exp":{}}}"#, NOW + 60));
         let tampered = format!("{}.{}.{}", parts[0], forged, parts[2]);
         assert_eq!(key().verify(&tampered, NOW), Err(AuthError::BadSignature));
     }

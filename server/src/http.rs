@@ -4,12 +4,12 @@
 use std::sync::Arc;
 
 use axum::Json;
+use axum::Router;
 use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::Router;
 use serde::{Deserialize, Serialize};
 
 use crate::app::{SharedApp, unix_now};
@@ -198,7 +198,11 @@ pub fn require_service_key(app: &SharedApp, headers: &HeaderMap) -> Result<(), A
             .zip(expected)
             .fold(0u8, |acc, (a, b)| acc | (a ^ b))
             == 0;
-    if same { Ok(()) } else { Err(ApiError::Forbidden) }
+    if same {
+        Ok(())
+    } else {
+        Err(ApiError::Forbidden)
+    }
 }
 
 #[derive(Serialize)]
@@ -206,7 +210,10 @@ struct Reloaded {
     version: u64,
 }
 
-async fn reload(State(app): State<SharedApp>, headers: HeaderMap) -> Result<Json<Reloaded>, ApiError> {
+async fn reload(
+    State(app): State<SharedApp>,
+    headers: HeaderMap,
+) -> Result<Json<Reloaded>, ApiError> {
     require_service_key(&app, &headers)?;
     reload_content(&app).map(|version| Json(Reloaded { version }))
 }

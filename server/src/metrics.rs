@@ -128,7 +128,11 @@ impl Metrics {
         let mut family = |name: &str, kind: &str, help: &str| {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
         };
-        family("banter_open_sessions", "gauge", "WebSocket sessions open now.");
+        family(
+            "banter_open_sessions",
+            "gauge",
+            "WebSocket sessions open now.",
+        );
         family(
             "banter_sessions_total",
             "counter",
@@ -175,7 +179,11 @@ impl Metrics {
             self.open_sessions.load(Ordering::Relaxed)
         );
         let _ = writeln!(out, "banter_sessions_total {}", load(&self.sessions_total));
-        let _ = writeln!(out, "banter_auth_failures_total {}", load(&self.auth_failures));
+        let _ = writeln!(
+            out,
+            "banter_auth_failures_total {}",
+            load(&self.auth_failures)
+        );
         for (kind, n) in MESSAGE_KINDS.iter().zip(&self.messages) {
             let _ = writeln!(out, "banter_messages_total{{type=\"{kind}\"}} {}", load(n));
         }
@@ -188,7 +196,11 @@ impl Metrics {
             );
         }
         for (action, n) in ActionType::ALL.iter().zip(&self.actions) {
-            let _ = writeln!(out, "banter_actions_total{{action=\"{action}\"}} {}", load(n));
+            let _ = writeln!(
+                out,
+                "banter_actions_total{{action=\"{action}\"}} {}",
+                load(n)
+            );
         }
         let _ = writeln!(
             out,

@@ -240,7 +240,14 @@ pub async fn execute(
                 })?;
             let amount = amount.as_ref().map_or(1, |a| a.amount);
             let progress = store
-                .advance_objective(player, quest_id, objective_id, amount, objective.target, None)
+                .advance_objective(
+                    player,
+                    quest_id,
+                    objective_id,
+                    amount,
+                    objective.target,
+                    None,
+                )
                 .await?;
             plain(Effect::ObjectiveAdvanced {
                 quest: quest_id.clone(),
@@ -285,7 +292,11 @@ fn mutates_store(action: &Action) -> bool {
     )
 }
 
-fn require_active(record: &PlayerRecord, content: &Content, quest: &str) -> Result<(), EngineError> {
+fn require_active(
+    record: &PlayerRecord,
+    content: &Content,
+    quest: &str,
+) -> Result<(), EngineError> {
     match quest_status(record, content, quest) {
         QuestStatus::Active => Ok(()),
         other => Err(EngineError::QuestState(format!(
@@ -306,7 +317,11 @@ pub fn resolve_entry<'c>(
     first_node: Option<&'c str>,
     record: &PlayerRecord,
 ) -> Option<&'c str> {
-    let mut offered: Vec<&QuestDef> = content.quests.iter().filter(|q| q.giver == npc_id).collect();
+    let mut offered: Vec<&QuestDef> = content
+        .quests
+        .iter()
+        .filter(|q| q.giver == npc_id)
+        .collect();
     if offered.is_empty() {
         return first_node;
     }
@@ -316,13 +331,12 @@ pub fn resolve_entry<'c>(
     if let Some(active) = offered.iter().find(|q| status(q) == QuestStatus::Active) {
         return Some(&active.nodes.check);
     }
-    if let Some(tracked) = record.profile.tracked_quest.as_deref() {
-        if let Some(q) = offered
+    if let Some(tracked) = record.profile.tracked_quest.as_deref()
+        && let Some(q) = offered
             .iter()
             .find(|q| q.id == tracked && status(q) == QuestStatus::Available)
-        {
-            return Some(&q.nodes.greeting);
-        }
+    {
+        return Some(&q.nodes.greeting);
     }
     if let Some(available) = offered.iter().find(|q| status(q) == QuestStatus::Available) {
         return Some(&available.nodes.greeting);

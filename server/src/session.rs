@@ -17,8 +17,7 @@ use banter_dialogue::content::NpcDef;
 use banter_dialogue::{DialogueGraph, Walk, WalkError};
 use banter_player::availability;
 use banter_player::{
-    DialogueState, OwnerHandle, OwnerHandles, PlayerStateMachine, StoryState, TagHandle, owner,
-    tag,
+    DialogueState, OwnerHandle, OwnerHandles, PlayerStateMachine, StoryState, TagHandle, owner, tag,
 };
 use banter_protocol::{
     ActionType, ByeReason, ClientMessage, CloseReason, ErrorCode, PROTOCOL_VERSION, Position,
@@ -254,10 +253,8 @@ impl Session {
         control: &mut mpsc::Receiver<Control>,
     ) -> End {
         let limits = self.app.config.limits.clone();
-        let mut ping = tokio::time::interval_at(
-            Instant::now() + limits.ping_interval,
-            limits.ping_interval,
-        );
+        let mut ping =
+            tokio::time::interval_at(Instant::now() + limits.ping_interval, limits.ping_interval);
         let shutdown = self.app.shutdown.clone();
         loop {
             tokio::select! {
@@ -291,7 +288,13 @@ impl Session {
         let bytes = match frame {
             Message::Text(bytes) => bytes,
             Message::Binary(_) => {
-                return self.refuse(None, Refusal::new(ErrorCode::BinaryFrame, "binary frames are not part of the protocol"));
+                return self.refuse(
+                    None,
+                    Refusal::new(
+                        ErrorCode::BinaryFrame,
+                        "binary frames are not part of the protocol",
+                    ),
+                );
             }
             Message::Close(_) => return Some(End::Gone),
             Message::Ping(_) | Message::Pong(_) => return None,
@@ -312,7 +315,10 @@ impl Session {
                 None,
                 Refusal::new(
                     ErrorCode::FrameTooLarge,
-                    format!("frames are limited to {} bytes", self.app.config.limits.max_frame_bytes),
+                    format!(
+                        "frames are limited to {} bytes",
+                        self.app.config.limits.max_frame_bytes
+                    ),
                 ),
             );
         }
@@ -362,7 +368,10 @@ impl Session {
             ClientMessage::Advance { node, .. } => {
                 let library = self.app.content.current();
                 let open = open_mut(&mut self.conversation)?;
-                let vertex = open.graph.find(&node).ok_or_else(|| unknown_vertex(&node))?;
+                let vertex = open
+                    .graph
+                    .find(&node)
+                    .ok_or_else(|| unknown_vertex(&node))?;
                 let facts = PlayerFacts {
                     record: &self.record,
                     machine: &self.machine,
@@ -391,7 +400,10 @@ impl Session {
             } => self.on_action(action, &payload).await,
             ClientMessage::Close { .. } => {
                 if self.conversation.is_none() {
-                    return Err(Refusal::new(ErrorCode::NoConversation, "no conversation is open"));
+                    return Err(Refusal::new(
+                        ErrorCode::NoConversation,
+                        "no conversation is open",
+                    ));
                 }
                 self.close_conversation(CloseReason::Client);
                 Ok(())
@@ -444,12 +456,23 @@ impl Session {
         }
     }
 
-    fn on_talk(&mut self, name: &str, hint: Option<&str>, cached: Option<&str>) -> Result<(), Refusal> {
+    fn on_talk(
+        &mut self,
+        name: &str,
+        hint: Option<&str>,
+        cached: Option<&str>,
+    ) -> Result<(), Refusal> {
         if self.conversation.is_some() {
-            return Err(Refusal::new(ErrorCode::ConversationOpen, "a conversation is already open"));
+            return Err(Refusal::new(
+                ErrorCode::ConversationOpen,
+                "a conversation is already open",
+            ));
         }
         let Some(position) = self.body.position() else {
-            return Err(Refusal::new(ErrorCode::NoBody, "the player has no body in the world yet"));
+            return Err(Refusal::new(
+                ErrorCode::NoBody,
+                "the player has no body in the world yet",
+            ));
         };
         if let Some(busy) = availability::interruption(&self.machine) {
             return Err(Refusal::new(ErrorCode::Busy, busy.message()));
@@ -458,7 +481,10 @@ impl Session {
         if self.last_talk.is_some_and(|t| t.elapsed() < cooldown) {
             return Err(Refusal::new(
                 ErrorCode::TalkCooldown,
-                format!("{} ms must pass between conversations", cooldown.as_millis()),
+                format!(
+                    "{} ms must pass between conversations",
+                    cooldown.as_millis()
+                ),
             ));
         }
         let library = self.app.content.current();
@@ -481,33 +507,48 @@ impl Session {
         self.open_conversation(&library, npc, cached)
     }
 
-    fn open_conversation(&mut self, library: &Library, npc: NpcDef, cached: Option<&str>) -> Result<(), Refusal> {
-        let published = library.conversations.get(&npc.conversation).ok_or_else(|| {
-            Refusal::new(
-                ErrorCode::UnknownConversation,
-                format!("NPC `{}` speaks no conversation", npc.id),
-            )
-        })?;
+    fn open_conversation(
+        &mut self,
+        library: &Library,
+        npc: NpcDef,
+        cached: Option<&str>,
+    ) -> Result<(), Refusal> {
+        let published = library
+            .conversations
+            .get(&npc.conversation)
+            .ok_or_else(|| {
+                Refusal::new(
+                    ErrorCode::UnknownConversation,
+                    format!("NPC `{}` speaks no conversation", npc.id),
+                )
+            })?;
         let graph = published.graph.clone();
         let facts = PlayerFacts {
             record: &self.record,
             machine: &self.machine,
             content: &library.content,
         };
-        let first = graph.first_node().and_then(|v| graph.vertex(v)).map(|v| &*v.name);
+        let first = graph
+            .first_node()
+            .and_then(|v| graph.vertex(v))
+            .map(|v| &*v.name);
         let entry_name = quests::resolve_entry(&library.content, &npc.id, first, &self.record)
             .ok_or_else(|| Refusal::new(ErrorCode::Internal, "the conversation has no entry"))?;
         let entry = graph.find(entry_name).ok_or_else(|| {
             Refusal::new(
                 ErrorCode::Internal,
-                format!("the entry node `{entry_name}` is not in `{}`", npc.conversation),
+                format!(
+                    "the entry node `{entry_name}` is not in `{}`",
+                    npc.conversation
+                ),
             )
         })?;
         let (walk, _) = Walk::open(&graph, entry, &facts)?;
         let sheet = facts.sheet();
         let entry_name = entry_name.to_owned();
         self.last_talk = Some(Instant::now());
-        self.dialogue.enter(&mut self.machine, DialogueState::Talking);
+        self.dialogue
+            .enter(&mut self.machine, DialogueState::Talking);
         self.app.metrics.conversation_opened();
         self.send(&ServerMessage::Opened {
             conversation: npc.conversation.clone(),
@@ -542,7 +583,9 @@ impl Session {
         let index = open.walk.check_action(&graph, action_type, payload)?;
         let authored = graph
             .action(index)
-            .ok_or_else(|| Refusal::new(ErrorCode::Internal, "armed action missing from its graph"))?
+            .ok_or_else(|| {
+                Refusal::new(ErrorCode::Internal, "armed action missing from its graph")
+            })?
             .action
             .clone();
         let library = self.app.content.current();

@@ -46,10 +46,10 @@ impl NpcRegistry {
     pub fn resolve(&self, name: &str, hint: Option<&str>, from: Position) -> Option<&NpcDef> {
         let candidates = self.by_name.get(name)?;
         let candidates = candidates.iter().map(|&i| &self.npcs[i]);
-        if let Some(hint) = hint {
-            if let Some(npc) = candidates.clone().find(|n| n.id == hint) {
-                return Some(npc);
-            }
+        if let Some(hint) = hint
+            && let Some(npc) = candidates.clone().find(|n| n.id == hint)
+        {
+            return Some(npc);
         }
         candidates.min_by(|a, b| distance(a.position, from).total_cmp(&distance(b.position, from)))
     }
@@ -148,7 +148,11 @@ mod tests {
         let hinted = r.resolve("Dockmaster Reyes", Some("reyes-north"), near_south);
         assert_eq!(hinted.map(|n| n.id.as_str()), Some("reyes-north"));
         let bogus = r.resolve("Dockmaster Reyes", Some("mara"), near_south);
-        assert_eq!(bogus.map(|n| n.id.as_str()), Some("reyes-south"), "nearest by name");
+        assert_eq!(
+            bogus.map(|n| n.id.as_str()),
+            Some("reyes-south"),
+            "nearest by name"
+        );
         assert!(r.resolve("Nobody", None, near_south).is_none());
     }
 
@@ -165,8 +169,12 @@ mod tests {
         let rules = WorldRules::default();
         let mut body = Body::default();
         assert_eq!(body.position(), None);
-        body.move_to(&rules, [0.0; 3], Duration::ZERO).expect("spawn");
-        assert!(body.move_to(&rules, [60.0, 0.0, 0.0], Duration::from_secs(1)).is_ok());
+        body.move_to(&rules, [0.0; 3], Duration::ZERO)
+            .expect("spawn");
+        assert!(
+            body.move_to(&rules, [60.0, 0.0, 0.0], Duration::from_secs(1))
+                .is_ok()
+        );
         assert_eq!(
             body.move_to(&rules, [5000.0, 0.0, 0.0], Duration::from_secs(2)),
             Err(MoveError::Teleport)

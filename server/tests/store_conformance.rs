@@ -70,10 +70,10 @@ async fn next_claim_of(
             Instant::now() < deadline,
             "no claim of {player} within 10 s"
         );
-        if let ClaimEvent::Claimed(claim) = next_event(stream).await {
-            if claim.player_id == player {
-                return claim;
-            }
+        if let ClaimEvent::Claimed(claim) = next_event(stream).await
+            && claim.player_id == player
+        {
+            return claim;
         }
     }
 }

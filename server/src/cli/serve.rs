@@ -10,7 +10,9 @@ use crate::config::{Config, LogFormat, ServeArgs};
 use super::{EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE};
 
 fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread().enable_all().build()
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
 }
 
 fn init_logs(format: LogFormat) {
@@ -73,7 +75,11 @@ pub fn run(args: &ServeArgs, err: &mut dyn Write) -> std::io::Result<u8> {
     }
 }
 
-pub fn migrate(database_url: &str, out: &mut dyn Write, err: &mut dyn Write) -> std::io::Result<u8> {
+pub fn migrate(
+    database_url: &str,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> std::io::Result<u8> {
     let runtime = runtime()?;
     match runtime.block_on(crate::store::migrate(database_url)) {
         Ok(()) => {
@@ -109,6 +115,9 @@ mod tests {
             super::redact("postgres://app:hunter2@db:5432/banter"),
             "postgres://app:***@db:5432/banter"
         );
-        assert_eq!(super::redact("sqlite://data/banter.db"), "sqlite://data/banter.db");
+        assert_eq!(
+            super::redact("sqlite://data/banter.db"),
+            "sqlite://data/banter.db"
+        );
     }
 }
