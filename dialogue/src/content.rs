@@ -207,6 +207,24 @@ impl Content {
             .collect();
         for file in &lockout {
             content.lockout_nodes.extend(file.nodes.keys().cloned());
+            // The lockout layer is applied to every conversation: a FirstNode or Speaker in it
+            // would silently take over every NPC.
+            for (field, set) in [
+                ("FirstNode", file.first_node.is_some()),
+                ("Speaker", file.speaker.is_some()),
+            ] {
+                if set {
+                    diagnostics.push(
+                        Diagnostic::error(
+                            &file.file,
+                            Problem::Other(format!(
+                                "the lockout layer is added to every conversation; it may not set {field}"
+                            )),
+                        )
+                        .field(field),
+                    );
+                }
+            }
         }
         for layer in [Layer::Side, Layer::Story] {
             for (name, file) in files.get(&layer).into_iter().flatten() {

@@ -272,7 +272,12 @@ impl<'a> Builder<'a> {
         let first = self.conversation.first_node.clone();
         let root_targets: Vec<VertexId> = match &first {
             Some(name) => self
-                .resolve(name, None, "FirstNode", &self.conversation.name.clone())
+                .resolve(
+                    name,
+                    None,
+                    "FirstNode",
+                    &self.conversation.base_file.clone(),
+                )
                 .into_iter()
                 .collect(),
             None => Vec::new(),

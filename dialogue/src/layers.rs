@@ -54,6 +54,7 @@ pub fn merge(
         speaker: base.speaker.clone(),
         nodes: BTreeMap::new(),
         origin: BTreeMap::new(),
+        base_file: base.file.clone(),
     };
     // Which layer each node currently comes from, for the override warning.
     let mut from_layer: BTreeMap<&str, Layer> = BTreeMap::new();

@@ -106,4 +106,6 @@ pub struct Conversation {
     pub nodes: BTreeMap<String, Node>,
     /// For each node, the file its final version came from (diagnostics name the right file).
     pub origin: BTreeMap<String, String>,
+    /// The base file, for problems of the conversation as a whole (a missing `FirstNode`).
+    pub base_file: String,
 }
