@@ -3,7 +3,7 @@
 //! Every client message may carry an `id`; the server answers each message that has one with
 //! exactly one `ack` or `error` carrying the same `id`, after any messages the step caused
 //! (`opened`, `jump`, `effect`, `closed`). That is what lets a client match answers to requests
-//! and measure round trips. docs/PROTOCOL.md is the prose reference; docs/protocol.schema.json
+//! and measure round trips. docs/PROTOCOL.md is the prose reference; docs/schema/*.schema.json
 //! is generated from these types.
 
 use std::collections::BTreeMap;
@@ -253,8 +253,8 @@ pub enum ByeReason {
     Shutdown,
     /// The client kept sending past the rate limit.
     Flooding,
-    /// The client stopped reading and its outgoing queue filled.
-    TooSlow,
+    /// The player's token expired; log in again and reconnect.
+    TokenExpired,
     /// The client stopped answering pings.
     Timeout,
 }
@@ -265,10 +265,8 @@ pub enum ByeReason {
 pub enum CloseReason {
     /// The client closed it.
     Client,
-    /// The walk reached its end and the client closed it.
-    Ended,
-    /// The player walked away, started a cutscene or was replaced.
-    Interrupted,
+    /// The player walked out of the NPC's reach.
+    WalkedAway,
 }
 
 /// Stable error codes. Clients match on these, never on the message text.
@@ -321,6 +319,8 @@ pub enum ErrorCode {
     PayloadMismatch,
     /// The quest's state does not allow this action now.
     QuestState,
+    /// `cutscene_done` named a scene that is not playing.
+    NoCutscene,
     /// The store is unavailable; retry later. Nothing was applied.
     StoreUnavailable,
     /// Something went wrong on the server; nothing was applied.
@@ -329,7 +329,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, in declaration order.
-    pub const ALL: [ErrorCode; 25] = [
+    pub const ALL: [ErrorCode; 26] = [
         ErrorCode::Malformed,
         ErrorCode::FrameTooLarge,
         ErrorCode::BinaryFrame,
@@ -353,6 +353,7 @@ impl ErrorCode {
         ErrorCode::NotArmed,
         ErrorCode::PayloadMismatch,
         ErrorCode::QuestState,
+        ErrorCode::NoCutscene,
         ErrorCode::StoreUnavailable,
         ErrorCode::Internal,
     ];
@@ -383,6 +384,7 @@ impl ErrorCode {
             ErrorCode::NotArmed => "not_armed",
             ErrorCode::PayloadMismatch => "payload_mismatch",
             ErrorCode::QuestState => "quest_state",
+            ErrorCode::NoCutscene => "no_cutscene",
             ErrorCode::StoreUnavailable => "store_unavailable",
             ErrorCode::Internal => "internal",
         }

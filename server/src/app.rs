@@ -26,6 +26,8 @@ pub struct App {
     /// Every session task, so shutdown can wait for them.
     pub sessions: TaskTracker,
     next_session: AtomicU64,
+    /// When the server started: the time base of bodies and cooldowns, which outlive sessions.
+    pub started: tokio::time::Instant,
 }
 
 impl App {
@@ -40,7 +42,13 @@ impl App {
             shutdown: CancellationToken::new(),
             sessions: TaskTracker::new(),
             next_session: AtomicU64::new(1),
+            started: tokio::time::Instant::now(),
         }
+    }
+
+    /// Time since the server started.
+    pub fn now(&self) -> std::time::Duration {
+        self.started.elapsed()
     }
 
     pub fn next_session_id(&self) -> u64 {

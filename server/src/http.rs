@@ -172,7 +172,12 @@ async fn upgrade(
         .max_frame_size(limits.max_frame_bytes * 16)
         .on_upgrade(move |socket| {
             let tracker = session_app.sessions.clone();
-            tracker.track_future(crate::session::run(session_app, socket, claims.sub))
+            tracker.track_future(crate::session::run(
+                session_app,
+                socket,
+                claims.sub,
+                claims.exp,
+            ))
         });
     Ok(response)
 }

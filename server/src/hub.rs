@@ -22,9 +22,19 @@ struct Entry {
     control: mpsc::Sender<Control>,
 }
 
+/// What the world remembers of a player between sessions, so reconnecting neither respawns the
+/// body anywhere (a teleport) nor resets the time between conversations.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PlayerMemory {
+    pub body: crate::world::Body,
+    /// When the player last opened a conversation (time since the server started).
+    pub last_talk: Option<std::time::Duration>,
+}
+
 #[derive(Debug, Default)]
 pub struct Hub {
     players: Mutex<HashMap<String, Entry>>,
+    memory: Mutex<HashMap<String, PlayerMemory>>,
 }
 
 impl Hub {
@@ -48,14 +58,28 @@ impl Hub {
         }
     }
 
+    /// What the world remembers of the player (nothing for a first visit).
+    pub fn recall(&self, player: &str) -> PlayerMemory {
+        lock(&self.memory).get(player).copied().unwrap_or_default()
+    }
+
+    /// Records the player's body and talk time as they change.
+    pub fn remember(&self, player: &str, memory: PlayerMemory) {
+        lock(&self.memory).insert(player.to_owned(), memory);
+    }
+
     pub fn current(&self, player: &str) -> Option<u64> {
         self.lock().get(player).map(|e| e.session)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
-        match self.players.lock() {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
-        }
+        lock(&self.players)
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    match mutex.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
     }
 }

@@ -113,7 +113,6 @@ struct Session {
     app: SharedApp,
     player: String,
     id: u64,
-    started: Instant,
     out: mpsc::Sender<Message>,
     body: Body,
     machine: PlayerStateMachine,
@@ -122,7 +121,8 @@ struct Session {
     afk: TagHandle<tag::Afk>,
     record: PlayerRecord,
     conversation: Option<OpenConversation>,
-    last_talk: Option<Instant>,
+    /// When the player last opened a conversation, as time since the server started.
+    last_talk: Option<Duration>,
     cutscene: Option<String>,
     rate: RateLimit,
     strikes: u32,
@@ -130,7 +130,7 @@ struct Session {
 }
 
 /// Runs a session on an upgraded socket until it ends.
-pub async fn run(app: SharedApp, socket: WebSocket, player: String) {
+pub async fn run(app: SharedApp, socket: WebSocket, player: String, token_expires: u64) {
     app.metrics.session_opened();
     let id = app.next_session_id();
     let (control_tx, mut control_rx) = mpsc::channel(4);
@@ -162,19 +162,19 @@ pub async fn run(app: SharedApp, socket: WebSocket, player: String) {
                 tags,
                 ..
             } = handles;
+            let memory = app.hub.recall(&player);
             let mut session = Session {
                 player: player.clone(),
                 id,
-                started: now,
                 out: out.clone(),
-                body: Body::default(),
+                body: memory.body,
                 machine,
                 dialogue,
                 story,
                 afk: tags.afk,
                 record,
                 conversation: None,
-                last_talk: None,
+                last_talk: memory.last_talk,
                 cutscene: None,
                 rate: RateLimit {
                     tokens: limits.burst,
@@ -187,7 +187,9 @@ pub async fn run(app: SharedApp, socket: WebSocket, player: String) {
                 app: app.clone(),
             };
             session.welcome();
-            session.serve(&mut stream, &mut control_rx).await
+            session
+                .serve(&mut stream, &mut control_rx, token_expires)
+                .await
         }
     };
 
@@ -251,7 +253,12 @@ impl Session {
         &mut self,
         stream: &mut futures_util::stream::SplitStream<WebSocket>,
         control: &mut mpsc::Receiver<Control>,
+        token_expires: u64,
     ) -> End {
+        // A session does not outlive its token.
+        let expires_in = Duration::from_secs(token_expires.saturating_sub(crate::app::unix_now()));
+        let expiry = tokio::time::sleep(expires_in);
+        tokio::pin!(expiry);
         let limits = self.app.config.limits.clone();
         let mut ping =
             tokio::time::interval_at(Instant::now() + limits.ping_interval, limits.ping_interval);
@@ -271,6 +278,9 @@ impl Session {
                 _ = shutdown.cancelled() => {
                     return End::Bye(ByeReason::Shutdown, "the server is shutting down");
                 }
+                _ = &mut expiry => {
+                    return End::Bye(ByeReason::TokenExpired, "the token expired; log in again");
+                }
                 _ = ping.tick() => {
                     if self.last_seen.elapsed() > limits.idle_timeout {
                         return End::Bye(ByeReason::Timeout, "no answer to pings");
@@ -286,20 +296,13 @@ impl Session {
     /// The frame layer: what arrives must be a small text frame, within the rate.
     async fn on_frame(&mut self, frame: Message) -> Option<End> {
         let bytes = match frame {
-            Message::Text(bytes) => bytes,
-            Message::Binary(_) => {
-                return self.refuse(
-                    None,
-                    Refusal::new(
-                        ErrorCode::BinaryFrame,
-                        "binary frames are not part of the protocol",
-                    ),
-                );
-            }
             Message::Close(_) => return Some(End::Gone),
             Message::Ping(_) | Message::Pong(_) => return None,
+            Message::Text(bytes) => Some(bytes),
+            Message::Binary(_) => None,
         };
         let started = std::time::Instant::now();
+        // Every data frame counts against the rate, binary ones included.
         if !self.rate.allow(Instant::now()) {
             self.app.metrics.message("invalid");
             self.strikes += 1;
@@ -309,6 +312,16 @@ impl Session {
             return self.refuse(None, Refusal::new(ErrorCode::RateLimited, "slow down"));
         }
         self.strikes = 0;
+        let Some(bytes) = bytes else {
+            self.app.metrics.message("invalid");
+            return self.refuse(
+                None,
+                Refusal::new(
+                    ErrorCode::BinaryFrame,
+                    "binary frames are not part of the protocol",
+                ),
+            );
+        };
         if bytes.len() > self.app.config.limits.max_frame_bytes {
             self.app.metrics.message("invalid");
             return self.refuse(
@@ -326,7 +339,10 @@ impl Session {
             Ok(m) => m,
             Err(e) => {
                 self.app.metrics.message("invalid");
-                return self.refuse(None, Refusal::new(ErrorCode::Malformed, e.to_string()));
+                // A frame that is JSON with a numeric `id` but no valid message still gets its
+                // error under that id, so a client waiting on it does not hang.
+                let id = peek_id(bytes.as_str());
+                return self.refuse(id, Refusal::new(ErrorCode::Malformed, e.to_string()));
             }
         };
         self.app.metrics.message(message.kind());
@@ -430,7 +446,7 @@ impl Session {
             ClientMessage::CutsceneDone { scene, .. } => {
                 if self.cutscene.as_deref() != Some(scene.as_str()) {
                     return Err(Refusal::new(
-                        ErrorCode::QuestState,
+                        ErrorCode::NoCutscene,
                         format!("no cutscene `{scene}` is playing"),
                     ));
                 }
@@ -442,9 +458,19 @@ impl Session {
     }
 
     fn on_move(&mut self, position: Position) -> Result<(), Refusal> {
-        let now = self.started.elapsed();
+        let now = self.app.now();
         match self.body.move_to(&self.app.config.world, position, now) {
-            Ok(()) => Ok(()),
+            Ok(()) => {
+                self.remember();
+                // Walking out of the NPC's reach ends the conversation.
+                let walked_away = self.conversation.as_ref().is_some_and(|open| {
+                    !world::within_reach(&self.app.config.world, &open.npc, position)
+                });
+                if walked_away {
+                    self.close_conversation(CloseReason::WalkedAway);
+                }
+                Ok(())
+            }
             Err(MoveError::NotFinite) => Err(Refusal::new(
                 ErrorCode::Malformed,
                 "coordinates must be finite numbers",
@@ -478,7 +504,11 @@ impl Session {
             return Err(Refusal::new(ErrorCode::Busy, busy.message()));
         }
         let cooldown = self.app.config.world.talk_cooldown;
-        if self.last_talk.is_some_and(|t| t.elapsed() < cooldown) {
+        let now = self.app.now();
+        if self
+            .last_talk
+            .is_some_and(|t| now.saturating_sub(t) < cooldown)
+        {
             return Err(Refusal::new(
                 ErrorCode::TalkCooldown,
                 format!(
@@ -523,6 +553,11 @@ impl Session {
                 )
             })?;
         let graph = published.graph.clone();
+        // The player is talking from here on: the facts the client gets say so, as do the ones
+        // the server checks later conditions against. Undone if the walk cannot open.
+        let was = self.machine;
+        self.dialogue
+            .enter(&mut self.machine, DialogueState::Talking);
         let facts = PlayerFacts {
             record: &self.record,
             machine: &self.machine,
@@ -534,21 +569,29 @@ impl Session {
             .map(|v| &*v.name);
         let entry_name = quests::resolve_entry(&library.content, &npc.id, first, &self.record)
             .ok_or_else(|| Refusal::new(ErrorCode::Internal, "the conversation has no entry"))?;
-        let entry = graph.find(entry_name).ok_or_else(|| {
-            Refusal::new(
-                ErrorCode::Internal,
-                format!(
-                    "the entry node `{entry_name}` is not in `{}`",
-                    npc.conversation
-                ),
-            )
-        })?;
-        let (walk, _) = Walk::open(&graph, entry, &facts)?;
+        let opened = graph
+            .find(entry_name)
+            .ok_or_else(|| {
+                Refusal::new(
+                    ErrorCode::Internal,
+                    format!(
+                        "the entry node `{entry_name}` is not in `{}`",
+                        npc.conversation
+                    ),
+                )
+            })
+            .and_then(|entry| Walk::open(&graph, entry, &facts).map_err(Refusal::from));
+        let walk = match opened {
+            Ok((walk, _)) => walk,
+            Err(refusal) => {
+                self.machine = was;
+                return Err(refusal);
+            }
+        };
         let sheet = facts.sheet();
         let entry_name = entry_name.to_owned();
-        self.last_talk = Some(Instant::now());
-        self.dialogue
-            .enter(&mut self.machine, DialogueState::Talking);
+        self.last_talk = Some(self.app.now());
+        self.remember();
         self.app.metrics.conversation_opened();
         self.send(&ServerMessage::Opened {
             conversation: npc.conversation.clone(),
@@ -566,6 +609,17 @@ impl Session {
             walk,
         });
         Ok(())
+    }
+
+    /// Keeps the body and talk time in the hub, so a reconnect continues from them.
+    fn remember(&self) {
+        self.app.hub.remember(
+            &self.player,
+            crate::hub::PlayerMemory {
+                body: self.body,
+                last_talk: self.last_talk,
+            },
+        );
     }
 
     fn close_conversation(&mut self, reason: CloseReason) {
@@ -588,6 +642,17 @@ impl Session {
             })?
             .action
             .clone();
+        // A server-decided jump must land on a line of this graph: check before committing.
+        if let banter_protocol::Action::CheckQuest {
+            success_node,
+            failure_node,
+            ..
+        } = &authored
+        {
+            for node in [success_node, failure_node] {
+                graph.find(node).ok_or_else(|| unknown_vertex(node))?;
+            }
+        }
         let library = self.app.content.current();
         let outcome = quests::execute(
             self.app.store.as_ref(),
@@ -625,6 +690,15 @@ impl Session {
         }
         Ok(())
     }
+}
+
+/// The `id` of a frame that did not decode as a message, if it is a JSON object with one.
+fn peek_id(text: &str) -> Option<u64> {
+    #[derive(serde::Deserialize)]
+    struct IdOnly {
+        id: Option<u64>,
+    }
+    serde_json::from_str::<IdOnly>(text).ok().and_then(|x| x.id)
 }
 
 fn open_mut(conversation: &mut Option<OpenConversation>) -> Result<&mut OpenConversation, Refusal> {

@@ -10,7 +10,10 @@ use banter_protocol::{ClientMessage, Effect, ServerMessage};
 const PIM: [f64; 3] = [-640.0, 2.0, 910.0];
 
 /// Opens a conversation and builds the graph from the content the server sent.
-async fn talk(client: &mut Client, npc: &str) -> (DialogueGraph, String, banter_protocol::FactSheet) {
+async fn talk(
+    client: &mut Client,
+    npc: &str,
+) -> (DialogueGraph, String, banter_protocol::FactSheet) {
     let reply = client
         .request(ClientMessage::Talk {
             id: None,
@@ -41,7 +44,11 @@ async fn talk(client: &mut Client, npc: &str) -> (DialogueGraph, String, banter_
 }
 
 /// Sends what the client walk queued, in order, and collects the effects.
-async fn flush(client: &mut Client, graph: &DialogueGraph, out: &mut Vec<Outgoing>) -> Vec<ServerMessage> {
+async fn flush(
+    client: &mut Client,
+    graph: &DialogueGraph,
+    out: &mut Vec<Outgoing>,
+) -> Vec<ServerMessage> {
     let mut seen = Vec::new();
     for message in out.drain(..) {
         let wire = match message {
@@ -74,7 +81,10 @@ async fn a_player_talks_to_pim_hears_the_tale_and_is_paid_once() {
     let server = TestServer::start_with(|c| c.world.talk_cooldown = Duration::ZERO).await;
     let mut client = server.player_at("device-pim-0001", PIM).await;
     let (graph, entry, facts) = talk(&mut client, "Pim").await;
-    assert_eq!(entry, "PimsTideTale_Greet", "the resolver offers Pim's quest");
+    assert_eq!(
+        entry, "PimsTideTale_Greet",
+        "the resolver offers Pim's quest"
+    );
 
     let mut out = Vec::new();
     let first = graph.find(&entry).expect("entry");
@@ -103,7 +113,14 @@ async fn a_player_talks_to_pim_hears_the_tale_and_is_paid_once() {
         })
         .collect();
     assert!(matches!(kinds[0], Effect::QuestAccepted { quest } if quest == "PimsTideTale"));
-    assert!(matches!(kinds[1], Effect::ObjectiveAdvanced { progress: 1, target: 1, .. }));
+    assert!(matches!(
+        kinds[1],
+        Effect::ObjectiveAdvanced {
+            progress: 1,
+            target: 1,
+            ..
+        }
+    ));
     assert!(matches!(kinds[2], Effect::QuestCompleted { .. }));
     let coins = effects
         .iter()

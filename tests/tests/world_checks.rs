@@ -1,0 +1,253 @@
+//! The world checks end to end (article section 7.4, and the player's state): who may talk to
+//! which NPC, from where, how often, and when. Each refusal names its code and leaves the
+//! player able to take the honest next step.
+
+use std::time::Duration;
+
+use banter_e2e::TestServer;
+use banter_protocol::{ActionType, ClientMessage, Effect, ErrorCode, QuestStatus};
+
+/// Pim stands at (-640, 2, 915) with the default range of 8; the reach is 8 + 5 = 13.
+const NEAR_PIM: [f64; 3] = [-640.0, 2.0, 910.0];
+/// Keeper Ines stands at (870, 22, 260).
+const NEAR_INES: [f64; 3] = [870.0, 22.0, 255.0];
+/// The Gull Rock Skipper Dunmore stands at (812, 1.5, 233); the Brinehollow one at
+/// (40, 1.5, -60).
+const NEAR_GULLROCK_SKIPPER: [f64; 3] = [812.0, 1.5, 228.0];
+
+#[tokio::test]
+async fn a_player_with_no_body_cannot_talk_and_gets_no_body() {
+    let server = TestServer::start().await;
+    let token = server.login("device-world-01").await;
+    let mut client = server.connect(&token).await;
+    let refused = client.talk("Pim").await.expect_err("no body yet");
+    assert_eq!(refused.code, ErrorCode::NoBody);
+    assert!(refused.before.is_empty(), "{:?}", refused.before);
+
+    // Nothing opened (no conversation, no cooldown): spawn next to Pim and talk at once.
+    assert_eq!(
+        client
+            .close_conversation()
+            .await
+            .expect_err("none open")
+            .code,
+        ErrorCode::NoConversation
+    );
+    client.move_to(NEAR_PIM).await.expect("spawned");
+    client.talk("Pim").await.expect("talks once it has a body");
+    server.stop().await.expect("clean shutdown");
+}
+
+#[tokio::test]
+async fn talking_from_14_studs_is_too_far_and_from_12_9_is_fine() {
+    let server = TestServer::start().await;
+    let mut client = server
+        .player_at("device-world-02", [-640.0, 2.0, 901.0])
+        .await;
+    let refused = client.talk("Pim").await.expect_err("14 studs away");
+    assert_eq!(refused.code, ErrorCode::TooFar);
+
+    // The refusal opened nothing and started no cooldown (the default 1.5 s applies here):
+    // one step closer, the talk opens at once.
+    client
+        .move_to([-640.0, 2.0, 902.1])
+        .await
+        .expect("a short step");
+    let opened = client
+        .talk("Pim")
+        .await
+        .expect("12.9 studs is within 8 + 5");
+    assert_eq!(opened.npc.id, "pim");
+    server.stop().await.expect("clean shutdown");
+}
+
+#[tokio::test]
+async fn talking_again_within_the_cooldown_gets_talk_cooldown() {
+    let server = TestServer::start().await;
+    let mut client = server.player_at("device-world-03", NEAR_PIM).await;
+    client.talk("Pim").await.expect("first talk");
+    // The server set its cooldown clock before it acknowledged the talk.
+    let acked = tokio::time::Instant::now();
+    client.close_conversation().await.expect("closed");
+
+    let refused = client.talk("Pim").await.expect_err("within 1.5 s");
+    assert_eq!(refused.code, ErrorCode::TalkCooldown);
+    assert!(refused.before.is_empty(), "{:?}", refused.before);
+    assert_eq!(
+        client
+            .close_conversation()
+            .await
+            .expect_err("none open")
+            .code,
+        ErrorCode::NoConversation,
+        "the refused talk opened nothing"
+    );
+
+    // The refusal did not restart the cooldown: 1.5 s after the first talk, talking works.
+    // (A timed rule: this waits out the rule's own duration, not for an event.)
+    tokio::time::sleep_until(acked + server.config.world.talk_cooldown).await;
+    client
+        .talk("Pim")
+        .await
+        .expect("the cooldown ran from the first talk");
+    server.stop().await.expect("clean shutdown");
+}
+
+#[tokio::test]
+async fn talking_to_an_unknown_npc_gets_unknown_npc() {
+    let server = TestServer::start().await;
+    let mut client = server.player_at("device-world-04", NEAR_PIM).await;
+    for name in ["Nobody", "pim", "PIM", ""] {
+        let refused = client.talk(name).await.expect_err("no such NPC name");
+        assert_eq!(refused.code, ErrorCode::UnknownNpc, "{name:?}");
+    }
+    // An instance hint does not make up an NPC either.
+    let refused = client
+        .talk_hinted("Nobody", Some("pim"))
+        .await
+        .expect_err("no NPC named Nobody");
+    assert_eq!(refused.code, ErrorCode::UnknownNpc);
+    // Nothing opened, no cooldown started.
+    client.talk("Pim").await.expect("the real Pim");
+    server.stop().await.expect("clean shutdown");
+}
+
+#[tokio::test]
+async fn a_move_of_5000_studs_is_a_teleport_and_the_last_valid_position_stays() {
+    let server = TestServer::start().await;
+    let mut client = server.player_at("device-world-05", NEAR_PIM).await;
+    let refused = client
+        .move_to([4360.0, 2.0, 910.0])
+        .await
+        .expect_err("5000 studs at once");
+    assert_eq!(refused.code, ErrorCode::Teleport);
+
+    // Still next to Pim: talking works, and an honest step from the old place is accepted.
+    client
+        .move_to([-640.0, 2.0, 911.0])
+        .await
+        .expect("a short step from the last valid position");
+    let opened = client.talk("Pim").await.expect("still near Pim");
+    assert_eq!(opened.npc.id, "pim");
+    server.stop().await.expect("clean shutdown");
+}
+
+#[tokio::test]
+async fn a_valid_instance_hint_is_used_even_when_that_instance_is_far() {
+    let server = TestServer::start().await;
+    let mut client = server
+        .player_at("device-world-06", NEAR_GULLROCK_SKIPPER)
+        .await;
+    let refused = client
+        .talk_hinted("Skipper Dunmore", Some("skipper_brinehollow"))
+        .await
+        .expect_err("the Brinehollow skipper is an ocean away");
+    assert_eq!(refused.code, ErrorCode::TooFar);
+    assert!(
+        refused.message.contains("skipper_brinehollow"),
+        "{}",
+        refused.message
+    );
+
+    // Nothing opened, no cooldown: the hint naming the near one opens at once.
+    let opened = client
+        .talk_hinted("Skipper Dunmore", Some("skipper_gullrock"))
+        .await
+        .expect("the Gull Rock skipper is right here");
+    assert_eq!(opened.npc.id, "skipper_gullrock");
+    assert_eq!(opened.npc.island, "gullrock");
+    server.stop().await.expect("clean shutdown");
+}
+
+#[tokio::test]
+async fn a_bogus_instance_hint_is_ignored_and_the_nearest_npc_of_that_name_talks() {
+    let server = TestServer::start().await;
+    let mut client = server
+        .player_at("device-world-07", NEAR_GULLROCK_SKIPPER)
+        .await;
+    // `pim` is a real instance, but not one named Skipper Dunmore: the hint is verified.
+    let opened = client
+        .talk_hinted("Skipper Dunmore", Some("pim"))
+        .await
+        .expect("the nearest Skipper Dunmore");
+    assert_eq!(opened.npc.id, "skipper_gullrock");
+    assert_eq!(opened.conversation, "Skipper");
+    server.stop().await.expect("clean shutdown");
+}
+
+#[tokio::test]
+async fn talking_during_a_cutscene_gets_busy_until_the_cutscene_is_done() {
+    let server = TestServer::start_with(|c| c.world.talk_cooldown = Duration::ZERO).await;
+    let mut client = server.player_at("device-world-08", NEAR_INES).await;
+    let opened = client.talk("Keeper Ines").await.expect("talk");
+    assert_eq!(opened.entry, "Lanterns_Greet");
+    client
+        .choose("Lanterns_Greet_r1")
+        .await
+        .expect("I'll turn the crank");
+    client
+        .action(ActionType::AcceptQuest, "LanternsOfGullRock")
+        .await
+        .expect("accepted");
+    let reply = client
+        .action(
+            ActionType::PlayCutscene,
+            "LanternLighting|LanternsOfGullRock",
+        )
+        .await
+        .expect("the cutscene starts");
+    assert_eq!(
+        reply.effects(),
+        vec![Effect::PlayCutscene {
+            scene: "LanternLighting".into()
+        }]
+    );
+    client.close_conversation().await.expect("closed");
+
+    let refused = client.talk("Keeper Ines").await.expect_err("in a cutscene");
+    assert_eq!(refused.code, ErrorCode::Busy);
+    assert!(refused.before.is_empty(), "{:?}", refused.before);
+
+    // A cutscene that is not playing cannot be reported done.
+    let wrong = client
+        .request(ClientMessage::CutsceneDone {
+            id: None,
+            scene: "SomethingElse".into(),
+        })
+        .await
+        .expect_err("not this scene");
+    assert!(
+        wrong.code == ErrorCode::QuestState || wrong.code.name() == "no_cutscene",
+        "{wrong:?}"
+    );
+    assert_eq!(
+        client
+            .talk("Keeper Ines")
+            .await
+            .expect_err("still busy")
+            .code,
+        ErrorCode::Busy
+    );
+
+    client
+        .request(ClientMessage::CutsceneDone {
+            id: None,
+            scene: "LanternLighting".into(),
+        })
+        .await
+        .expect("done");
+    let opened = client.talk("Keeper Ines").await.expect("free again");
+    // Nothing changed while busy: the quest is active and unpaid, the player talking.
+    assert_eq!(opened.entry, "Lanterns_Check");
+    assert_eq!(
+        opened.facts.quests.get("LanternsOfGullRock"),
+        Some(&QuestStatus::Active)
+    );
+    assert_eq!(opened.facts.coins, 0);
+    assert!(
+        !opened.facts.has.iter().any(|h| h.contains("Cutscene")),
+        "{:?}",
+        opened.facts.has
+    );
+    server.stop().await.expect("clean shutdown");
+}
