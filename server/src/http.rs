@@ -78,8 +78,17 @@ struct Readiness {
     open_sessions: i64,
 }
 
+/// How long `/readyz` waits for the store.
+const READY_PROBE: std::time::Duration = std::time::Duration::from_secs(1);
+
 async fn readyz(State(app): State<SharedApp>) -> Response {
-    let store = app.store.ping().await;
+    // An outage must show here quickly, not after the pool's whole acquire timeout.
+    let store = match tokio::time::timeout(READY_PROBE, app.store.ping()).await {
+        Ok(result) => result,
+        Err(_) => Err(crate::store::StoreError::Unavailable(
+            "no answer within a second".into(),
+        )),
+    };
     let body = Readiness {
         store: match &store {
             Ok(()) => "ok".to_owned(),
