@@ -73,6 +73,10 @@ impl TestServer {
         let task = tokio::spawn(banter_server::run(config.clone(), listener, async move {
             let _ = rx.await;
         }));
+        // The listener is bound already, so this request waits in the backlog until the server
+        // has loaded its content and serves: a started server is a ready one. A server that
+        // failed to start simply drops the connection; the test then sees the failure.
+        let _ = probe(addr, "/healthz").await;
         TestServer {
             addr,
             config,
@@ -240,6 +244,19 @@ impl Client {
     pub async fn close(mut self) {
         let _ = self.ws.close(None).await;
     }
+}
+
+/// One GET that never panics: the response, or `None` if the connection failed.
+async fn probe(addr: SocketAddr, path: &str) -> Option<String> {
+    let mut stream = TcpStream::connect(addr).await.ok()?;
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.ok()?;
+    let mut response = Vec::new();
+    tokio::time::timeout(PATIENCE, stream.read_to_end(&mut response))
+        .await
+        .ok()?
+        .ok()?;
+    Some(String::from_utf8_lossy(&response).into_owned())
 }
 
 /// A minimal HTTP/1.1 client: enough for JSON endpoints and metrics, with no extra dependency.

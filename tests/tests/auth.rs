@@ -87,6 +87,25 @@ async fn a_token_with_a_tampered_payload_gets_401() {
 }
 
 #[tokio::test]
+async fn a_token_with_the_none_algorithm_gets_401() {
+    let server = TestServer::start().await;
+    let now = unix_now();
+    let header = base64_like::encode(r#"{"alg":"none","typ":"JWT"}"#);
+    let claims = base64_like::encode(&format!(
+        r#"{{"sub":"{}","iat":{now},"exp":{}}}"#,
+        player_for_device("device-nonealg-1"),
+        now + 3600
+    ));
+    assert_refused(&server, &format!("{header}.{claims}.")).await;
+    // Nor does keeping a real signature under a header that names another algorithm help.
+    let token = server.login("device-nonealg-1").await;
+    let parts: Vec<&str> = token.split('.').collect();
+    let hs512 = base64_like::encode(r#"{"alg":"HS512","typ":"JWT"}"#);
+    assert_refused(&server, &format!("{hs512}.{}.{}", parts[1], parts[2])).await;
+    server.stop().await.expect("clean shutdown");
+}
+
+#[tokio::test]
 async fn a_token_signed_with_another_secret_gets_401() {
     let server = TestServer::start().await;
     let player = player_for_device("device-wrongkey-1");

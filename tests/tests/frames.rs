@@ -1,6 +1,7 @@
 //! The frame layer end to end: what arrives must be a small JSON text frame naming a known
-//! message. Every refusal here is answered with an error (no id: the frame was never decoded),
-//! the connection survives, and nothing the refused frame asked for happened.
+//! message. Every refusal here is answered with an error (without an id, or with the frame's id
+//! where the server could still read one), the connection survives, and nothing the refused frame
+//! asked for happened: each refused frame is a `move` that would take the body out of Pim's reach.
 
 use banter_e2e::{Client, TestServer};
 use banter_protocol::{ClientMessage, ErrorCode, MAX_CLIENT_FRAME_BYTES};

@@ -59,7 +59,7 @@ async fn assert_untouched(client: &mut Client) {
         "the quest is still on offer"
     );
     assert!(
-        opened.facts.quests.get(QUEST).is_none(),
+        !opened.facts.quests.contains_key(QUEST),
         "{:?}",
         opened.facts
     );
@@ -366,7 +366,7 @@ async fn an_action_with_no_conversation_open_gets_no_conversation() {
     let opened = client.talk("Pim").await.expect("talk again");
     assert_eq!(opened.entry, "PimsTideTale_Greet");
     assert!(
-        opened.facts.quests.get(QUEST).is_none(),
+        !opened.facts.quests.contains_key(QUEST),
         "{:?}",
         opened.facts
     );
