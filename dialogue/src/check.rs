@@ -24,7 +24,7 @@ use crate::graph::{DialogueGraph, VertexId, VertexKind};
 use crate::model::{Conversation, Exit};
 
 /// The node that resolvers open on when an NPC has nothing left to offer (article section 5).
-pub const ALL_DONE: &str = "AllDone";
+pub const ALL_DONE: &str = crate::resolver::ALL_DONE;
 
 /// Runs every semantic check over loaded content. The result is sorted with [`sort`].
 pub fn check(content: &Content) -> Vec<Diagnostic> {
@@ -32,6 +32,8 @@ pub fn check(content: &Content) -> Vec<Diagnostic> {
     let index = Index::new(content);
     check_world(content, &index, &mut out);
     check_quests(content, &index, &mut out);
+    check_resolver_totality(content, &index, &mut out);
+    check_tutorial(content, &index, &mut out);
     for (name, graph) in &content.conversations {
         let Some(conversation) = content.merged.get(name) else {
             continue;
@@ -243,6 +245,170 @@ fn check_quests(content: &Content, index: &Index<'_>, out: &mut Vec<Diagnostic>)
         }
     }
     check_prerequisite_cycles(content, index, out);
+}
+
+/// NPCs with more quests than this are not enumerated (4^n combinations); a warning says so.
+const MAX_ENUMERATED_QUESTS: usize = 8;
+
+/// The resolver is total (issue 6): for every NPC that gives quests and every reachable
+/// combination of its quests' states (and every tracked quest it could be offering), the
+/// QuestlineResolver yields exactly one node, and that node exists in the NPC's conversation.
+///
+/// A combination is reachable when each quest's status agrees with its prerequisites among this
+/// NPC's quests: a quest is available, active or completed only if those are all completed, and
+/// unavailable only if one of them is not, or if it has prerequisites given by other NPCs (whose
+/// states are free).
+fn check_resolver_totality(content: &Content, index: &Index<'_>, out: &mut Vec<Diagnostic>) {
+    use crate::condition::QuestStatus;
+    use crate::resolver;
+    let mut seen_npcs = HashSet::new();
+    for npc in &content.world.npcs {
+        if !seen_npcs.insert(npc.id.as_str()) {
+            continue;
+        }
+        let offered = resolver::offered(content, &npc.id);
+        if offered.is_empty() {
+            continue;
+        }
+        // An unknown conversation is reported on the NPC already.
+        let Some(conversation) = content.merged.get(&npc.conversation) else {
+            continue;
+        };
+        if offered.len() > MAX_ENUMERATED_QUESTS {
+            out.push(Diagnostic::warning(
+                index.world_file.clone(),
+                Problem::Other(format!(
+                    "NPC `{}` gives {} quests; the resolver's totality is checked for at most {}",
+                    npc.id,
+                    offered.len(),
+                    MAX_ENUMERATED_QUESTS
+                )),
+            ));
+            continue;
+        }
+        let position: HashMap<&str, usize> = offered
+            .iter()
+            .enumerate()
+            .map(|(i, q)| (q.id.as_str(), i))
+            .collect();
+        let n = offered.len();
+        let mut reported = BTreeSet::new();
+        let mut statuses = vec![QuestStatus::Unavailable; n];
+        for combination in 0..4usize.pow(n as u32) {
+            let mut code = combination;
+            for status in statuses.iter_mut() {
+                *status = QuestStatus::ALL[code % 4];
+                code /= 4;
+            }
+            let reachable = offered.iter().enumerate().all(|(i, q)| {
+                let inside_done = q.prerequisites.iter().all(|p| {
+                    position
+                        .get(p.as_str())
+                        .is_none_or(|&j| statuses[j] == QuestStatus::Completed)
+                });
+                let outside = q
+                    .prerequisites
+                    .iter()
+                    .any(|p| !position.contains_key(p.as_str()));
+                match statuses[i] {
+                    QuestStatus::Unavailable => !inside_done || outside,
+                    _ => inside_done,
+                }
+            });
+            if !reachable {
+                continue;
+            }
+            let status_of = |q: &QuestDef| {
+                position
+                    .get(q.id.as_str())
+                    .map_or(QuestStatus::Unavailable, |&i| statuses[i])
+            };
+            let tracked = std::iter::once(None).chain(
+                offered
+                    .iter()
+                    .filter(|q| status_of(q) == QuestStatus::Available)
+                    .map(|q| Some(q.id.as_str())),
+            );
+            for tracked in tracked {
+                let first = conversation.first_node.as_deref();
+                let entry = resolver::resolve_entry(content, &npc.id, first, tracked, status_of);
+                let missing = match entry {
+                    None => Some("no node".to_owned()),
+                    Some(node) if !conversation.nodes.contains_key(node) => Some(format!(
+                        "node `{node}`, which is not in conversation `{}`",
+                        npc.conversation
+                    )),
+                    Some(_) => None,
+                };
+                let Some(missing) = missing else { continue };
+                if !reported.insert(missing.clone()) {
+                    continue;
+                }
+                let states: Vec<String> = offered
+                    .iter()
+                    .zip(&statuses)
+                    .map(|(q, s)| format!("{} {}", q.id, s.name()))
+                    .collect();
+                let tracked = tracked.map_or(String::new(), |t| format!(", tracking {t}"));
+                out.push(
+                    Diagnostic::error(
+                        index.world_file.clone(),
+                        Problem::Other(format!(
+                            "the entry resolver of NPC `{}` yields {missing} when {}{tracked}",
+                            npc.id,
+                            states.join(", ")
+                        )),
+                    )
+                    .node(npc.id.clone()),
+                );
+            }
+        }
+    }
+}
+
+/// The tutorial's stages name NPCs that exist and lockout nodes the lockout layer defines.
+fn check_tutorial(content: &Content, index: &Index<'_>, out: &mut Vec<Diagnostic>) {
+    let Some(tutorial) = &content.tutorial else {
+        return;
+    };
+    let file = content.root.join("tutorial.json").display().to_string();
+    let mut stages = HashSet::new();
+    for (i, stage) in tutorial.stages.iter().enumerate() {
+        let at = format!("Stages[{}]", i + 1);
+        let error = |field: &str, message: String| {
+            Diagnostic::error(file.clone(), Problem::Other(message)).field(format!("{at}.{field}"))
+        };
+        if stage.stage < 1 {
+            out.push(error(
+                "Stage",
+                format!("tutorial stage {} must be 1 or more", stage.stage),
+            ));
+        }
+        if !stages.insert(stage.stage) {
+            out.push(error(
+                "Stage",
+                format!("tutorial stage {} is defined twice", stage.stage),
+            ));
+        }
+        if !index.npcs.contains_key(stage.points_at.as_str()) {
+            out.push(error(
+                "PointsAt",
+                format!(
+                    "tutorial stage {} points at unknown NPC `{}`",
+                    stage.stage, stage.points_at
+                ),
+            ));
+        }
+        if !content.lockout_nodes.contains(&stage.lockout) {
+            out.push(error(
+                "Lockout",
+                format!(
+                    "tutorial stage {} locks out on `{}`, which is not a node of dialogue/lockout",
+                    stage.stage, stage.lockout
+                ),
+            ));
+        }
+    }
 }
 
 /// A quest that (transitively) requires itself can never become available.

@@ -4,6 +4,9 @@
 //! content/
 //!   world.json                    islands and the NPC registry
 //!   quests.json                   quest definitions
+//!   tutorial.json                 the tutorial's stages (optional)
+//!   world.generated.json          NPCs written by `gen-content` (optional)
+//!   quests.generated.json         quests written by `gen-content` (optional)
 //!   dialogue/base/<Name>.json     base conversations (or <Name>.editor.json)
 //!   dialogue/side/<Name>.json     side-quest layer over the base conversation <Name>
 //!   dialogue/story/<Name>.json    story layer over <Name>
@@ -149,6 +152,8 @@ pub struct Content {
     pub merged: BTreeMap<String, Conversation>,
     /// Node names each conversation got from the lockout layer (entry points for the tutorial).
     pub lockout_nodes: BTreeSet<String>,
+    /// The tutorial's stages, from `tutorial.json` (absent: no tutorial).
+    pub tutorial: Option<crate::tutorial::TutorialDef>,
 }
 
 impl Content {
@@ -178,6 +183,23 @@ impl Content {
             read_json::<Vec<QuestDef>>(&root.join("quests.json"), &mut diagnostics)
         {
             content.quests = quests;
+        }
+        content.tutorial = read_json::<crate::tutorial::TutorialDef>(
+            &root.join("tutorial.json"),
+            &mut diagnostics,
+        );
+        // What `gen-content` wrote (see `generate`): more NPCs and quests, read after the
+        // hand-written files. Both are optional.
+        if let Some(world) =
+            read_json::<World>(&root.join(crate::generate::WORLD_FILE), &mut diagnostics)
+        {
+            content.world.islands.extend(world.islands);
+            content.world.npcs.extend(world.npcs);
+        }
+        if let Some(quests) =
+            read_json::<Vec<QuestDef>>(&root.join(crate::generate::QUESTS_FILE), &mut diagnostics)
+        {
+            content.quests.extend(quests);
         }
 
         let dialogue = root.join("dialogue");

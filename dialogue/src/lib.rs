@@ -12,11 +12,14 @@ pub mod content;
 pub mod diagnostic;
 pub mod editor;
 pub mod export;
+pub mod generate;
 pub mod graph;
 pub mod json;
 pub mod layers;
 pub mod model;
+pub mod resolver;
 pub mod synth;
+pub mod tutorial;
 pub mod walk;
 
 pub use client::{ClientWalk, Outgoing, Screen};

@@ -97,11 +97,10 @@ fn cycles_with_a_way_out_are_fine() {
       "ByEdge2": { "Text": "h", "Conditions": "coins < 3", "NextNode": "ByEdge" },"#);
     c.edit(
         TALK,
-        r#""FirstNode": "Hello","#,
-        r#""FirstNode": "Hello",
-      "AllDone": { "Text": "x", "Responses": [
+        r#""AllDone": { "Text": "All done.", "Close": true }"#,
+        r#""AllDone": { "Text": "x", "Responses": [
         { "Text": "1", "NextNode": "ByJump" }, { "Text": "2", "NextNode": "ByCondition" },
-        { "Text": "3", "NextNode": "ByEdge" } ] },"#,
+        { "Text": "3", "NextNode": "ByEdge" } ] }"#,
     );
     let diagnostics = c.diagnostics();
     assert!(diagnostics.is_empty(), "{}", render(&diagnostics));
@@ -470,10 +469,9 @@ fn every_kind_of_entry_point_counts_as_reached() {
     let c = TempContent::minimal("entries");
     c.edit(
         TALK,
-        r#""FirstNode": "Hello","#,
-        r#""FirstNode": "Hello",
-      "AllDone": { "Text": "Nothing left.", "NextNode": "AfterAllDone" },
-      "AfterAllDone": { "Text": "Really.", "Close": true },"#,
+        r#""AllDone": { "Text": "All done.", "Close": true }"#,
+        r#""AllDone": { "Text": "Nothing left.", "NextNode": "AfterAllDone" },
+      "AfterAllDone": { "Text": "Really.", "Close": true }"#,
     );
     c.write(
         "dialogue/lockout/Tutorial.json",

@@ -25,20 +25,23 @@ fn sample() -> Content {
 #[test]
 fn the_sample_content_loads_and_checks_clean() {
     let content = sample();
-    assert!(content.world.islands.len() >= 3);
-    assert!(content.world.npcs.len() >= 6);
+    assert!(content.world.islands.len() >= 4);
+    assert!(content.world.npcs.len() >= 12);
+    assert!(content.quests.len() >= 15);
     assert_eq!(
         content
             .conversations
             .keys()
             .map(String::as_str)
             .collect::<Vec<_>>(),
-        ["Fennick", "Ines", "Marisol", "Pim", "Skipper"]
+        [
+            "Bram", "Fennick", "Hattie", "Ines", "Marisol", "Oswin", "Pim", "Skipper", "Tamsin"
+        ]
     );
 }
 
 #[test]
-fn two_npcs_share_a_name_on_different_islands() {
+fn four_boat_managers_share_a_name_one_per_island() {
     let content = sample();
     let skippers: Vec<_> = content
         .world
@@ -46,9 +49,12 @@ fn two_npcs_share_a_name_on_different_islands() {
         .iter()
         .filter(|n| n.name == "Skipper Dunmore")
         .collect();
-    assert_eq!(skippers.len(), 2);
-    assert_ne!(skippers[0].id, skippers[1].id);
-    assert_ne!(skippers[0].island, skippers[1].island);
+    assert_eq!(skippers.len(), 4);
+    let ids: BTreeSet<&str> = skippers.iter().map(|n| n.id.as_str()).collect();
+    let islands: BTreeSet<&str> = skippers.iter().map(|n| n.island.as_str()).collect();
+    assert_eq!(ids.len(), 4);
+    assert_eq!(islands.len(), 4);
+    assert!(skippers.iter().all(|n| n.conversation == "Skipper"));
 }
 
 #[test]

@@ -28,6 +28,14 @@ pub enum ApiError {
     ContentRefused(String),
     #[error("server at capacity")]
     AtCapacity,
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    Duplicate(String),
+    #[error("store unavailable: {0}")]
+    StoreUnavailable(String),
+    #[error("internal error: {0}")]
+    Internal(String),
 }
 
 #[derive(Serialize)]
@@ -44,6 +52,10 @@ impl IntoResponse for ApiError {
             ApiError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
             ApiError::ContentRefused(_) => (StatusCode::UNPROCESSABLE_ENTITY, "content_refused"),
             ApiError::AtCapacity => (StatusCode::SERVICE_UNAVAILABLE, "at_capacity"),
+            ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "unknown_player"),
+            ApiError::Duplicate(_) => (StatusCode::CONFLICT, "duplicate"),
+            ApiError::StoreUnavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "store_unavailable"),
+            ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         };
         let body = ErrorBody {
             error,
@@ -59,7 +71,8 @@ pub fn router(app: SharedApp) -> Router {
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
         .route("/v1/ws", get(upgrade))
-        .route("/admin/reload", post(reload));
+        .route("/admin/reload", post(reload))
+        .route("/internal/events", post(game_event));
     if !app.config.production {
         router = router.route("/v1/auth/device", post(device_login));
     }
@@ -246,4 +259,53 @@ pub fn reload_content(app: &SharedApp) -> Result<u64, ApiError> {
             Err(ApiError::ContentRefused(e.to_string()))
         }
     }
+}
+
+#[derive(Serialize, Deserialize)]
+pub struct EventApplied {
+    pub event_id: String,
+    /// Every objective the event advanced (empty when it matched none; the id is recorded
+    /// anyway, so a second delivery is still a duplicate).
+    pub advanced: Vec<crate::events::Advanced>,
+}
+
+/// The trusted game server reports world progress (see docs/PROTOCOL.md, section 14).
+async fn game_event(
+    State(app): State<SharedApp>,
+    headers: HeaderMap,
+    body: Result<Json<crate::events::GameEventBody>, axum::extract::rejection::JsonRejection>,
+) -> Result<Json<EventApplied>, ApiError> {
+    require_service_key(&app, &headers)?;
+    let Json(body) = body.map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    let event = body.validate().map_err(ApiError::BadRequest)?;
+    let library = app.content.current();
+    let advanced = crate::events::apply(app.store.as_ref(), &library.content, &event)
+        .await
+        .map_err(|e| match e {
+            crate::events::EventError::UnknownPlayer(_) => ApiError::NotFound(e.to_string()),
+            crate::events::EventError::Duplicate(_) => ApiError::Duplicate(e.to_string()),
+            crate::events::EventError::Store(s) if s.retryable() => {
+                ApiError::StoreUnavailable(s.to_string())
+            }
+            crate::events::EventError::Store(
+                s @ (crate::store::StoreError::InvalidAmount { .. }
+                | crate::store::StoreError::InvalidInput(_)),
+            ) => ApiError::BadRequest(s.to_string()),
+            crate::events::EventError::Store(s) => {
+                tracing::warn!(error = %s, event = %event.event_id, "game event failed");
+                ApiError::Internal(s.to_string())
+            }
+        })?;
+    if !advanced.is_empty() {
+        let effects = advanced
+            .iter()
+            .map(crate::events::Advanced::effect)
+            .collect();
+        app.hub
+            .notify(&event.player, crate::hub::Control::Progress(effects));
+    }
+    Ok(Json(EventApplied {
+        event_id: event.event_id,
+        advanced,
+    }))
 }

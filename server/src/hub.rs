@@ -10,10 +10,13 @@ use std::sync::Mutex;
 use tokio::sync::mpsc;
 
 /// What the hub (or the server) tells a running session.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Control {
     /// A newer session took this player over.
     Replaced,
+    /// A game event changed the player's quests: the session reloads the player's record from
+    /// the store and pushes these effects (`objective_advanced`) to the client.
+    Progress(Vec<banter_protocol::Effect>),
 }
 
 #[derive(Debug)]
@@ -66,6 +69,15 @@ impl Hub {
     /// Records the player's body and talk time as they change.
     pub fn remember(&self, player: &str, memory: PlayerMemory) {
         lock(&self.memory).insert(player.to_owned(), memory);
+    }
+
+    /// Tells the player's current session on this server, if any. False if there is none or its
+    /// control queue is full (it then reloads on a message already queued, or on its next
+    /// check, which always reads the store).
+    pub fn notify(&self, player: &str, control: Control) -> bool {
+        self.lock()
+            .get(player)
+            .is_some_and(|e| e.control.try_send(control).is_ok())
     }
 
     pub fn current(&self, player: &str) -> Option<u64> {

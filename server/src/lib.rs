@@ -9,6 +9,7 @@ pub mod app;
 pub mod auth;
 pub mod cli;
 pub mod config;
+pub mod events;
 pub mod http;
 pub mod hub;
 pub mod library;

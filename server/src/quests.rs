@@ -168,6 +168,14 @@ pub async fn execute(
         jump: None,
         cutscene: None,
     };
+    // Objectives also advance outside this session (game events, another server instance):
+    // a check or a completion reads the store's current progress, never a stale copy.
+    if matches!(
+        action,
+        Action::CheckQuest { .. } | Action::CompleteQuest { .. }
+    ) {
+        *record = store.load_player(player).await?;
+    }
     let outcome = match action {
         Action::AcceptQuest { quest_id } => {
             let def = quest_def(content, quest_id)?;
@@ -307,42 +315,69 @@ fn require_active(
 }
 
 /// The QuestlineResolver (article section 5): where a conversation with `npc` opens for this
-/// player. In order: an active quest from this NPC opens on its check node (story quests before
-/// the rest); else a tracked quest this NPC offers and the player can take opens on its greeting;
-/// else the first available quest's greeting; else `AllDone`; an NPC with no quests uses the
-/// conversation's `FirstNode`.
+/// player. The logic lives in [`banter_dialogue::resolver::resolve_entry`], the same function
+/// `check-content` proves total; this feeds it the player's quest states and tracked quest.
 pub fn resolve_entry<'c>(
     content: &'c Content,
     npc_id: &str,
     first_node: Option<&'c str>,
     record: &PlayerRecord,
 ) -> Option<&'c str> {
-    let mut offered: Vec<&QuestDef> = content
-        .quests
-        .iter()
-        .filter(|q| q.giver == npc_id)
-        .collect();
-    if offered.is_empty() {
-        return first_node;
-    }
-    // Story quests are checked before the rest; otherwise the order of quests.json.
-    offered.sort_by_key(|q| q.kind != banter_dialogue::content::QuestKind::Story);
-    let status = |q: &QuestDef| quest_status(record, content, &q.id);
-    if let Some(active) = offered.iter().find(|q| status(q) == QuestStatus::Active) {
-        return Some(&active.nodes.check);
-    }
-    if let Some(tracked) = record.profile.tracked_quest.as_deref()
-        && let Some(q) = offered
-            .iter()
-            .find(|q| q.id == tracked && status(q) == QuestStatus::Available)
-    {
-        return Some(&q.nodes.greeting);
-    }
-    if let Some(available) = offered.iter().find(|q| status(q) == QuestStatus::Available) {
-        return Some(&available.nodes.greeting);
-    }
-    Some(ALL_DONE)
+    banter_dialogue::resolver::resolve_entry(
+        content,
+        npc_id,
+        first_node,
+        record.profile.tracked_quest.as_deref(),
+        |q| quest_status(record, content, &q.id),
+    )
 }
 
 /// The node an NPC opens on when it has nothing left to offer.
-pub const ALL_DONE: &str = "AllDone";
+pub const ALL_DONE: &str = banter_dialogue::resolver::ALL_DONE;
+
+/// Ends a cutscene quest when its scene has played (article section 5): every objective is
+/// brought to its target (one store call) and the reward is paid through `complete_quest`, which
+/// pays exactly once. On success `record` is reloaded; on error the quest stays as the store
+/// left it (objectives possibly done, nothing paid) and calling again is safe.
+pub async fn finish_cutscene_quest(
+    store: &dyn crate::store::Store,
+    content: &Content,
+    player: &str,
+    record: &mut PlayerRecord,
+    quest_id: &str,
+) -> Result<Effect, EngineError> {
+    let def = quest_def(content, quest_id)?;
+    *record = store.load_player(player).await?;
+    require_active(record, content, quest_id)?;
+    let state = record.quests.get(quest_id);
+    let advances: Vec<crate::store::ObjectiveAdvance> = def
+        .objectives
+        .iter()
+        .filter_map(|o| {
+            let progress = state
+                .and_then(|s| s.progress.get(&o.id))
+                .copied()
+                .unwrap_or(0);
+            (progress < o.target).then(|| crate::store::ObjectiveAdvance {
+                quest: quest_id.to_owned(),
+                objective: o.id.clone(),
+                amount: o.target - progress,
+                target: o.target,
+            })
+        })
+        .collect();
+    if !advances.is_empty() {
+        store.advance_objectives(player, None, &advances).await?;
+    }
+    let coins = i64::from(def.rewards.coins);
+    let experience = i64::from(def.rewards.experience);
+    store
+        .complete_quest(player, quest_id, coins, experience)
+        .await?;
+    *record = store.load_player(player).await?;
+    Ok(Effect::QuestCompleted {
+        quest: quest_id.to_owned(),
+        coins,
+        experience,
+    })
+}

@@ -124,6 +124,8 @@ struct Session {
     /// When the player last opened a conversation, as time since the server started.
     last_talk: Option<Duration>,
     cutscene: Option<String>,
+    /// The cutscene quest whose reward lands when `cutscene` is reported done.
+    cutscene_quest: Option<String>,
     rate: RateLimit,
     strikes: u32,
     last_seen: Instant,
@@ -133,7 +135,7 @@ struct Session {
 pub async fn run(app: SharedApp, socket: WebSocket, player: String, token_expires: u64) {
     app.metrics.session_opened();
     let id = app.next_session_id();
-    let (control_tx, mut control_rx) = mpsc::channel(4);
+    let (control_tx, mut control_rx) = mpsc::channel(16);
     app.hub.register(&player, id, control_tx);
     let (sink, mut stream) = socket.split();
     let (out, out_rx) = mpsc::channel::<Message>(app.config.limits.outgoing_queue);
@@ -176,6 +178,7 @@ pub async fn run(app: SharedApp, socket: WebSocket, player: String, token_expire
                 conversation: None,
                 last_talk: memory.last_talk,
                 cutscene: None,
+                cutscene_quest: None,
                 rate: RateLimit {
                     tokens: limits.burst,
                     last: now,
@@ -272,9 +275,16 @@ impl Session {
                         return end;
                     }
                 }
-                Some(Control::Replaced) = control.recv() => {
-                    return End::Bye(ByeReason::Replaced, "the player connected again elsewhere");
-                }
+                Some(control) = control.recv() => match control {
+                    Control::Replaced => {
+                        return End::Bye(ByeReason::Replaced, "the player connected again elsewhere");
+                    }
+                    Control::Progress(effects) => {
+                        if let Some(end) = self.on_progress(effects).await {
+                            return end;
+                        }
+                    }
+                },
                 _ = shutdown.cancelled() => {
                     return End::Bye(ByeReason::Shutdown, "the server is shutting down");
                 }
@@ -380,7 +390,10 @@ impl Session {
                 instance,
                 cached,
                 ..
-            } => self.on_talk(&npc, instance.as_deref(), cached.as_deref()),
+            } => {
+                self.on_talk(&npc, instance.as_deref(), cached.as_deref())
+                    .await
+            }
             ClientMessage::Advance { node, .. } => {
                 let library = self.app.content.current();
                 let open = open_mut(&mut self.conversation)?;
@@ -443,17 +456,7 @@ impl Session {
                 });
                 Ok(())
             }
-            ClientMessage::CutsceneDone { scene, .. } => {
-                if self.cutscene.as_deref() != Some(scene.as_str()) {
-                    return Err(Refusal::new(
-                        ErrorCode::NoCutscene,
-                        format!("no cutscene `{scene}` is playing"),
-                    ));
-                }
-                self.cutscene = None;
-                self.story.clear(&mut self.machine);
-                Ok(())
-            }
+            ClientMessage::CutsceneDone { scene, .. } => self.on_cutscene_done(&scene).await,
         }
     }
 
@@ -482,7 +485,7 @@ impl Session {
         }
     }
 
-    fn on_talk(
+    async fn on_talk(
         &mut self,
         name: &str,
         hint: Option<&str>,
@@ -534,10 +537,10 @@ impl Session {
                 ),
             ));
         }
-        self.open_conversation(&library, npc, cached)
+        self.open_conversation(&library, npc, cached).await
     }
 
-    fn open_conversation(
+    async fn open_conversation(
         &mut self,
         library: &Library,
         npc: NpcDef,
@@ -553,6 +556,35 @@ impl Session {
                 )
             })?;
         let graph = published.graph.clone();
+        let first = graph
+            .first_node()
+            .and_then(|v| graph.vertex(v))
+            .map(|v| &*v.name);
+        // During the tutorial every NPC but the one it points at opens on the stage's lockout
+        // line; the pointed NPC comes from the function clients use too.
+        let lockout = banter_dialogue::tutorial::lockout_entry(
+            &library.content,
+            self.record.profile.tutorial_stage,
+            &npc.id,
+        );
+        let resolved = match lockout {
+            Some(node) => Some(node),
+            None => quests::resolve_entry(&library.content, &npc.id, first, &self.record),
+        };
+        let entry_name = resolved
+            .ok_or_else(|| Refusal::new(ErrorCode::Internal, "the conversation has no entry"))?;
+        if lockout.is_none()
+            && let Some(quest) = banter_dialogue::resolver::cutscene_offer(
+                &library.content,
+                &npc.id,
+                entry_name,
+                |q| quests::quest_status(&self.record, &library.content, &q.id),
+            )
+        {
+            // A cutscene quest opens no conversation: accept, play, pay when it ends.
+            let quest = quest.clone();
+            return self.start_cutscene_quest(library, &quest).await;
+        }
         // The player is talking from here on: the facts the client gets say so, as do the ones
         // the server checks later conditions against. Undone if the walk cannot open.
         let was = self.machine;
@@ -563,12 +595,6 @@ impl Session {
             machine: &self.machine,
             content: &library.content,
         };
-        let first = graph
-            .first_node()
-            .and_then(|v| graph.vertex(v))
-            .map(|v| &*v.name);
-        let entry_name = quests::resolve_entry(&library.content, &npc.id, first, &self.record)
-            .ok_or_else(|| Refusal::new(ErrorCode::Internal, "the conversation has no entry"))?;
         let opened = graph
             .find(entry_name)
             .ok_or_else(|| {
@@ -609,6 +635,124 @@ impl Session {
             walk,
         });
         Ok(())
+    }
+
+    /// Talking to the giver of an available cutscene quest: the quest is accepted, the client is
+    /// told to play the scene, and the session enters `Story.Cutscene` until `cutscene_done`.
+    /// Answered before (instead of) any `opened`.
+    async fn start_cutscene_quest(
+        &mut self,
+        library: &Library,
+        quest: &banter_dialogue::content::QuestDef,
+    ) -> Result<(), Refusal> {
+        let Some(scene) = quest.cutscene.clone() else {
+            return Err(Refusal::new(
+                ErrorCode::Internal,
+                "the quest has no cutscene",
+            ));
+        };
+        let accept = banter_protocol::Action::AcceptQuest {
+            quest_id: quest.id.clone(),
+        };
+        let outcome = quests::execute(
+            self.app.store.as_ref(),
+            &library.content,
+            &self.player,
+            &mut self.record,
+            &accept,
+        )
+        .await
+        .map_err(|e| Refusal::new(e.code(), e.to_string()))?;
+        self.app.metrics.action_run(ActionType::AcceptQuest);
+        self.app.metrics.action_run(ActionType::PlayCutscene);
+        self.last_talk = Some(self.app.now());
+        self.remember();
+        self.cutscene = Some(scene.clone());
+        self.cutscene_quest = Some(quest.id.clone());
+        self.story.enter(&mut self.machine, StoryState::Cutscene);
+        let profile = quests::profile(&self.record);
+        self.send(&ServerMessage::Effect {
+            action: ActionType::AcceptQuest,
+            effect: outcome.effect,
+            profile: profile.clone(),
+        });
+        self.send(&ServerMessage::Effect {
+            action: ActionType::PlayCutscene,
+            effect: banter_protocol::Effect::PlayCutscene { scene },
+            profile,
+        });
+        Ok(())
+    }
+
+    /// The client finished playing the scene the server started. A cutscene quest's objectives
+    /// complete and its reward is paid (exactly once, by the store); then the cutscene ends. A
+    /// retryable store failure keeps the cutscene, so the client can report it again.
+    async fn on_cutscene_done(&mut self, scene: &str) -> Result<(), Refusal> {
+        if self.cutscene.as_deref() != Some(scene) {
+            return Err(Refusal::new(
+                ErrorCode::NoCutscene,
+                format!("no cutscene `{scene}` is playing"),
+            ));
+        }
+        if let Some(quest) = self.cutscene_quest.clone() {
+            let library = self.app.content.current();
+            let finished = quests::finish_cutscene_quest(
+                self.app.store.as_ref(),
+                &library.content,
+                &self.player,
+                &mut self.record,
+                &quest,
+            )
+            .await;
+            match finished {
+                Ok(effect) => {
+                    self.app.metrics.action_run(ActionType::CompleteQuest);
+                    self.send(&ServerMessage::Effect {
+                        action: ActionType::CompleteQuest,
+                        effect,
+                        profile: quests::profile(&self.record),
+                    });
+                }
+                Err(e) => {
+                    let code = e.code();
+                    if !code.retryable() {
+                        self.end_cutscene();
+                    }
+                    return Err(Refusal::new(code, e.to_string()));
+                }
+            }
+        }
+        self.end_cutscene();
+        Ok(())
+    }
+
+    fn end_cutscene(&mut self) {
+        self.cutscene = None;
+        self.cutscene_quest = None;
+        self.story.clear(&mut self.machine);
+    }
+
+    /// A game event advanced the player's objectives: reload the record (so checks see the new
+    /// progress) and tell the client.
+    async fn on_progress(&mut self, effects: Vec<banter_protocol::Effect>) -> Option<End> {
+        match self.app.store.load_player(&self.player).await {
+            Ok(record) => self.record = record,
+            Err(e) => {
+                // Checks and completions reload from the store anyway; only the push is late.
+                tracing::warn!(player = %self.player, error = %e, "cannot reload after an event");
+            }
+        }
+        let profile = quests::profile(&self.record);
+        for effect in effects {
+            if !self.send(&ServerMessage::Effect {
+                action: ActionType::AdvanceObjective,
+                effect,
+                profile: profile.clone(),
+            }) {
+                return Some(End::TooSlow);
+            }
+        }
+        None
     }
 
     /// Keeps the body and talk time in the hub, so a reconnect continues from them.
@@ -678,6 +822,7 @@ impl Session {
         }
         if let Some(scene) = &outcome.cutscene {
             self.cutscene = Some(scene.clone());
+            self.cutscene_quest = None;
             self.story.enter(&mut self.machine, StoryState::Cutscene);
         }
         self.send(&ServerMessage::Effect {

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use banter_e2e::TestServer;
-use banter_protocol::{ActionType, ClientMessage, Effect, ErrorCode, QuestStatus};
+use banter_protocol::{ClientMessage, Effect, ErrorCode, QuestStatus};
 
 /// Pim stands at (-640, 2, 915) with the default range of 8; the reach is 8 + 5 = 13.
 const NEAR_PIM: [f64; 3] = [-640.0, 2.0, 910.0];
@@ -179,30 +179,29 @@ async fn a_bogus_instance_hint_is_ignored_and_the_nearest_npc_of_that_name_talks
 async fn talking_during_a_cutscene_gets_busy_until_the_cutscene_is_done() {
     let server = TestServer::start_with(|c| c.world.talk_cooldown = Duration::ZERO).await;
     let mut client = server.player_at("device-world-08", NEAR_INES).await;
-    let opened = client.talk("Keeper Ines").await.expect("talk");
-    assert_eq!(opened.entry, "Lanterns_Greet");
-    client
-        .choose("Lanterns_Greet_r1")
-        .await
-        .expect("I'll turn the crank");
-    client
-        .action(ActionType::AcceptQuest, "LanternsOfGullRock")
-        .await
-        .expect("accepted");
+    // Ines's current offer is a cutscene quest: talking opens no conversation, the quest is
+    // accepted and the scene starts (article section 5).
     let reply = client
-        .action(
-            ActionType::PlayCutscene,
-            "LanternLighting|LanternsOfGullRock",
-        )
+        .request(ClientMessage::Talk {
+            id: None,
+            npc: "Keeper Ines".into(),
+            instance: None,
+            cached: None,
+        })
         .await
-        .expect("the cutscene starts");
+        .expect("talk");
+    assert!(reply.opened().is_none(), "{:?}", reply.messages);
     assert_eq!(
         reply.effects(),
-        vec![Effect::PlayCutscene {
-            scene: "LanternLighting".into()
-        }]
+        vec![
+            Effect::QuestAccepted {
+                quest: "LanternsOfGullRock".into()
+            },
+            Effect::PlayCutscene {
+                scene: "LanternLighting".into()
+            }
+        ]
     );
-    client.close_conversation().await.expect("closed");
 
     let refused = client.talk("Keeper Ines").await.expect_err("in a cutscene");
     assert_eq!(refused.code, ErrorCode::Busy);
@@ -216,10 +215,7 @@ async fn talking_during_a_cutscene_gets_busy_until_the_cutscene_is_done() {
         })
         .await
         .expect_err("not this scene");
-    assert!(
-        wrong.code == ErrorCode::QuestState || wrong.code.name() == "no_cutscene",
-        "{wrong:?}"
-    );
+    assert_eq!(wrong.code, ErrorCode::NoCutscene, "{wrong:?}");
     assert_eq!(
         client
             .talk("Keeper Ines")
@@ -237,13 +233,13 @@ async fn talking_during_a_cutscene_gets_busy_until_the_cutscene_is_done() {
         .await
         .expect("done");
     let opened = client.talk("Keeper Ines").await.expect("free again");
-    // Nothing changed while busy: the quest is active and unpaid, the player talking.
-    assert_eq!(opened.entry, "Lanterns_Check");
+    // The scene ended: the quest is completed and paid, and Ines offers what comes next.
+    assert_eq!(opened.entry, "Voyage_Greet");
     assert_eq!(
         opened.facts.quests.get("LanternsOfGullRock"),
-        Some(&QuestStatus::Active)
+        Some(&QuestStatus::Completed)
     );
-    assert_eq!(opened.facts.coins, 0);
+    assert_eq!(opened.facts.coins, 200);
     assert!(
         !opened.facts.has.iter().any(|h| h.contains("Cutscene")),
         "{:?}",

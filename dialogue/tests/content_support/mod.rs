@@ -111,7 +111,8 @@ pub const TALK: &str = r#"{
     { "Text": "Look.", "Actions": [ { "Type": "CheckQuest", "QuestId": "Fish",
         "SuccessNode": "Fish_Done", "FailureNode": "Fish_NotYet" } ] } ] },
   "Fish_NotYet": { "Text": "Not yet.", "Close": true },
-  "Fish_Done": { "Text": "Thanks.", "Actions": [ { "Type": "CompleteQuest", "QuestId": "Fish" } ], "Close": true }
+  "Fish_Done": { "Text": "Thanks.", "Actions": [ { "Type": "CompleteQuest", "QuestId": "Fish" } ], "Close": true },
+  "AllDone": { "Text": "All done.", "Close": true }
 }"#;
 
 /// The one diagnostic on `node` matching `problem`, asserting there is exactly one and it has

@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 pub mod check_content;
 pub mod export;
+pub mod gen_content;
 pub mod serve;
 
 /// Everything fine; warnings may have been printed.
@@ -45,6 +46,14 @@ pub enum Command {
         /// The picture language.
         #[arg(long, value_enum, default_value_t = Format::Dot)]
         format: Format,
+    },
+    /// Generates base conversations, quests and NPC entries from per-NPC transcriptions.
+    GenContent {
+        /// The folder of transcriptions (`*.json`, one per NPC).
+        transcriptions: PathBuf,
+        /// The content folder to write into (layers and hand-written files are never touched).
+        #[arg(long)]
+        out: PathBuf,
     },
     /// Runs the server: no configuration needed for a local run (SQLite under ./data).
     Serve(crate::config::ServeArgs),
@@ -85,6 +94,10 @@ pub fn run(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
             content,
             format,
         } => export::run(&content, &conversation, format.into(), out, err),
+        Command::GenContent {
+            transcriptions,
+            out: out_dir,
+        } => gen_content::run(&transcriptions, &out_dir, out, err),
         Command::Serve(args) => serve::run(&args, err),
         Command::Migrate { database_url } => serve::migrate(&database_url, out, err),
     };

@@ -1,0 +1,163 @@
+//! `banter-server gen-content`: the committed generated content is exactly what the committed
+//! transcriptions produce, regeneration leaves the layers alone, and bad input exits 1 (2 for
+//! usage) with the file and field named.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn banter(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_banter-server"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run banter-server")
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn transcriptions() -> PathBuf {
+    repo().join("content-src/transcriptions")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A unique temp folder, removed when dropped.
+struct Temp(PathBuf);
+
+impl Temp {
+    fn new(tag: &str) -> Temp {
+        let root = std::env::temp_dir().join(format!("banter-gen-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&root).expect("create temp");
+        Temp(root)
+    }
+}
+
+impl Drop for Temp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn files_under(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir)
+        .expect("read dir")
+        .filter_map(Result::ok)
+    {
+        let path = entry.path();
+        if path.is_dir() {
+            files_under(root, &path, out);
+        } else {
+            out.push(path.strip_prefix(root).expect("under root").to_owned());
+        }
+    }
+}
+
+#[test]
+fn regenerating_the_sample_reproduces_the_committed_files_byte_for_byte() {
+    let temp = Temp::new("equal");
+    let out = banter(&[
+        "gen-content",
+        transcriptions().to_str().expect("utf-8"),
+        "--out",
+        temp.0.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let mut generated = Vec::new();
+    files_under(&temp.0, &temp.0, &mut generated);
+    generated.sort();
+    assert!(
+        generated.len() >= 6,
+        "at least four conversations, quests and world: {generated:?}"
+    );
+    let content = repo().join("content");
+    for relative in &generated {
+        let fresh = std::fs::read(temp.0.join(relative)).expect("generated");
+        let committed = std::fs::read(content.join(relative))
+            .unwrap_or_else(|e| panic!("content/{} is committed: {e}", relative.display()));
+        assert!(
+            fresh == committed,
+            "content/{} differs from what gen-content writes; rerun \
+             `banter-server gen-content content-src/transcriptions --out content`",
+            relative.display()
+        );
+    }
+}
+
+#[test]
+fn regenerating_never_touches_the_layers_or_hand_written_files() {
+    let temp = Temp::new("layers");
+    let layer = temp.0.join("dialogue/side/Hattie.json");
+    std::fs::create_dir_all(layer.parent().expect("parent")).expect("mkdir");
+    std::fs::write(&layer, "layer").expect("write");
+    std::fs::write(temp.0.join("world.json"), "hand").expect("write");
+    std::fs::write(temp.0.join("quests.json"), "hand").expect("write");
+    for _ in 0..2 {
+        let out = banter(&[
+            "gen-content",
+            transcriptions().to_str().expect("utf-8"),
+            "--out",
+            temp.0.to_str().expect("utf-8"),
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    }
+    assert_eq!(std::fs::read_to_string(&layer).expect("read"), "layer");
+    assert_eq!(
+        std::fs::read_to_string(temp.0.join("world.json")).expect("read"),
+        "hand"
+    );
+    assert_eq!(
+        std::fs::read_to_string(temp.0.join("quests.json")).expect("read"),
+        "hand"
+    );
+}
+
+#[test]
+fn a_bad_transcription_exits_1_naming_file_and_field_and_writes_nothing() {
+    let input = Temp::new("bad-in");
+    let output = Temp::new("bad-out");
+    let good = std::fs::read_to_string(transcriptions().join("hattie.json")).expect("hattie");
+    std::fs::write(input.0.join("hattie.json"), &good).expect("write");
+    let bad = good.replace("\"Target\": 3", "\"Target\": 0");
+    assert_ne!(bad, good);
+    std::fs::write(input.0.join("zz_bad.json"), bad).expect("write");
+    let out = banter(&[
+        "gen-content",
+        input.0.to_str().expect("utf-8"),
+        "--out",
+        output.0.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("zz_bad.json: Quests[0].Objectives[0].Target: must be at least 1"),
+        "{err}"
+    );
+    assert!(err.contains("zz_bad.json: Npc.Id: NPC `hattie`"), "{err}");
+    assert!(err.contains("nothing written"), "{err}");
+    let mut written = Vec::new();
+    files_under(&output.0, &output.0, &mut written);
+    assert!(written.is_empty(), "{written:?}");
+}
+
+#[test]
+fn a_missing_folder_or_argument_is_a_usage_error() {
+    let out = banter(&["gen-content", "/no/such/folder", "--out", "/tmp"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("not a folder of transcriptions"));
+    let out = banter(&["gen-content", transcriptions().to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(2), "--out is required");
+    let empty = Temp::new("empty");
+    let out = banter(&[
+        "gen-content",
+        empty.0.to_str().expect("utf-8"),
+        "--out",
+        "/tmp",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("no `*.json` transcriptions"));
+}

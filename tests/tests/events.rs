@@ -1,0 +1,324 @@
+//! Game events end to end: `POST /internal/events` from the trusted game server advances the
+//! player's active objectives, exactly once per event id, and the connected session hears of it.
+
+use std::time::Duration;
+
+use banter_e2e::{Client, TestServer};
+use banter_protocol::{ActionType, Effect, ServerMessage};
+use banter_server::store::{self, ConnectOptions};
+
+/// Grandpa Fennick stands at (14, 3, -42.5).
+const NEAR_FENNICK: [f64; 3] = [14.0, 3.0, -38.0];
+const SNAPPER_CHECK: &str = "CopperSnappers|CopperSnappers_Complete|CopperSnappers_NotYet";
+
+async fn server() -> TestServer {
+    TestServer::start_with(|c| c.world.talk_cooldown = Duration::ZERO).await
+}
+
+/// Logs a device in; its token and player id.
+async fn login(server: &TestServer, device: &str) -> (String, String) {
+    let body = format!(r#"{{"device_id":"{device}"}}"#);
+    let (status, text) = server
+        .http(
+            "POST",
+            "/v1/auth/device",
+            &[("Content-Type", "application/json")],
+            &body,
+        )
+        .await;
+    assert_eq!(status, 200, "{text}");
+    let value: serde_json::Value = serde_json::from_str(&text).expect("json");
+    (
+        value["token"].as_str().expect("token").to_owned(),
+        value["player"].as_str().expect("player").to_owned(),
+    )
+}
+
+/// Posts an event with the service key; status and parsed body.
+async fn post_event(server: &TestServer, body: &str) -> (u16, serde_json::Value) {
+    let auth = format!("Bearer {}", server.config.service_key);
+    post_event_as(server, Some(&auth), body).await
+}
+
+async fn post_event_as(
+    server: &TestServer,
+    authorization: Option<&str>,
+    body: &str,
+) -> (u16, serde_json::Value) {
+    let mut headers = vec![("Content-Type", "application/json")];
+    if let Some(a) = authorization {
+        headers.push(("Authorization", a));
+    }
+    let (status, text) = server
+        .http("POST", "/internal/events", &headers, body)
+        .await;
+    let value = serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text));
+    (status, value)
+}
+
+fn catch(event_id: &str, player: &str, species: &str, amount: i64) -> String {
+    serde_json::json!({
+        "event_id": event_id,
+        "player": player,
+        "kind": "fish_caught",
+        "species": species,
+        "rarity": "common",
+        "island": "brinehollow",
+        "amount": amount,
+    })
+    .to_string()
+}
+
+/// A connected player who accepted CopperSnappers from Fennick.
+async fn snapper_hunter(server: &TestServer, device: &str) -> (Client, String) {
+    let (token, player) = login(server, device).await;
+    let mut client = server.connect(&token).await;
+    client.move_to(NEAR_FENNICK).await.expect("spawned");
+    let opened = client.talk("Grandpa Fennick").await.expect("talk");
+    assert_eq!(opened.entry, "CopperSnappers_Greet");
+    client
+        .choose("CopperSnappers_Greet_r1")
+        .await
+        .expect("three snappers");
+    client
+        .action(ActionType::AcceptQuest, "CopperSnappers")
+        .await
+        .expect("accepted");
+    client.close_conversation().await.expect("closed");
+    (client, player)
+}
+
+fn advanced(value: &serde_json::Value) -> Vec<(String, u64)> {
+    value["advanced"]
+        .as_array()
+        .expect("an `advanced` list")
+        .iter()
+        .map(|a| {
+            (
+                format!(
+                    "{}/{}",
+                    a["quest"].as_str().unwrap_or_default(),
+                    a["objective"].as_str().unwrap_or_default()
+                ),
+                a["progress"].as_u64().unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+async fn pushed_effect(client: &mut Client) -> Effect {
+    match client.recv().await {
+        ServerMessage::Effect {
+            action: ActionType::AdvanceObjective,
+            effect,
+            ..
+        } => effect,
+        other => panic!("expected a pushed effect, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn catch_events_advance_copper_snappers_then_the_check_passes_and_pays_once() {
+    let server = server().await;
+    let (mut client, player) = snapper_hunter(&server, "device-events-01").await;
+
+    // Two snappers: the objective advances and the connected session is told.
+    let (status, body) = post_event(&server, &catch("ev-1", &player, "Copper Snapper", 2)).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        advanced(&body),
+        vec![("CopperSnappers/CatchSnappers".to_owned(), 2)]
+    );
+    assert_eq!(
+        pushed_effect(&mut client).await,
+        Effect::ObjectiveAdvanced {
+            quest: "CopperSnappers".into(),
+            objective: "CatchSnappers".into(),
+            progress: 2,
+            target: 3
+        }
+    );
+
+    // The same delivery again changes nothing.
+    let (status, body) = post_event(&server, &catch("ev-1", &player, "Copper Snapper", 2)).await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["error"], "duplicate");
+    // A fish that matches no filter advances nothing (and is still recorded).
+    let (status, body) = post_event(&server, &catch("ev-2", &player, "Sardine", 1)).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(advanced(&body).is_empty(), "{body}");
+
+    // Check with two of three: failure.
+    let opened = client.talk("Grandpa Fennick").await.expect("talk");
+    assert_eq!(opened.entry, "CopperSnappers_Check");
+    assert_eq!(
+        opened.facts.progress.get("CopperSnappers/CatchSnappers"),
+        Some(&2)
+    );
+    client
+        .choose("CopperSnappers_Check_r1")
+        .await
+        .expect("look");
+    let checked = client
+        .action(ActionType::CheckQuest, SNAPPER_CHECK)
+        .await
+        .expect("checked");
+    assert_eq!(
+        checked.effects(),
+        vec![Effect::QuestChecked {
+            quest: "CopperSnappers".into(),
+            done: false
+        }]
+    );
+    client
+        .choose("CopperSnappers_NotYet_r2")
+        .await
+        .expect("count again");
+    client
+        .choose("CopperSnappers_Check_r1")
+        .await
+        .expect("look again");
+
+    // The third snapper arrives while the conversation is open.
+    let (status, body) = post_event(&server, &catch("ev-3", &player, "Copper Snapper", 5)).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        advanced(&body),
+        vec![("CopperSnappers/CatchSnappers".to_owned(), 3)]
+    );
+    assert!(matches!(
+        pushed_effect(&mut client).await,
+        Effect::ObjectiveAdvanced { progress: 3, .. }
+    ));
+    let checked = client
+        .action(ActionType::CheckQuest, SNAPPER_CHECK)
+        .await
+        .expect("checked");
+    assert_eq!(
+        checked.effects(),
+        vec![Effect::QuestChecked {
+            quest: "CopperSnappers".into(),
+            done: true
+        }]
+    );
+    let paid = client
+        .action(ActionType::CompleteQuest, "CopperSnappers")
+        .await
+        .expect("paid");
+    assert_eq!(
+        paid.effects(),
+        vec![Effect::QuestCompleted {
+            quest: "CopperSnappers".into(),
+            coins: 120,
+            experience: 40
+        }]
+    );
+    assert_eq!(paid.profile().expect("profile").coins, 120);
+    assert!(
+        client
+            .action(ActionType::CompleteQuest, "CopperSnappers")
+            .await
+            .is_err()
+    );
+
+    // After completion, a catch advances nothing; the ledger holds one row.
+    let (status, body) = post_event(&server, &catch("ev-4", &player, "Copper Snapper", 1)).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(advanced(&body).is_empty(), "{body}");
+    let store = store::connect(&server.config.database_url, ConnectOptions::default())
+        .await
+        .expect("store");
+    assert_eq!(store.ledger(&player).await.expect("ledger").len(), 1);
+    assert_eq!(
+        store
+            .load_player(&player)
+            .await
+            .expect("player")
+            .profile
+            .coins,
+        120
+    );
+    store.close().await;
+    server.stop().await.expect("clean shutdown");
+}
+
+#[tokio::test]
+async fn an_event_for_an_unknown_player_is_404_and_creates_nobody() {
+    let server = server().await;
+    for _ in 0..2 {
+        let (status, body) = post_event(
+            &server,
+            &catch("ev-x", "nobody-at-all", "Copper Snapper", 1),
+        )
+        .await;
+        assert_eq!(status, 404, "{body}");
+        assert_eq!(body["error"], "unknown_player");
+    }
+    server.stop().await.expect("clean shutdown");
+}
+
+#[tokio::test]
+async fn a_player_token_or_no_key_never_reaches_the_events_endpoint() {
+    let server = server().await;
+    let (mut client, player) = snapper_hunter(&server, "device-events-02").await;
+    let (token, _) = login(&server, "device-events-02").await;
+    let body = catch("ev-auth", &player, "Copper Snapper", 3);
+    let (status, _) = post_event_as(&server, None, &body).await;
+    assert_eq!(status, 401);
+    let bearer = format!("Bearer {token}");
+    let (status, _) = post_event_as(&server, Some(&bearer), &body).await;
+    assert_eq!(status, 403);
+    let wrong = format!("Bearer {}x", server.config.service_key);
+    let (status, _) = post_event_as(&server, Some(&wrong), &body).await;
+    assert_eq!(status, 403);
+
+    // Nothing was applied: the same event id is still new, and progress starts from zero.
+    let (status, body) = post_event(&server, &body).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        advanced(&body),
+        vec![("CopperSnappers/CatchSnappers".to_owned(), 3)]
+    );
+    assert!(matches!(
+        pushed_effect(&mut client).await,
+        Effect::ObjectiveAdvanced { progress: 3, .. }
+    ));
+    server.stop().await.expect("clean shutdown");
+}
+
+#[tokio::test]
+async fn bad_bodies_and_zero_negative_or_huge_amounts_are_400_and_change_nothing() {
+    let server = server().await;
+    let (_client, player) = snapper_hunter(&server, "device-events-03").await;
+    for amount in [0, -1, -5_000_000_000, 1_000_001, i64::MAX] {
+        let (status, body) = post_event(
+            &server,
+            &catch("ev-amount", &player, "Copper Snapper", amount),
+        )
+        .await;
+        assert_eq!(status, 400, "{amount}: {body}");
+        assert_eq!(body["error"], "bad_request");
+    }
+    let bad = [
+        "not json".to_owned(),
+        serde_json::json!({"event_id":"ev-b","player":player,"kind":"fish_jumped","island":"brinehollow"}).to_string(),
+        serde_json::json!({"event_id":"ev-b","player":player,"kind":"fish_caught","island":"brinehollow"}).to_string(),
+        serde_json::json!({"event_id":"ev-b","player":player,"kind":"item_found","island":"brinehollow"}).to_string(),
+        serde_json::json!({"event_id":"","player":player,"kind":"item_found","item":"reel","island":"gullrock"}).to_string(),
+        serde_json::json!({"event_id":"ev-b","player":player,"kind":"item_found","item":"reel","island":"gullrock","extra":1}).to_string(),
+        r#"{"event_id":"ev-b","player":"p","kind":"fish_caught","species":"x","island":"i","amount":99999999999999999999999}"#.to_owned(),
+    ];
+    for body in &bad {
+        let (status, answer) = post_event(&server, body).await;
+        assert_eq!(status, 400, "{body}: {answer}");
+    }
+    // The refused amount recorded nothing: that id still applies, once.
+    let (status, body) =
+        post_event(&server, &catch("ev-amount", &player, "Copper Snapper", 1)).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        advanced(&body),
+        vec![("CopperSnappers/CatchSnappers".to_owned(), 1)]
+    );
+    server.stop().await.expect("clean shutdown");
+}
