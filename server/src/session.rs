@@ -83,6 +83,10 @@ enum End {
 struct OpenConversation {
     name: String,
     npc: NpcDef,
+    /// The content version the conversation opened with: its graph and the quest definitions
+    /// its conditions are checked against, whatever a reload swaps in meanwhile. Held here so a
+    /// step does not take the content lock.
+    library: Arc<Library>,
     graph: Arc<DialogueGraph>,
     walk: Walk,
 }
@@ -395,7 +399,6 @@ impl Session {
                     .await
             }
             ClientMessage::Advance { node, .. } => {
-                let library = self.app.content.current();
                 let open = open_mut(&mut self.conversation)?;
                 let vertex = open
                     .graph
@@ -404,13 +407,12 @@ impl Session {
                 let facts = PlayerFacts {
                     record: &self.record,
                     machine: &self.machine,
-                    content: &library.content,
+                    content: &open.library.content,
                 };
                 open.walk.advance(&open.graph, vertex, &facts)?;
                 Ok(())
             }
             ClientMessage::Choose { response, .. } => {
-                let library = self.app.content.current();
                 let open = open_mut(&mut self.conversation)?;
                 let vertex = open
                     .graph
@@ -419,7 +421,7 @@ impl Session {
                 let facts = PlayerFacts {
                     record: &self.record,
                     machine: &self.machine,
-                    content: &library.content,
+                    content: &open.library.content,
                 };
                 open.walk.choose(&open.graph, vertex, &facts)?;
                 Ok(())
@@ -537,12 +539,12 @@ impl Session {
                 ),
             ));
         }
-        self.open_conversation(&library, npc, cached).await
+        self.open_conversation(library, npc, cached).await
     }
 
     async fn open_conversation(
         &mut self,
-        library: &Library,
+        library: Arc<Library>,
         npc: NpcDef,
         cached: Option<&str>,
     ) -> Result<(), Refusal> {
@@ -583,7 +585,7 @@ impl Session {
         {
             // A cutscene quest opens no conversation: accept, play, pay when it ends.
             let quest = quest.clone();
-            return self.start_cutscene_quest(library, &quest).await;
+            return self.start_cutscene_quest(&library, &quest).await;
         }
         // The player is talking from here on: the facts the client gets say so, as do the ones
         // the server checks later conditions against. Undone if the walk cannot open.
@@ -631,6 +633,7 @@ impl Session {
         self.conversation = Some(OpenConversation {
             name: npc.conversation.clone(),
             npc,
+            library,
             graph,
             walk,
         });
@@ -778,6 +781,7 @@ impl Session {
     async fn on_action(&mut self, action_type: ActionType, payload: &str) -> Result<(), Refusal> {
         let open = open_mut(&mut self.conversation)?;
         let graph = open.graph.clone();
+        let library = open.library.clone();
         let index = open.walk.check_action(&graph, action_type, payload)?;
         let authored = graph
             .action(index)
@@ -797,7 +801,6 @@ impl Session {
                 graph.find(node).ok_or_else(|| unknown_vertex(node))?;
             }
         }
-        let library = self.app.content.current();
         let outcome = quests::execute(
             self.app.store.as_ref(),
             &library.content,

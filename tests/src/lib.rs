@@ -110,6 +110,11 @@ impl TestServer {
 
     /// Logs in a device through the development endpoint and returns its token.
     pub async fn login(&self, device: &str) -> String {
+        self.login_player(device).await.0
+    }
+
+    /// Logs in a device; its token and player id.
+    pub async fn login_player(&self, device: &str) -> (String, String) {
         let body = format!(r#"{{"device_id":"{device}"}}"#);
         let (status, text) = self
             .http(
@@ -121,7 +126,10 @@ impl TestServer {
             .await;
         assert_eq!(status, 200, "login failed: {text}");
         let value: serde_json::Value = serde_json::from_str(&text).expect("json");
-        value["token"].as_str().expect("token").to_owned()
+        (
+            value["token"].as_str().expect("token").to_owned(),
+            value["player"].as_str().expect("player").to_owned(),
+        )
     }
 
     /// Opens a WebSocket with a token and reads the welcome.

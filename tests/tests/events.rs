@@ -15,25 +15,6 @@ async fn server() -> TestServer {
     TestServer::start_with(|c| c.world.talk_cooldown = Duration::ZERO).await
 }
 
-/// Logs a device in; its token and player id.
-async fn login(server: &TestServer, device: &str) -> (String, String) {
-    let body = format!(r#"{{"device_id":"{device}"}}"#);
-    let (status, text) = server
-        .http(
-            "POST",
-            "/v1/auth/device",
-            &[("Content-Type", "application/json")],
-            &body,
-        )
-        .await;
-    assert_eq!(status, 200, "{text}");
-    let value: serde_json::Value = serde_json::from_str(&text).expect("json");
-    (
-        value["token"].as_str().expect("token").to_owned(),
-        value["player"].as_str().expect("player").to_owned(),
-    )
-}
-
 /// Posts an event with the service key; status and parsed body.
 async fn post_event(server: &TestServer, body: &str) -> (u16, serde_json::Value) {
     let auth = format!("Bearer {}", server.config.service_key);
@@ -71,7 +52,7 @@ fn catch(event_id: &str, player: &str, species: &str, amount: i64) -> String {
 
 /// A connected player who accepted CopperSnappers from Fennick.
 async fn snapper_hunter(server: &TestServer, device: &str) -> (Client, String) {
-    let (token, player) = login(server, device).await;
+    let (token, player) = server.login_player(device).await;
     let mut client = server.connect(&token).await;
     client.move_to(NEAR_FENNICK).await.expect("spawned");
     let opened = client.talk("Grandpa Fennick").await.expect("talk");
@@ -261,7 +242,7 @@ async fn an_event_for_an_unknown_player_is_404_and_creates_nobody() {
 async fn a_player_token_or_no_key_never_reaches_the_events_endpoint() {
     let server = server().await;
     let (mut client, player) = snapper_hunter(&server, "device-events-02").await;
-    let (token, _) = login(&server, "device-events-02").await;
+    let (token, _) = server.login_player("device-events-02").await;
     let body = catch("ev-auth", &player, "Copper Snapper", 3);
     let (status, _) = post_event_as(&server, None, &body).await;
     assert_eq!(status, 401);

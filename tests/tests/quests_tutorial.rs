@@ -30,24 +30,6 @@ fn content_with_tutorial() -> std::path::PathBuf {
     dir
 }
 
-async fn login(server: &TestServer, device: &str) -> (String, String) {
-    let body = format!(r#"{{"device_id":"{device}"}}"#);
-    let (status, text) = server
-        .http(
-            "POST",
-            "/v1/auth/device",
-            &[("Content-Type", "application/json")],
-            &body,
-        )
-        .await;
-    assert_eq!(status, 200, "{text}");
-    let value: serde_json::Value = serde_json::from_str(&text).expect("json");
-    (
-        value["token"].as_str().expect("token").to_owned(),
-        value["player"].as_str().expect("player").to_owned(),
-    )
-}
-
 /// The entry a new player at `stage`, standing at `position`, gets from `npc`.
 async fn entry_at_stage(
     server: &TestServer,
@@ -56,7 +38,7 @@ async fn entry_at_stage(
     position: [f64; 3],
     npc: &str,
 ) -> String {
-    let (token, player) = login(server, device).await;
+    let (token, player) = server.login_player(device).await;
     let store = store::connect(&server.config.database_url, ConnectOptions::default())
         .await
         .expect("store");
