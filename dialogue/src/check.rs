@@ -32,6 +32,7 @@ pub fn check(content: &Content) -> Vec<Diagnostic> {
     let index = Index::new(content);
     check_world(content, &index, &mut out);
     check_quests(content, &index, &mut out);
+    check_objectives_can_advance(content, &index, &mut out);
     check_resolver_totality(content, &index, &mut out);
     check_tutorial(content, &index, &mut out);
     for (name, graph) in &content.conversations {
@@ -247,6 +248,77 @@ fn check_quests(content: &Content, index: &Index<'_>, out: &mut Vec<Diagnostic>)
     check_prerequisite_cycles(content, index, out);
 }
 
+/// Every objective can be advanced by something (issue 6): a `catch` objective by a `fish_caught`
+/// event, a `find` objective by an `item_found` event, a `talk` objective by an AdvanceObjective
+/// action authored in some conversation (or, in a cutscene quest, by the scene ending). An
+/// objective nothing can advance would leave its quest active forever.
+///
+/// Events carry what they carry: an `item_found` event has no species, so a `find` objective
+/// that filters on one never matches; and a target of 0 is refused by the store.
+fn check_objectives_can_advance(content: &Content, index: &Index<'_>, out: &mut Vec<Diagnostic>) {
+    use crate::content::ObjectiveKind;
+
+    let mut spoken: HashSet<(&str, &str)> = HashSet::new();
+    for graph in content.conversations.values() {
+        for (id, _) in graph.vertices() {
+            for (_, authored) in graph.actions(id) {
+                if let Action::AdvanceObjective {
+                    quest_id,
+                    objective_id,
+                    ..
+                } = &authored.action
+                {
+                    spoken.insert((quest_id.as_str(), objective_id.as_str()));
+                }
+            }
+        }
+    }
+    let file = &index.quests_file;
+    for (i, quest) in content.quests.iter().enumerate() {
+        for (j, objective) in quest.objectives.iter().enumerate() {
+            let at = format!("[{}].Objectives[{}]", i + 1, j + 1);
+            let never = |field: &str, why: String| {
+                Diagnostic::error(
+                    file.clone(),
+                    Problem::Other(format!(
+                        "objective `{}` of quest `{}` can never advance: {why}",
+                        objective.id, quest.id
+                    )),
+                )
+                .field(format!("{at}{field}"))
+            };
+            if objective.target == 0 {
+                out.push(never(".Target", "its target is 0 (at least 1)".into()));
+            }
+            match objective.kind {
+                ObjectiveKind::Catch => {}
+                ObjectiveKind::Find => {
+                    if let Some(species) = &objective.species {
+                        out.push(never(
+                            ".Species",
+                            format!(
+                                "it wants species `{species}`, and item_found events carry no \
+                                 species"
+                            ),
+                        ));
+                    }
+                }
+                ObjectiveKind::Talk => {
+                    let by_scene = quest.cutscene.is_some();
+                    if !by_scene && !spoken.contains(&(quest.id.as_str(), objective.id.as_str())) {
+                        out.push(never(
+                            "",
+                            "it is a talk objective and no AdvanceObjective action in any \
+                             conversation names it"
+                                .into(),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// NPCs with more quests than this are not enumerated (4^n combinations); a warning says so.
 const MAX_ENUMERATED_QUESTS: usize = 8;
 
@@ -407,6 +479,29 @@ fn check_tutorial(content: &Content, index: &Index<'_>, out: &mut Vec<Diagnostic
                     stage.stage, stage.lockout
                 ),
             ));
+        }
+        // The stage ends through a quest of the NPC it points at: every other NPC is locked
+        // out, so a quest anyone else gives could never move the player on.
+        if let Some(until) = &stage.until {
+            let quest = until.quest();
+            match index.quests.get(quest) {
+                None => out.push(error(
+                    "Until",
+                    format!(
+                        "tutorial stage {} ends with unknown quest `{quest}`",
+                        stage.stage
+                    ),
+                )),
+                Some(def) if def.giver != stage.points_at => out.push(error(
+                    "Until",
+                    format!(
+                        "tutorial stage {} ends with quest `{quest}`, given by `{}`, but points \
+                         at `{}`: every other NPC is locked out, so the stage could never end",
+                        stage.stage, def.giver, stage.points_at
+                    ),
+                )),
+                Some(_) => {}
+            }
         }
     }
 }

@@ -19,6 +19,7 @@ pub mod layers;
 pub mod model;
 pub mod resolver;
 pub mod synth;
+pub mod text;
 pub mod tutorial;
 pub mod walk;
 

@@ -416,6 +416,65 @@ fn quests_that_require_each_other_are_errors() {
 }
 
 #[test]
+fn a_talk_objective_no_action_names_can_never_advance_and_is_an_error() {
+    let c = TempContent::minimal("objective-talk");
+    c.edit("quests.json", r#""Kind": "catch""#, r#""Kind": "talk""#);
+    let diagnostics = c.diagnostics();
+    let d = expect_one(
+        &diagnostics,
+        Severity::Error,
+        &c.file("quests.json"),
+        None,
+        other("objective `Catch` of quest `Fish` can never advance"),
+    );
+    assert_eq!(d.field.as_deref(), Some("[1].Objectives[1]"));
+    expect_only(&diagnostics, |x| x == d);
+
+    // An AdvanceObjective action naming it, anywhere, makes it advanceable.
+    c.edit(
+        TALK,
+        r#""Fish_NotYet": { "Text": "Not yet.", "Close": true },"#,
+        r#""Fish_NotYet": { "Text": "Not yet.", "Actions": [ { "Type": "AdvanceObjective",
+            "QuestId": "Fish", "ObjectiveId": "Catch" } ], "Close": true },"#,
+    );
+    let diagnostics = c.diagnostics();
+    assert!(
+        !diagnostics
+            .iter()
+            .any(|d| other("can never advance")(&d.problem)),
+        "{}",
+        render(&diagnostics)
+    );
+}
+
+#[test]
+fn a_find_objective_with_a_species_or_a_zero_target_can_never_advance() {
+    let c = TempContent::minimal("objective-find");
+    c.edit(
+        "quests.json",
+        r#""Kind": "catch", "Target": 2,"#,
+        r#""Kind": "find", "Target": 0, "Species": "Sprat","#,
+    );
+    let diagnostics = c.diagnostics();
+    let species = expect_one(
+        &diagnostics,
+        Severity::Error,
+        &c.file("quests.json"),
+        None,
+        other("item_found events carry no species"),
+    );
+    assert_eq!(species.field.as_deref(), Some("[1].Objectives[1].Species"));
+    let target = expect_one(
+        &diagnostics,
+        Severity::Error,
+        &c.file("quests.json"),
+        None,
+        other("its target is 0"),
+    );
+    assert_eq!(target.field.as_deref(), Some("[1].Objectives[1].Target"));
+}
+
+#[test]
 fn accepting_and_completing_without_a_line_between_is_an_error() {
     // The article's lost quest: the reply's CompleteQuest goes out before the response's
     // AcceptQuest, so the quest stays active forever.

@@ -4,6 +4,10 @@
 //! matches, in one store call under the event's id: all or nothing, and at most once per id.
 //! A session of that player on this server is told through the hub; it reloads the player's
 //! record and pushes an `effect` per advanced objective.
+//!
+//! `tutorial_started` is the game saying the intro began (the player stepped off the first
+//! boat): a profile still at stage 0 enters the tutorial's first stage; the conversations move it
+//! on from there (`banter_dialogue::tutorial::stage_after`).
 
 use banter_dialogue::content::{Content, ObjectiveKind};
 use banter_protocol::{Effect, QuestStatus};
@@ -19,7 +23,7 @@ pub struct GameEventBody {
     /// Unique per event; a second delivery with the same id changes nothing.
     pub event_id: String,
     pub player: String,
-    /// `fish_caught` or `item_found`.
+    /// `fish_caught`, `item_found` or `tutorial_started`.
     pub kind: String,
     #[serde(default)]
     pub species: Option<String>,
@@ -53,6 +57,7 @@ pub enum EventKind {
         item: String,
         rarity: Option<String>,
     },
+    TutorialStarted,
 }
 
 impl GameEventBody {
@@ -107,9 +112,18 @@ impl GameEventBody {
                     rarity: self.rarity,
                 }
             }
+            "tutorial_started" => {
+                if self.species.is_some() || self.item.is_some() || self.rarity.is_some() {
+                    return Err("a tutorial_started event has no species, item or rarity".into());
+                }
+                if self.amount.is_some() {
+                    return Err("a tutorial_started event has no amount".into());
+                }
+                EventKind::TutorialStarted
+            }
             other => {
                 return Err(format!(
-                    "unknown event kind {other:?}: fish_caught or item_found"
+                    "unknown event kind {other:?}: fish_caught, item_found or tutorial_started"
                 ));
             }
         };
@@ -168,6 +182,7 @@ pub fn matching_advances(
                     None,
                     rarity.as_deref(),
                 ),
+                EventKind::TutorialStarted => return Vec::new(),
             };
             let filter = |wanted: &Option<String>, given: Option<&str>| {
                 wanted.as_deref().is_none_or(|w| Some(w) == given)
@@ -199,37 +214,38 @@ pub fn matching_advances(
     advances
 }
 
-/// A quest id no content can use in the store: the engine accepts only quests content defines,
-/// and this one never is (checked before it is used).
-const PROBE_QUEST: &str = "banter:probe:no-such-quest";
+/// What an applied event did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Applied {
+    /// The objectives it advanced.
+    pub advanced: Vec<Advanced>,
+    /// The tutorial stage the profile entered, if it did.
+    pub tutorial_stage: Option<i64>,
+}
 
-/// True if the player has a profile. `load_player` would create one, so this asks the store to
-/// advance an objective of a quest that cannot exist without an event id: a missing profile
-/// fails first with `UnknownPlayer`, an existing one with `QuestState`. Nothing is written.
-async fn player_exists(
+/// Records the event (a second delivery is a [`EventError::Duplicate`]), then moves a profile
+/// still at stage 0 to the tutorial's first stage. A profile already in or past the tutorial
+/// keeps its stage: the game may report the start again after a reinstall.
+async fn start_tutorial(
     store: &dyn Store,
     content: &Content,
-    player: &str,
-) -> Result<bool, StoreError> {
-    if content.quest(PROBE_QUEST).is_some() {
-        return Err(StoreError::InvalidInput(format!(
-            "content defines the reserved quest id {PROBE_QUEST:?}"
-        )));
+    event: &GameEvent,
+) -> Result<Applied, EventError> {
+    store
+        .advance_objectives(&event.player, Some(&event.event_id), &[])
+        .await?;
+    let record = store.load_player(&event.player).await?;
+    let Some(first) = banter_dialogue::tutorial::first_stage(content) else {
+        return Ok(Applied::default());
+    };
+    if record.profile.tutorial_stage != 0 {
+        return Ok(Applied::default());
     }
-    let probe = [ObjectiveAdvance {
-        quest: PROBE_QUEST.to_owned(),
-        objective: PROBE_QUEST.to_owned(),
-        amount: 1,
-        target: 1,
-    }];
-    match store.advance_objectives(player, None, &probe).await {
-        Err(StoreError::UnknownPlayer(_)) => Ok(false),
-        Err(StoreError::QuestState { .. }) => Ok(true),
-        Err(e) => Err(e),
-        Ok(_) => Err(StoreError::Corrupt(format!(
-            "the reserved quest {PROBE_QUEST:?} is active"
-        ))),
-    }
+    store.set_tutorial_stage(&event.player, first).await?;
+    Ok(Applied {
+        advanced: Vec::new(),
+        tutorial_stage: Some(first),
+    })
 }
 
 /// Why an event was not applied. Nothing changed.
@@ -260,9 +276,12 @@ pub async fn apply(
     store: &dyn Store,
     content: &Content,
     event: &GameEvent,
-) -> Result<Vec<Advanced>, EventError> {
-    if !player_exists(store, content, &event.player).await? {
+) -> Result<Applied, EventError> {
+    if !store.player_exists(&event.player).await? {
         return Err(EventError::UnknownPlayer(event.player.clone()));
+    }
+    if event.what == EventKind::TutorialStarted {
+        return start_tutorial(store, content, event).await;
     }
     let mut attempts = 0;
     loop {
@@ -274,7 +293,7 @@ pub async fn apply(
             .await
         {
             Ok(progress) => {
-                return Ok(advances
+                let advanced = advances
                     .into_iter()
                     .zip(progress)
                     .map(|(a, progress)| Advanced {
@@ -283,7 +302,11 @@ pub async fn apply(
                         progress,
                         target: a.target,
                     })
-                    .collect());
+                    .collect();
+                return Ok(Applied {
+                    advanced,
+                    tutorial_stage: None,
+                });
             }
             Err(StoreError::QuestState { .. }) if attempts < 3 => continue,
             Err(e) => return Err(e.into()),

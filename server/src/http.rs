@@ -267,6 +267,9 @@ pub struct EventApplied {
     /// Every objective the event advanced (empty when it matched none; the id is recorded
     /// anyway, so a second delivery is still a duplicate).
     pub advanced: Vec<crate::events::Advanced>,
+    /// The tutorial stage a `tutorial_started` event moved the profile to, if it moved.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tutorial_stage: Option<i64>,
 }
 
 /// The trusted game server reports world progress (see docs/PROTOCOL.md, section 14).
@@ -279,7 +282,7 @@ async fn game_event(
     let Json(body) = body.map_err(|e| ApiError::BadRequest(e.body_text()))?;
     let event = body.validate().map_err(ApiError::BadRequest)?;
     let library = app.content.current();
-    let advanced = crate::events::apply(app.store.as_ref(), &library.content, &event)
+    let applied = crate::events::apply(app.store.as_ref(), &library.content, &event)
         .await
         .map_err(|e| match e {
             crate::events::EventError::UnknownPlayer(_) => ApiError::NotFound(e.to_string()),
@@ -296,8 +299,11 @@ async fn game_event(
                 ApiError::Internal(s.to_string())
             }
         })?;
-    if !advanced.is_empty() {
-        let effects = advanced
+    if !applied.advanced.is_empty() || applied.tutorial_stage.is_some() {
+        // The session reloads the player's record (a new stage changes every NPC's entry) and
+        // pushes one effect per advanced objective.
+        let effects = applied
+            .advanced
             .iter()
             .map(crate::events::Advanced::effect)
             .collect();
@@ -306,6 +312,7 @@ async fn game_event(
     }
     Ok(Json(EventApplied {
         event_id: event.event_id,
-        advanced,
+        advanced: applied.advanced,
+        tutorial_stage: applied.tutorial_stage,
     }))
 }

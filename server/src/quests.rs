@@ -286,8 +286,30 @@ pub async fn execute(
     };
     if mutates_store(action) {
         *record = store.load_player(player).await?;
+        advance_tutorial(store, content, player, record).await;
     }
     Ok(outcome)
+}
+
+/// Moves the profile past every tutorial stage whose end now holds (after an accept or a
+/// completion). The quest change is committed already and its effect must reach the client, so a
+/// failed write is logged, not returned: the end still holds, and the next action moves the stage.
+async fn advance_tutorial(
+    store: &dyn crate::store::Store,
+    content: &Content,
+    player: &str,
+    record: &mut PlayerRecord,
+) {
+    let next =
+        banter_dialogue::tutorial::stage_after(content, record.profile.tutorial_stage, |quest| {
+            quest_status(record, content, quest)
+        });
+    if let Some(stage) = next {
+        match store.set_tutorial_stage(player, stage).await {
+            Ok(()) => record.profile.tutorial_stage = stage,
+            Err(e) => tracing::warn!(player, stage, error = %e, "tutorial stage not moved"),
+        }
+    }
 }
 
 fn mutates_store(action: &Action) -> bool {
@@ -375,6 +397,7 @@ pub async fn finish_cutscene_quest(
         .complete_quest(player, quest_id, coins, experience)
         .await?;
     *record = store.load_player(player).await?;
+    advance_tutorial(store, content, player, record).await;
     Ok(Effect::QuestCompleted {
         quest: quest_id.to_owned(),
         coins,

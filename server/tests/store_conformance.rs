@@ -14,7 +14,7 @@ use banter_server::store::{
     PgStore, PlayerRecord, ProfileRecord, Store, StoreError, StoredQuestStatus,
 };
 use futures_util::StreamExt;
-use store_support::TestDb;
+use store_support::{OpenStore, TestDb};
 
 fn objectives(ids: &[&str]) -> Vec<String> {
     ids.iter().map(|s| (*s).to_owned()).collect()
@@ -478,11 +478,18 @@ mod scenarios {
             .await
             .expect_err("ghost");
         assert_eq!(err, StoreError::UnknownPlayer("ghost".into()));
+        assert!(!store.player_exists("ghost").await.expect("asked"));
+        assert!(matches!(
+            store.player_exists("").await,
+            Err(StoreError::InvalidInput(_))
+        ));
         assert_eq!(
             db.scalar("SELECT COUNT(*) FROM profiles").await,
             0,
             "no profile was created"
         );
+        store.load_player("p1").await.expect("created");
+        assert!(store.player_exists("p1").await.expect("asked"));
         assert_eq!(db.scalar("SELECT COUNT(*) FROM applied_events").await, 0);
         assert_eq!(db.scalar("SELECT COUNT(*) FROM reward_ledger").await, 0);
     }

@@ -1,16 +1,22 @@
-//! The end-to-end harness: a real server on 127.0.0.1 port 0 with a fresh SQLite file and the
-//! sample content, and a real WebSocket client that speaks the wire protocol.
+//! The end-to-end harness: a real server on 127.0.0.1 port 0 with a fresh database and the sample
+//! content, and a real WebSocket client that speaks the wire protocol.
+//!
+//! The database is a private SQLite file by default, or a private PostgreSQL schema
+//! ([`TestServer::start_on`], [`on_both_backends!`]): the quest scenarios run on both.
 //!
 //! Nothing here sleeps to wait for something: every wait is on a message, with a timeout that
 //! only exists to turn a hang into a failure.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use banter_dialogue::{ClientWalk, DialogueGraph, Outgoing, Screen, build_conversation};
 use banter_protocol::{ClientMessage, ErrorCode, ServerMessage};
 use banter_server::config::Config;
+pub use banter_test_db::{Backend, TestDb};
 use futures_util::{SinkExt, StreamExt};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -40,10 +46,38 @@ pub fn temp_dir(label: &str) -> PathBuf {
     dir
 }
 
+/// Runs each named scenario, an `async fn(Backend)` in the calling file, as two tests: one on
+/// SQLite (`sqlite::name`) and one on PostgreSQL (`postgres::name`, which fails when
+/// `TEST_DATABASE_URL` is unreachable; it never skips).
+#[macro_export]
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name($crate::Backend::Sqlite).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name($crate::Backend::Postgres).await;
+                }
+            )*
+        }
+    };
+}
+
 /// A running server.
 pub struct TestServer {
     pub addr: SocketAddr,
     pub config: Config,
+    /// The test's private database, shared by every instance started on it and removed when the
+    /// last one is dropped.
+    database: Option<Arc<TestDb>>,
     shutdown: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<Result<(), banter_server::ServerError>>>,
 }
@@ -56,14 +90,52 @@ impl TestServer {
 
     /// Like [`TestServer::start`], with the configuration adjusted first.
     pub async fn start_with(adjust: impl FnOnce(&mut Config)) -> TestServer {
-        let dir = temp_dir("db");
+        Self::start_on_with(Backend::Sqlite, adjust).await
+    }
+
+    /// A server with the sample content and a fresh database of `backend`.
+    pub async fn start_on(backend: Backend) -> TestServer {
+        Self::start_on_with(backend, |_| {}).await
+    }
+
+    /// Like [`TestServer::start_on`], with the configuration adjusted first.
+    pub async fn start_on_with(backend: Backend, adjust: impl FnOnce(&mut Config)) -> TestServer {
+        let database = Arc::new(TestDb::new(backend, "e2e").await);
         let mut config = Config {
-            database_url: format!("sqlite://{}", dir.join("banter.db").display()),
+            database_url: database.url(),
             content: content_dir(),
             ..Config::default()
         };
         adjust(&mut config);
-        Self::start_config(config).await
+        let mut server = Self::start_config(config).await;
+        server.database = Some(database);
+        server
+    }
+
+    /// A second, independent server process on the same database and configuration, on its
+    /// own port: another instance, sharing nothing with this one but the database.
+    pub async fn another_instance(&self) -> TestServer {
+        let mut server = Self::start_config(self.config.clone()).await;
+        server.database = self.database.clone();
+        server
+    }
+
+    /// Stops this server and starts a new one on the same database and configuration (on a new
+    /// port): what a deploy or a crash-and-restart looks like to the data.
+    pub async fn restart(self) -> TestServer {
+        let config = self.config.clone();
+        let database = self.database.clone();
+        self.stop().await.expect("the server stops cleanly");
+        let mut server = Self::start_config(config).await;
+        server.database = database;
+        server
+    }
+
+    /// The test's database, to look behind the server (ledger rows, profiles).
+    pub fn database(&self) -> &TestDb {
+        self.database
+            .as_deref()
+            .expect("a server started by `start_on` or `start_with` has a test database")
     }
 
     pub async fn start_config(config: Config) -> TestServer {
@@ -80,6 +152,7 @@ impl TestServer {
         TestServer {
             addr,
             config,
+            database: None,
             shutdown: Some(tx),
             task: Some(task),
         }
@@ -566,4 +639,116 @@ pub fn messages_in(frames: &[Message]) -> Vec<ServerMessage> {
             _ => None,
         })
         .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Playing whole conversations with the client rules (banter-dialogue's ClientWalk).
+// ---------------------------------------------------------------------------------------------
+
+impl Client {
+    /// Opens a conversation and builds the graph from the content the server sent.
+    pub async fn open_conversation(
+        &mut self,
+        npc: &str,
+    ) -> (DialogueGraph, String, banter_protocol::FactSheet) {
+        let reply = self
+            .request(ClientMessage::Talk {
+                id: None,
+                npc: npc.into(),
+                instance: None,
+                cached: None,
+            })
+            .await
+            .expect("talk accepted");
+        let opened = reply
+            .messages
+            .into_iter()
+            .find_map(|m| match m {
+                ServerMessage::Opened {
+                    conversation,
+                    entry,
+                    content,
+                    facts,
+                    ..
+                } => Some((conversation, entry, content, facts)),
+                _ => None,
+            })
+            .expect("opened");
+        let (name, entry, content, facts) = opened;
+        let (graph, diagnostics) = build_conversation(&name, &content.expect("content sent"));
+        assert!(diagnostics.iter().all(|d| !d.is_error()), "{diagnostics:?}");
+        (graph, entry, facts)
+    }
+
+    /// Sends what the client walk queued, in order, and collects the effects.
+    pub async fn send_queued(
+        &mut self,
+        graph: &DialogueGraph,
+        out: &mut Vec<Outgoing>,
+    ) -> Vec<ServerMessage> {
+        let mut seen = Vec::new();
+        for message in out.drain(..) {
+            let wire = match message {
+                Outgoing::Advance(v) => ClientMessage::Advance {
+                    id: None,
+                    node: graph.vertex(v).expect("vertex").name.to_string(),
+                },
+                Outgoing::Choose(v) => ClientMessage::Choose {
+                    id: None,
+                    response: graph.vertex(v).expect("vertex").name.to_string(),
+                },
+                Outgoing::Action(i) => {
+                    let a = graph.action(i).expect("action");
+                    ClientMessage::Action {
+                        id: None,
+                        action: a.action_type,
+                        payload: a.payload.to_string(),
+                    }
+                }
+            };
+            let reply = self.request(wire.clone()).await;
+            let reply = reply.unwrap_or_else(|e| panic!("{wire:?} refused: {e:?}"));
+            seen.extend(reply.messages);
+        }
+        seen
+    }
+
+    /// Talks to `npc` and plays the conversation to its end with the client rules, always
+    /// taking the first response offered and following the server's jumps. The entry node and
+    /// every message the server sent on the way.
+    pub async fn play_through(&mut self, npc: &str) -> (String, Vec<ServerMessage>) {
+        let (graph, entry, facts) = self.open_conversation(npc).await;
+        let mut out = Vec::new();
+        let first = graph.find(&entry).expect("the entry is in the graph");
+        let mut walk = ClientWalk::open(&graph, first, &facts, &mut out).expect("opens");
+        let mut seen = Vec::new();
+        loop {
+            let replies = self.send_queued(&graph, &mut out).await;
+            for message in &replies {
+                if let ServerMessage::Jump { node, .. } = message {
+                    let to = graph.find(node).expect("the jump target is in the graph");
+                    walk.jump(&graph, to, &facts, &mut out).expect("jump");
+                }
+            }
+            seen.extend(replies);
+            if !out.is_empty() {
+                continue;
+            }
+            match walk.screen() {
+                Screen::Ended => break,
+                _ if walk.can_advance(&graph) => {
+                    walk.advance(&graph, &facts, &mut out).expect("advance");
+                }
+                _ => {
+                    let choice = walk.choices(&graph).next().expect("a choice");
+                    walk.choose(&graph, choice, &facts, &mut out)
+                        .expect("choose");
+                }
+            }
+        }
+        self.request(ClientMessage::Close { id: None })
+            .await
+            .expect("closed");
+        (entry, seen)
+    }
 }

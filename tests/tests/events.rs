@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use banter_e2e::{Client, TestServer};
+use banter_e2e::{Backend, Client, TestServer};
 use banter_protocol::{ActionType, Effect, ServerMessage};
 use banter_server::store::{self, ConnectOptions};
 
@@ -11,8 +11,8 @@ use banter_server::store::{self, ConnectOptions};
 const NEAR_FENNICK: [f64; 3] = [14.0, 3.0, -38.0];
 const SNAPPER_CHECK: &str = "CopperSnappers|CopperSnappers_Complete|CopperSnappers_NotYet";
 
-async fn server() -> TestServer {
-    TestServer::start_with(|c| c.world.talk_cooldown = Duration::ZERO).await
+async fn server(backend: Backend) -> TestServer {
+    TestServer::start_on_with(backend, |c| c.world.talk_cooldown = Duration::ZERO).await
 }
 
 /// Posts an event with the service key; status and parsed body.
@@ -98,9 +98,10 @@ async fn pushed_effect(client: &mut Client) -> Effect {
     }
 }
 
-#[tokio::test]
-async fn catch_events_advance_copper_snappers_then_the_check_passes_and_pays_once() {
-    let server = server().await;
+async fn catch_events_advance_copper_snappers_then_the_check_passes_and_pays_once(
+    backend: Backend,
+) {
+    let server = server(backend).await;
     let (mut client, player) = snapper_hunter(&server, "device-events-01").await;
 
     // Two snappers: the objective advances and the connected session is told.
@@ -223,9 +224,8 @@ async fn catch_events_advance_copper_snappers_then_the_check_passes_and_pays_onc
     server.stop().await.expect("clean shutdown");
 }
 
-#[tokio::test]
-async fn an_event_for_an_unknown_player_is_404_and_creates_nobody() {
-    let server = server().await;
+async fn an_event_for_an_unknown_player_is_404_and_creates_nobody(backend: Backend) {
+    let server = server(backend).await;
     for _ in 0..2 {
         let (status, body) = post_event(
             &server,
@@ -238,9 +238,8 @@ async fn an_event_for_an_unknown_player_is_404_and_creates_nobody() {
     server.stop().await.expect("clean shutdown");
 }
 
-#[tokio::test]
-async fn a_player_token_or_no_key_never_reaches_the_events_endpoint() {
-    let server = server().await;
+async fn a_player_token_or_no_key_never_reaches_the_events_endpoint(backend: Backend) {
+    let server = server(backend).await;
     let (mut client, player) = snapper_hunter(&server, "device-events-02").await;
     let (token, _) = server.login_player("device-events-02").await;
     let body = catch("ev-auth", &player, "Copper Snapper", 3);
@@ -267,9 +266,8 @@ async fn a_player_token_or_no_key_never_reaches_the_events_endpoint() {
     server.stop().await.expect("clean shutdown");
 }
 
-#[tokio::test]
-async fn bad_bodies_and_zero_negative_or_huge_amounts_are_400_and_change_nothing() {
-    let server = server().await;
+async fn bad_bodies_and_zero_negative_or_huge_amounts_are_400_and_change_nothing(backend: Backend) {
+    let server = server(backend).await;
     let (_client, player) = snapper_hunter(&server, "device-events-03").await;
     for amount in [0, -1, -5_000_000_000, 1_000_001, i64::MAX] {
         let (status, body) = post_event(
@@ -285,6 +283,8 @@ async fn bad_bodies_and_zero_negative_or_huge_amounts_are_400_and_change_nothing
         serde_json::json!({"event_id":"ev-b","player":player,"kind":"fish_jumped","island":"brinehollow"}).to_string(),
         serde_json::json!({"event_id":"ev-b","player":player,"kind":"fish_caught","island":"brinehollow"}).to_string(),
         serde_json::json!({"event_id":"ev-b","player":player,"kind":"item_found","island":"brinehollow"}).to_string(),
+        serde_json::json!({"event_id":"ev-b","player":player,"kind":"tutorial_started","island":"brinehollow","amount":2}).to_string(),
+        serde_json::json!({"event_id":"ev-b","player":player,"kind":"tutorial_started","island":"brinehollow","species":"Sprat"}).to_string(),
         serde_json::json!({"event_id":"","player":player,"kind":"item_found","item":"reel","island":"gullrock"}).to_string(),
         serde_json::json!({"event_id":"ev-b","player":player,"kind":"item_found","item":"reel","island":"gullrock","extra":1}).to_string(),
         r#"{"event_id":"ev-b","player":"p","kind":"fish_caught","species":"x","island":"i","amount":99999999999999999999999}"#.to_owned(),
@@ -303,3 +303,10 @@ async fn bad_bodies_and_zero_negative_or_huge_amounts_are_400_and_change_nothing
     );
     server.stop().await.expect("clean shutdown");
 }
+
+banter_e2e::on_both_backends!(
+    catch_events_advance_copper_snappers_then_the_check_passes_and_pays_once,
+    an_event_for_an_unknown_player_is_404_and_creates_nobody,
+    a_player_token_or_no_key_never_reaches_the_events_endpoint,
+    bad_bodies_and_zero_negative_or_huge_amounts_are_400_and_change_nothing,
+);

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use banter_e2e::TestServer;
+use banter_e2e::{Backend, TestServer};
 use banter_protocol::{ActionType, ClientMessage, Effect, ErrorCode, ServerMessage};
 use banter_server::store::{self, ConnectOptions};
 
@@ -27,9 +27,9 @@ fn done(scene: &str) -> ClientMessage {
     }
 }
 
-#[tokio::test]
-async fn talking_to_ines_plays_the_lantern_cutscene_and_its_end_pays_once() {
-    let server = TestServer::start_with(|c| c.world.talk_cooldown = Duration::ZERO).await;
+async fn talking_to_ines_plays_the_lantern_cutscene_and_its_end_pays_once(backend: Backend) {
+    let server =
+        TestServer::start_on_with(backend, |c| c.world.talk_cooldown = Duration::ZERO).await;
     let mut client = server.player_at("device-cutscene-01", NEAR_INES).await;
 
     let reply = client.request(talk()).await.expect("talk");
@@ -121,9 +121,8 @@ async fn talking_to_ines_plays_the_lantern_cutscene_and_its_end_pays_once() {
     server.stop().await.expect("clean shutdown");
 }
 
-#[tokio::test]
-async fn a_cutscene_done_with_no_cutscene_playing_is_no_cutscene() {
-    let server = TestServer::start().await;
+async fn a_cutscene_done_with_no_cutscene_playing_is_no_cutscene(backend: Backend) {
+    let server = TestServer::start_on(backend).await;
     let mut client = server.player_at("device-cutscene-02", NEAR_INES).await;
     let refused = client
         .request(done("LanternLighting"))
@@ -132,3 +131,8 @@ async fn a_cutscene_done_with_no_cutscene_playing_is_no_cutscene() {
     assert_eq!(refused.code, ErrorCode::NoCutscene);
     server.stop().await.expect("clean shutdown");
 }
+
+banter_e2e::on_both_backends!(
+    talking_to_ines_plays_the_lantern_cutscene_and_its_end_pays_once,
+    a_cutscene_done_with_no_cutscene_playing_is_no_cutscene,
+);

@@ -230,6 +230,10 @@ pub trait Store: Send + Sync + 'static {
         player: &'a str,
     ) -> BoxFuture<'a, Result<PlayerRecord, StoreError>>;
 
+    /// True if the player has a profile. Unlike [`Store::load_player`] it never creates one: the
+    /// events endpoint uses it so an event for an unknown player changes nothing.
+    fn player_exists<'a>(&'a self, player: &'a str) -> BoxFuture<'a, Result<bool, StoreError>>;
+
     /// Accepts a quest: stores it as `active` with a zero progress row for each objective, in one
     /// transaction (and creates the profile if missing). If the quest already has a state, active
     /// or completed, it fails with [`StoreError::QuestState`] and nothing changes. Checking

@@ -281,6 +281,18 @@ impl Store for SqliteStore {
         })
     }
 
+    fn player_exists<'a>(&'a self, player: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(async move {
+            super::check_id("player id", player)?;
+            let exists: bool =
+                sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM profiles WHERE player_id = ?)")
+                    .bind(player)
+                    .fetch_one(&self.pool)
+                    .await?;
+            Ok(exists)
+        })
+    }
+
     fn load_player<'a>(
         &'a self,
         player: &'a str,
