@@ -7,6 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::audit::AuditLog;
 use crate::auth::TokenKey;
 use crate::config::Config;
 use crate::hub::Hub;
@@ -20,19 +21,28 @@ pub struct App {
     pub store: Arc<dyn Store>,
     pub metrics: Metrics,
     pub hub: Hub,
+    pub audit: AuditLog,
+    /// The audit writer's end of the queue, taken once by `run`.
+    pub audit_queue:
+        std::sync::Mutex<Option<tokio::sync::mpsc::Receiver<crate::store::AuditRecord>>>,
     pub tokens: TokenKey,
     /// Cancelled when the server shuts down: every session says goodbye and closes.
     pub shutdown: CancellationToken,
     /// Every session task, so shutdown can wait for them.
     pub sessions: TaskTracker,
     next_session: AtomicU64,
+    /// This process among the instances sharing the database: session claims name it.
+    pub instance: String,
     /// When the server started: the time base of bodies and cooldowns, which outlive sessions.
     pub started: tokio::time::Instant,
 }
 
 impl App {
     pub fn new(config: Config, content: ContentHandle, store: Arc<dyn Store>) -> App {
+        let (audit, audit_queue) = AuditLog::new(&config.audit);
         App {
+            audit,
+            audit_queue: std::sync::Mutex::new(audit_queue),
             tokens: TokenKey::new(&config.auth_secret),
             config,
             content,
@@ -42,6 +52,7 @@ impl App {
             shutdown: CancellationToken::new(),
             sessions: TaskTracker::new(),
             next_session: AtomicU64::new(1),
+            instance: instance_id(),
             started: tokio::time::Instant::now(),
         }
     }
@@ -54,9 +65,24 @@ impl App {
     pub fn next_session_id(&self) -> u64 {
         self.next_session.fetch_add(1, Ordering::Relaxed)
     }
+
+    /// A session's name among every instance's: `<instance>.<session>`.
+    pub fn session_key(&self, session: u64) -> String {
+        format!("{}.{session}", self.instance)
+    }
 }
 
-/// Seconds since the Unix epoch, for token expiry. The one wall-clock read in the server.
+/// A name for this process that no other instance on the database shares: the host's process
+/// id and the start time in nanoseconds, in hex.
+fn instance_id() -> String {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("i{:x}-{:x}", std::process::id(), nanos)
+}
+
+/// Seconds since the Unix epoch, for token expiry. With [`instance_id`], the only wall-clock
+/// reads in the server.
 pub fn unix_now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)

@@ -54,6 +54,10 @@ pub struct ServeArgs {
     /// Maximum connections at once.
     #[arg(long, env = "BANTER_MAX_CONNECTIONS", default_value_t = 50_000)]
     pub max_connections: usize,
+
+    /// Days the audit log keeps conversation steps and refusals; 0 turns the audit off.
+    #[arg(long, env = "BANTER_AUDIT_RETENTION_DAYS", default_value_t = 30)]
+    pub audit_retention_days: u64,
 }
 
 /// Development-only signing secret.
@@ -72,6 +76,13 @@ pub struct Config {
     pub token_ttl: Duration,
     pub limits: Limits,
     pub world: WorldRules,
+    /// Sessions claim their player in the store, and a newer claim on any instance closes the
+    /// older session. Always on in `serve`; tests turn it off to model the window in which a
+    /// takeover notification is late, where only the database stands between two live sessions
+    /// and a double payment.
+    pub coordinate_sessions: bool,
+    /// The audit log of conversation steps and refusals.
+    pub audit: crate::audit::AuditConfig,
 }
 
 /// Per-connection limits.
@@ -149,6 +160,8 @@ impl Default for Config {
             token_ttl: Duration::from_secs(3600),
             limits: Limits::default(),
             world: WorldRules::default(),
+            coordinate_sessions: true,
+            audit: crate::audit::AuditConfig::default(),
         }
     }
 }
@@ -182,6 +195,12 @@ impl Config {
                 ..Limits::default()
             },
             world: WorldRules::default(),
+            coordinate_sessions: true,
+            audit: crate::audit::AuditConfig {
+                enabled: args.audit_retention_days > 0,
+                retention: Duration::from_secs(args.audit_retention_days.saturating_mul(24 * 3600)),
+                ..crate::audit::AuditConfig::default()
+            },
         };
         config.validate()?;
         Ok(config)

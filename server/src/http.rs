@@ -72,6 +72,7 @@ pub fn router(app: SharedApp) -> Router {
         .route("/metrics", get(metrics))
         .route("/v1/ws", get(upgrade))
         .route("/admin/reload", post(reload))
+        .route("/admin/audit", get(audit_trail))
         .route("/internal/events", post(game_event));
     if !app.config.production {
         router = router.route("/v1/auth/device", post(device_login));
@@ -120,11 +121,71 @@ async fn readyz(State(app): State<SharedApp>) -> Response {
 }
 
 async fn metrics(State(app): State<SharedApp>) -> Response {
-    (
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        app.metrics.render(),
-    )
-        .into_response()
+    let mut text = app.metrics.render();
+    text.push_str(&format!(
+        "# HELP banter_audit_records_total Audit records queued for the store.\n\
+         # TYPE banter_audit_records_total counter\n\
+         banter_audit_records_total {}\n\
+         # HELP banter_audit_dropped_total Audit records dropped (queue full or store refused).\n\
+         # TYPE banter_audit_dropped_total counter\n\
+         banter_audit_dropped_total {}\n",
+        app.audit.recorded(),
+        app.audit.dropped()
+    ));
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AuditQuery {
+    player: String,
+    #[serde(default)]
+    limit: Option<u32>,
+}
+
+#[derive(Serialize)]
+struct AuditRow {
+    id: i64,
+    at_ms: i64,
+    conversation: Option<String>,
+    message: String,
+    code: Option<String>,
+    detail: Option<String>,
+}
+
+/// A player's most recent audit rows, oldest first, for support (`?player=&limit=`, at most
+/// 1,000). Requires the service key.
+async fn audit_trail(
+    State(app): State<SharedApp>,
+    headers: HeaderMap,
+    query: Result<Query<AuditQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Vec<AuditRow>>, ApiError> {
+    require_service_key(&app, &headers)?;
+    let Query(query) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    crate::store::check_id("player", &query.player)
+        .map_err(|e| ApiError::BadRequest(e.to_string()))?;
+    let limit = query.limit.unwrap_or(100).clamp(1, 1000);
+    let rows = app
+        .store
+        .audit_for_player(&query.player, limit)
+        .await
+        .map_err(|e| match e {
+            crate::store::StoreError::InvalidInput(m) => ApiError::BadRequest(m),
+            e if e.retryable() => ApiError::StoreUnavailable(e.to_string()),
+            e => ApiError::Internal(e.to_string()),
+        })?;
+    Ok(Json(
+        rows.into_iter()
+            .map(|row| AuditRow {
+                id: row.id,
+                at_ms: row.at_ms,
+                conversation: row.record.conversation,
+                message: row.record.message,
+                code: row.record.code,
+                detail: row.record.detail,
+            })
+            .collect(),
+    ))
 }
 
 #[derive(Deserialize)]

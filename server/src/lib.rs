@@ -6,6 +6,7 @@
 //! entry is [`run`]: tests start it on `127.0.0.1:0` and stop it with their own signal.
 
 pub mod app;
+pub mod audit;
 pub mod auth;
 pub mod cli;
 pub mod config;
@@ -68,6 +69,14 @@ pub async fn run(
 
     #[cfg(unix)]
     let reload_task = tokio::spawn(reload_on_sighup(app.clone()));
+    let claims_task = tokio::spawn(watch_claims(app.clone()));
+    let audit_stop = tokio_util::sync::CancellationToken::new();
+    let audit_queue = match app.audit_queue.lock() {
+        Ok(mut queue) => queue.take(),
+        Err(poisoned) => poisoned.into_inner().take(),
+    };
+    let audit_task = audit_queue
+        .map(|queue| tokio::spawn(audit::run_writer(app.clone(), queue, audit_stop.clone())));
 
     let addr = listener.local_addr()?;
     tracing::info!(%addr, "listening");
@@ -91,6 +100,12 @@ pub async fn run(
     }
     #[cfg(unix)]
     reload_task.abort();
+    claims_task.abort();
+    // The sessions are gone: write what the audit queue still holds, then close the store.
+    audit_stop.cancel();
+    if let Some(task) = audit_task {
+        let _ = task.await;
+    }
     app.store.close().await;
     tracing::info!("stopped");
     Ok(())
@@ -105,5 +120,57 @@ async fn reload_on_sighup(app: app::SharedApp) {
     };
     while hangups.recv().await.is_some() {
         let _ = http::reload_content(&app);
+    }
+}
+
+/// Follows the session claims every instance makes (the store's LISTEN/NOTIFY on PostgreSQL) and
+/// closes local sessions a newer claim replaced. After missed notifications (a reconnection) it
+/// asks the store who holds each local player. Ends when the store closes.
+async fn watch_claims(app: app::SharedApp) {
+    use futures_util::StreamExt;
+    if !app.config.coordinate_sessions {
+        return;
+    }
+    loop {
+        let mut claims = match app.store.session_claims().await {
+            Ok(stream) => stream,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot follow session claims; retrying");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+        };
+        while let Some(event) = claims.next().await {
+            match event {
+                store::ClaimEvent::Claimed(claim) => {
+                    if app.hub.on_claim(&claim) {
+                        app.metrics.session_taken_over();
+                    }
+                }
+                store::ClaimEvent::Resync => resync_claims(&app).await,
+            }
+        }
+        if app.shutdown.is_cancelled() {
+            return;
+        }
+        // The stream ends when the store closes; anything else is worth a new subscription.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+async fn resync_claims(app: &app::SharedApp) {
+    for (player, _, _) in app.hub.claims() {
+        match app.store.session_owner(&player).await {
+            Ok(Some(owner)) => {
+                if app.hub.on_claim(&owner) {
+                    app.metrics.session_taken_over();
+                }
+            }
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot resync session claims");
+                return;
+            }
+        }
     }
 }

@@ -33,6 +33,7 @@ const LATENCY_BUCKETS: [f64; 14] = [
 pub struct Metrics {
     open_sessions: AtomicI64,
     sessions_total: AtomicU64,
+    sessions_taken_over: AtomicU64,
     auth_failures: AtomicU64,
     messages: [AtomicU64; MESSAGE_KINDS.len()],
     rejections: [AtomicU64; ErrorCode::ALL.len()],
@@ -53,6 +54,11 @@ impl Metrics {
     pub fn session_opened(&self) {
         self.open_sessions.fetch_add(1, Ordering::Relaxed);
         bump(&self.sessions_total);
+    }
+
+    /// A newer claim of the player on another instance (or a resync) closed a local session.
+    pub fn session_taken_over(&self) {
+        bump(&self.sessions_taken_over);
     }
 
     pub fn session_closed(&self) {
@@ -139,6 +145,11 @@ impl Metrics {
             "WebSocket sessions opened since start.",
         );
         family(
+            "banter_sessions_taken_over_total",
+            "counter",
+            "Sessions closed because a newer session of the player claimed it on another instance.",
+        );
+        family(
             "banter_auth_failures_total",
             "counter",
             "Upgrades refused for a missing or invalid token.",
@@ -179,6 +190,11 @@ impl Metrics {
             self.open_sessions.load(Ordering::Relaxed)
         );
         let _ = writeln!(out, "banter_sessions_total {}", load(&self.sessions_total));
+        let _ = writeln!(
+            out,
+            "banter_sessions_taken_over_total {}",
+            load(&self.sessions_taken_over)
+        );
         let _ = writeln!(
             out,
             "banter_auth_failures_total {}",

@@ -157,6 +157,7 @@ pub async fn run(app: SharedApp, socket: WebSocket, player: String, token_expire
             End::Gone
         }
         Ok(record) => {
+            claim(&app, &player, id).await;
             let (machine, handles) = PlayerStateMachine::new();
             let limits = &app.config.limits;
             let now = Instant::now();
@@ -219,8 +220,34 @@ pub async fn run(app: SharedApp, socket: WebSocket, player: String, token_expire
     drop(out);
     // The writer ends when the queue is drained and closed; a stuck peer cannot hold it long.
     let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
+    if app.config.coordinate_sessions {
+        // Frees the player for a quick reconnect anywhere; a replaced session holds no claim,
+        // so this releases nothing then. A failure only leaves a row the next claim overwrites.
+        if let Err(e) = app
+            .store
+            .release_session(&player, &app.session_key(id))
+            .await
+        {
+            tracing::debug!(%player, error = %e, "session claim not released");
+        }
+    }
     app.hub.unregister(&player, id);
     app.metrics.session_closed();
+}
+
+/// Claims the player for this session in the store, so that a session of the same player on any
+/// other instance closes (the newest claim wins). If the store refuses, the session still runs:
+/// conversations need no write, and every quest change stays exactly-once in the database; only
+/// the takeover of an older session elsewhere waits for the next claim.
+async fn claim(app: &SharedApp, player: &str, id: u64) {
+    if !app.config.coordinate_sessions {
+        return;
+    }
+    let key = app.session_key(id);
+    match app.store.claim_session(player, &key, &app.instance).await {
+        Ok(claim) => app.hub.claimed(player, id, &key, claim.epoch),
+        Err(e) => tracing::warn!(%player, error = %e, "cannot claim the session"),
+    }
 }
 
 async fn write_frames(
@@ -323,13 +350,18 @@ impl Session {
             if self.strikes >= self.app.config.limits.flood_strikes {
                 return Some(End::Bye(ByeReason::Flooding, "too many messages"));
             }
-            return self.refuse(None, Refusal::new(ErrorCode::RateLimited, "slow down"));
+            return self.refuse(
+                None,
+                "frame",
+                Refusal::new(ErrorCode::RateLimited, "slow down"),
+            );
         }
         self.strikes = 0;
         let Some(bytes) = bytes else {
             self.app.metrics.message("invalid");
             return self.refuse(
                 None,
+                "frame",
                 Refusal::new(
                     ErrorCode::BinaryFrame,
                     "binary frames are not part of the protocol",
@@ -340,6 +372,7 @@ impl Session {
             self.app.metrics.message("invalid");
             return self.refuse(
                 None,
+                "frame",
                 Refusal::new(
                     ErrorCode::FrameTooLarge,
                     format!(
@@ -356,25 +389,50 @@ impl Session {
                 // A frame that is JSON with a numeric `id` but no valid message still gets its
                 // error under that id, so a client waiting on it does not hang.
                 let id = peek_id(bytes.as_str());
-                return self.refuse(id, Refusal::new(ErrorCode::Malformed, e.to_string()));
+                return self.refuse(
+                    id,
+                    "invalid",
+                    Refusal::new(ErrorCode::Malformed, e.to_string()),
+                );
             }
         };
-        self.app.metrics.message(message.kind());
+        let kind = message.kind();
+        self.app.metrics.message(kind);
         let id = message.id();
+        let step = audited_step(&message);
+        // The conversation a step belongs to is the one open before it (a talk opens its own).
+        let before = self.conversation.as_ref().map(|c| c.name.clone());
         let result = self.handle(message).await;
         let end = match result {
-            Ok(()) => match id {
-                Some(id) if !self.send(&ServerMessage::Ack { id }) => Some(End::TooSlow),
-                _ => None,
-            },
-            Err(refusal) => self.refuse(id, refusal),
+            Ok(()) => {
+                if let Some(detail) = step {
+                    let conversation = before
+                        .as_deref()
+                        .or(self.conversation.as_ref().map(|c| c.name.as_str()));
+                    self.app
+                        .audit
+                        .record(&self.player, conversation, kind, None, Some(&detail));
+                }
+                match id {
+                    Some(id) if !self.send(&ServerMessage::Ack { id }) => Some(End::TooSlow),
+                    _ => None,
+                }
+            }
+            Err(refusal) => self.refuse(id, kind, refusal),
         };
         self.app.metrics.handled(started.elapsed());
         end
     }
 
-    fn refuse(&mut self, id: Option<u64>, refusal: Refusal) -> Option<End> {
+    fn refuse(&mut self, id: Option<u64>, kind: &str, refusal: Refusal) -> Option<End> {
         self.app.metrics.rejected(refusal.code);
+        self.app.audit.record(
+            &self.player,
+            self.conversation.as_ref().map(|c| c.name.as_str()),
+            kind,
+            Some(refusal.code.name()),
+            Some(&refusal.message),
+        );
         let sent = self.send(&ServerMessage::Error {
             id,
             code: refusal.code,
@@ -860,4 +918,25 @@ fn unknown_vertex(name: &str) -> Refusal {
         ErrorCode::UnknownVertex,
         format!("no node or response `{name}` in this conversation"),
     )
+}
+
+/// What the audit log keeps of an accepted conversation step, so support can replay it; `None`
+/// for messages that are not conversation steps (moves, AFK, fetches), which are not recorded.
+fn audited_step(message: &ClientMessage) -> Option<String> {
+    match message {
+        ClientMessage::Talk { npc, instance, .. } => Some(match instance {
+            Some(instance) => format!("{npc} ({instance})"),
+            None => npc.clone(),
+        }),
+        ClientMessage::Advance { node, .. } => Some(node.clone()),
+        ClientMessage::Choose { response, .. } => Some(response.clone()),
+        ClientMessage::Action {
+            action, payload, ..
+        } => Some(format!("{} {payload}", action.name())),
+        ClientMessage::Close { .. } => Some(String::new()),
+        ClientMessage::CutsceneDone { scene, .. } => Some(scene.clone()),
+        ClientMessage::Move { .. }
+        | ClientMessage::SetAfk { .. }
+        | ClientMessage::FetchConversation { .. } => None,
+    }
 }
