@@ -87,6 +87,14 @@ pub enum ClientMessage {
         id: Option<u64>,
         scene: String,
     },
+    /// After a dropped connection: takes back the conversation the previous session left open,
+    /// with the `resume_token` of that session's `welcome`, within the server's grace window.
+    /// The walk continues exactly where it was: the same lines shown, the same actions armed.
+    Resume {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<u64>,
+        token: String,
+    },
 }
 
 impl ClientMessage {
@@ -101,7 +109,8 @@ impl ClientMessage {
             | ClientMessage::Close { id }
             | ClientMessage::SetAfk { id, .. }
             | ClientMessage::FetchConversation { id, .. }
-            | ClientMessage::CutsceneDone { id, .. } => *id,
+            | ClientMessage::CutsceneDone { id, .. }
+            | ClientMessage::Resume { id, .. } => *id,
         }
     }
 
@@ -116,7 +125,8 @@ impl ClientMessage {
             | ClientMessage::Close { id }
             | ClientMessage::SetAfk { id, .. }
             | ClientMessage::FetchConversation { id, .. }
-            | ClientMessage::CutsceneDone { id, .. } => *id = Some(new_id),
+            | ClientMessage::CutsceneDone { id, .. }
+            | ClientMessage::Resume { id, .. } => *id = Some(new_id),
         }
         self
     }
@@ -133,6 +143,7 @@ impl ClientMessage {
             ClientMessage::SetAfk { .. } => "set_afk",
             ClientMessage::FetchConversation { .. } => "fetch_conversation",
             ClientMessage::CutsceneDone { .. } => "cutscene_done",
+            ClientMessage::Resume { .. } => "resume",
         }
     }
 }
@@ -325,11 +336,14 @@ pub enum ErrorCode {
     StoreUnavailable,
     /// Something went wrong on the server; nothing was applied.
     Internal,
+    /// No conversation to resume with that token: expired, another player's or session's,
+    /// already resumed, or replaced by a newer conversation. Talk again.
+    ResumeRefused,
 }
 
 impl ErrorCode {
     /// Every code, in declaration order.
-    pub const ALL: [ErrorCode; 26] = [
+    pub const ALL: [ErrorCode; 27] = [
         ErrorCode::Malformed,
         ErrorCode::FrameTooLarge,
         ErrorCode::BinaryFrame,
@@ -356,6 +370,7 @@ impl ErrorCode {
         ErrorCode::NoCutscene,
         ErrorCode::StoreUnavailable,
         ErrorCode::Internal,
+        ErrorCode::ResumeRefused,
     ];
 
     /// The code as it appears on the wire.
@@ -387,6 +402,7 @@ impl ErrorCode {
             ErrorCode::NoCutscene => "no_cutscene",
             ErrorCode::StoreUnavailable => "store_unavailable",
             ErrorCode::Internal => "internal",
+            ErrorCode::ResumeRefused => "resume_refused",
         }
     }
 
@@ -409,7 +425,13 @@ pub enum ServerMessage {
         player: String,
         session: u64,
         profile: Profile,
+        /// Keep it: after a dropped connection, `resume` with it takes back the conversation
+        /// this session had open (within the server's grace window).
+        resume_token: String,
     },
+    /// A `resume` took back the conversation: the walk is where the dropped session left it.
+    /// `hash` is the content version the conversation runs on (the one the client cached).
+    Resumed { conversation: String, hash: String },
     /// The message with this id was accepted.
     Ack { id: u64 },
     /// A conversation opened. `content` is the merged conversation in the canonical JSON

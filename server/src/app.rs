@@ -21,6 +21,8 @@ pub struct App {
     pub store: Arc<dyn Store>,
     pub metrics: Metrics,
     pub hub: Hub,
+    /// Conversations of dropped connections, waiting for a `resume`.
+    pub parked: crate::resume::ParkingLot<crate::session::OpenConversation>,
     pub audit: AuditLog,
     /// The audit writer's end of the queue, taken once by `run`.
     pub audit_queue:
@@ -49,6 +51,7 @@ impl App {
             store,
             metrics: Metrics::default(),
             hub: Hub::default(),
+            parked: crate::resume::ParkingLot::default(),
             shutdown: CancellationToken::new(),
             sessions: TaskTracker::new(),
             next_session: AtomicU64::new(1),

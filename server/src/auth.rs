@@ -78,6 +78,17 @@ impl TokenKey {
         HmacSha256::new_from_slice(&self.secret).unwrap_or_else(|_| unreachable!())
     }
 
+    /// The resume token of a session: unguessable without the secret, unique per session (the
+    /// session key names the instance, whose id includes its start time).
+    pub fn resume_token(&self, player: &str, session_key: &str) -> String {
+        let mut mac = self.mac();
+        mac.update(b"resume|");
+        mac.update(session_key.as_bytes());
+        mac.update(b"|");
+        mac.update(player.as_bytes());
+        URL_SAFE_NO_PAD.encode(&mac.finalize().into_bytes()[..18])
+    }
+
     /// A token for `player`, valid from `now` for `ttl_secs`.
     pub fn mint(&self, player: &str, now: u64, ttl_secs: u64) -> String {
         let claims = Claims {

@@ -55,6 +55,10 @@ pub struct ServeArgs {
     #[arg(long, env = "BANTER_MAX_CONNECTIONS", default_value_t = 50_000)]
     pub max_connections: usize,
 
+    /// Seconds a dropped connection's conversation waits for a `resume`.
+    #[arg(long, env = "BANTER_RESUME_WINDOW", default_value_t = 30)]
+    pub resume_window_secs: u64,
+
     /// Days the audit log keeps conversation steps and refusals; 0 turns the audit off.
     #[arg(long, env = "BANTER_AUDIT_RETENTION_DAYS", default_value_t = 30)]
     pub audit_retention_days: u64,
@@ -106,6 +110,8 @@ pub struct Limits {
     pub read_buffer_bytes: usize,
     /// Maximum connections at once.
     pub max_connections: usize,
+    /// How long a dropped connection's conversation waits for a `resume`.
+    pub resume_window: Duration,
 }
 
 /// The world rules of article section 7.4.
@@ -134,6 +140,7 @@ impl Default for Limits {
             idle_timeout: Duration::from_secs(45),
             read_buffer_bytes: 4 * 1024,
             max_connections: 50_000,
+            resume_window: Duration::from_secs(30),
         }
     }
 }
@@ -192,6 +199,7 @@ impl Config {
                 burst: args.burst,
                 outgoing_queue: args.outgoing_queue,
                 max_connections: args.max_connections,
+                resume_window: Duration::from_secs(args.resume_window_secs),
                 ..Limits::default()
             },
             world: WorldRules::default(),

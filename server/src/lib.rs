@@ -16,6 +16,7 @@ pub mod hub;
 pub mod library;
 pub mod metrics;
 pub mod quests;
+pub mod resume;
 pub mod session;
 pub mod store;
 pub mod world;

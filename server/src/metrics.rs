@@ -10,7 +10,7 @@ use std::time::Duration;
 use banter_protocol::{ActionType, ErrorCode};
 
 /// The message kinds counted, in wire names; `invalid` counts frames that did not decode.
-pub const MESSAGE_KINDS: [&str; 10] = [
+pub const MESSAGE_KINDS: [&str; 11] = [
     "move",
     "talk",
     "advance",
@@ -20,6 +20,7 @@ pub const MESSAGE_KINDS: [&str; 10] = [
     "set_afk",
     "fetch_conversation",
     "cutscene_done",
+    "resume",
     "invalid",
 ];
 

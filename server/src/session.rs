@@ -69,6 +69,9 @@ impl From<WalkError> for Refusal {
     }
 }
 
+/// How long a `resume` waits for an older session of the player to wind down and park.
+const RESUME_PATIENCE: Duration = Duration::from_secs(2);
+
 /// Why the session loop stops.
 enum End {
     /// The client closed or the connection broke.
@@ -80,7 +83,7 @@ enum End {
 }
 
 /// An open conversation: the graph version it opened with and the walk over it.
-struct OpenConversation {
+pub struct OpenConversation {
     name: String,
     npc: NpcDef,
     /// The content version the conversation opened with: its graph and the quest definitions
@@ -139,6 +142,7 @@ struct Session {
 pub async fn run(app: SharedApp, socket: WebSocket, player: String, token_expires: u64) {
     app.metrics.session_opened();
     let id = app.next_session_id();
+    app.parked.session_started(&player);
     let (control_tx, mut control_rx) = mpsc::channel(16);
     app.hub.register(&player, id, control_tx);
     let (sink, mut stream) = socket.split();
@@ -195,9 +199,11 @@ pub async fn run(app: SharedApp, socket: WebSocket, player: String, token_expire
                 app: app.clone(),
             };
             session.welcome();
-            session
+            let end = session
                 .serve(&mut stream, &mut control_rx, token_expires)
-                .await
+                .await;
+            session.park_if_dropped(&end);
+            end
         }
     };
 
@@ -231,6 +237,7 @@ pub async fn run(app: SharedApp, socket: WebSocket, player: String, token_expire
             tracing::debug!(%player, error = %e, "session claim not released");
         }
     }
+    app.parked.session_ended(&player);
     app.hub.unregister(&player, id);
     app.metrics.session_closed();
 }
@@ -274,8 +281,76 @@ impl Session {
             player: self.player.clone(),
             session: self.id,
             profile: quests::profile(&self.record),
+            resume_token: self.resume_token(),
         };
         let _ = self.send(&message);
+    }
+
+    fn resume_token(&self) -> String {
+        self.app
+            .tokens
+            .resume_token(&self.player, &self.app.session_key(self.id))
+    }
+
+    /// A session that ended without the client choosing to (a dropped or silent connection, a
+    /// reconnect that replaced it, a client that stopped reading) parks its open conversation for
+    /// a `resume` within the grace window.
+    fn park_if_dropped(&mut self, end: &End) {
+        let dropped = match end {
+            End::Gone | End::TooSlow => true,
+            End::Bye(reason, _) => matches!(reason, ByeReason::Replaced | ByeReason::Timeout),
+        };
+        if !dropped {
+            return;
+        }
+        if let Some(conversation) = self.conversation.take() {
+            let now = self.app.now();
+            self.app.parked.park(
+                &self.player,
+                self.resume_token(),
+                now + self.app.config.limits.resume_window,
+                now,
+                conversation,
+            );
+        }
+    }
+
+    /// Takes back the conversation a dropped session of this player parked under `token`.
+    async fn on_resume(&mut self, token: &str) -> Result<(), Refusal> {
+        if self.conversation.is_some() {
+            return Err(Refusal::new(
+                ErrorCode::ConversationOpen,
+                "a conversation is already open",
+            ));
+        }
+        if let Some(busy) = availability::interruption(&self.machine) {
+            return Err(Refusal::new(ErrorCode::Busy, busy.message()));
+        }
+        let app = self.app.clone();
+        let conversation = app
+            .parked
+            .take(&self.player, token, || app.now(), RESUME_PATIENCE)
+            .await
+            .ok_or_else(|| {
+                Refusal::new(
+                    ErrorCode::ResumeRefused,
+                    "no conversation to resume with that token; talk again",
+                )
+            })?;
+        let hash = conversation
+            .library
+            .conversations
+            .get(&conversation.name)
+            .map(|p| p.hash.clone())
+            .unwrap_or_default();
+        self.dialogue
+            .enter(&mut self.machine, DialogueState::Talking);
+        self.send(&ServerMessage::Resumed {
+            conversation: conversation.name.clone(),
+            hash,
+        });
+        self.conversation = Some(conversation);
+        Ok(())
     }
 
     /// Queues a message; false if the client stopped reading and the queue is full.
@@ -517,6 +592,7 @@ impl Session {
                 Ok(())
             }
             ClientMessage::CutsceneDone { scene, .. } => self.on_cutscene_done(&scene).await,
+            ClientMessage::Resume { token, .. } => self.on_resume(&token).await,
         }
     }
 
@@ -695,6 +771,8 @@ impl Session {
             graph,
             walk,
         });
+        // A new conversation supersedes one a dropped connection left for a resume.
+        self.app.parked.discard(&self.player);
         Ok(())
     }
 
@@ -935,6 +1013,8 @@ fn audited_step(message: &ClientMessage) -> Option<String> {
         } => Some(format!("{} {payload}", action.name())),
         ClientMessage::Close { .. } => Some(String::new()),
         ClientMessage::CutsceneDone { scene, .. } => Some(scene.clone()),
+        // The token is a secret of the player's: never in the log.
+        ClientMessage::Resume { .. } => Some(String::new()),
         ClientMessage::Move { .. }
         | ClientMessage::SetAfk { .. }
         | ClientMessage::FetchConversation { .. } => None,

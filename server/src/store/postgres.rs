@@ -1,11 +1,17 @@
 //! [`PgStore`]: the production backend, PostgreSQL through a sqlx pool.
 //!
-//! Exactly-once: `complete_quest` locks the quest's state row (`SELECT ... FOR UPDATE`) before
-//! checking it, so concurrent completions (same pool, or other server instances on the same
-//! database) queue on that row; once the first commits, the others re-read `completed` and are
-//! refused. Underneath, the ledger's `UNIQUE (player_id, quest_id)` key (`reward_ledger_once`)
-//! refuses a second payment whatever the application does; its violation is reported as
-//! [`StoreError::AlreadyPaid`] and rolls everything back.
+//! Exactly-once: `complete_quest` is one statement whose `UPDATE ... WHERE status = 'active'`
+//! takes the quest's state row lock, so concurrent completions (same pool, or other server
+//! instances on the same database) queue on that row; once the first commits, the others re-check
+//! the row, find it `completed`, move nothing and pay nothing (the ledger row and the profile's
+//! new balance follow only from a row the statement moved). Underneath, the ledger's
+//! `UNIQUE (player_id, quest_id)` key (`reward_ledger_once`) refuses a second payment whatever the
+//! application does; its violation is reported as [`StoreError::AlreadyPaid`] and rolls
+//! everything back.
+//!
+//! Round trips: `accept_quest` and `complete_quest` are each a single statement (data-modifying
+//! CTEs) run in its own implicit transaction: one round trip where an explicit transaction of
+//! separate statements took 5 and 6 (`store_tps` bench, BENCHMARKS.md).
 //!
 //! Outages: the pool gives up acquiring after `acquire_timeout` (3 s default) and tests each
 //! connection before handing it out, so a stopped database surfaces as
@@ -367,36 +373,35 @@ impl Store for PgStore {
             super::check_id("player id", player)?;
             super::check_id("quest id", quest)?;
             super::check_objectives(objectives)?;
-            let mut tx = self.pool.begin().await?;
-            ensure_profile(&mut tx, player).await?;
-            // A concurrent accept of the same quest waits on the primary key, then finds the row.
+            // One statement, so one round trip and its own transaction: the profile if missing,
+            // the quest row, its progress rows. A concurrent accept of the same quest waits on the
+            // primary key, then inserts nothing (and so no progress rows either).
             let inserted = sqlx::query(
-                "INSERT INTO quest_states (player_id, quest_id, status) VALUES ($1, $2, 'active') \
-                 ON CONFLICT (player_id, quest_id) DO NOTHING RETURNING quest_id",
+                "WITH profile AS ( \
+                   INSERT INTO profiles (player_id) VALUES ($1) ON CONFLICT (player_id) DO NOTHING \
+                 ), accepted AS ( \
+                   INSERT INTO quest_states (player_id, quest_id, status) VALUES ($1, $2, 'active') \
+                   ON CONFLICT (player_id, quest_id) DO NOTHING RETURNING quest_id \
+                 ), progress AS ( \
+                   INSERT INTO objective_progress (player_id, quest_id, objective_id, progress) \
+                   SELECT $1, $2, o.objective_id, 0 FROM accepted, UNNEST($3::TEXT[]) AS o (objective_id) \
+                 ) \
+                 SELECT quest_id FROM accepted",
             )
             .bind(player)
             .bind(quest)
-            .fetch_optional(&mut *tx)
+            .bind(objectives)
+            .fetch_optional(&self.pool)
             .await?;
             if inserted.is_none() {
+                // A new statement, a fresh snapshot: it sees the accept that beat ours.
+                let mut conn = self.pool.acquire().await?;
                 return Err(StoreError::QuestState {
                     quest: quest.to_owned(),
-                    found: quest_status(&mut tx, player, quest, "").await?,
+                    found: quest_status(&mut conn, player, quest, "").await?,
                     expected: "never accepted",
                 });
             }
-            for objective in objectives {
-                sqlx::query(
-                    "INSERT INTO objective_progress (player_id, quest_id, objective_id, progress) \
-                     VALUES ($1, $2, $3, 0)",
-                )
-                .bind(player)
-                .bind(quest)
-                .bind(objective)
-                .execute(&mut *tx)
-                .await?;
-            }
-            tx.commit().await?;
             Ok(())
         })
     }
@@ -472,32 +477,38 @@ impl Store for PgStore {
             super::check_id("player id", player)?;
             super::check_id("quest id", quest)?;
             super::check_reward(coins, experience)?;
-            let mut tx = self.pool.begin().await?;
-            // The row lock serialises concurrent completions; the loser re-reads 'completed'.
-            let status = quest_status(&mut tx, player, quest, "FOR UPDATE").await?;
-            if status != Some(StoredQuestStatus::Active) {
-                return Err(not_active(&mut tx, player, quest, status).await);
-            }
-            sqlx::query(
-                "UPDATE quest_states SET status = 'completed', completed_at = now() \
-                 WHERE player_id = $1 AND quest_id = $2",
-            )
-            .bind(player)
-            .bind(quest)
-            .execute(&mut *tx)
-            .await?;
-            let inserted = sqlx::query(
-                "INSERT INTO reward_ledger (player_id, quest_id, coins, experience) VALUES ($1, $2, $3, $4) \
-                 RETURNING id",
+            // One statement, so one round trip and its own transaction. `done`'s UPDATE takes the
+            // quest row's lock and only moves an 'active' row: a concurrent completion waits for
+            // that lock, re-checks the row once the first commits, finds it 'completed' and
+            // matches nothing, so it inserts no ledger row and adds nothing to the profile
+            // (`paid` selects from `done`, `totals` needs a row in `paid`). The ledger's unique key
+            // still refuses a second payment whatever the state says, rolling the whole statement
+            // back. `seen` is the statement's snapshot, read for the error.
+            let row = sqlx::query(
+                "WITH seen AS ( \
+                   SELECT (SELECT status FROM quest_states WHERE player_id = $1 AND quest_id = $2) AS status, \
+                          EXISTS (SELECT 1 FROM profiles WHERE player_id = $1) AS known \
+                 ), done AS ( \
+                   UPDATE quest_states SET status = 'completed', completed_at = now() \
+                   WHERE player_id = $1 AND quest_id = $2 AND status = 'active' RETURNING quest_id \
+                 ), paid AS ( \
+                   INSERT INTO reward_ledger (player_id, quest_id, coins, experience) \
+                   SELECT $1, $2, $3, $4 FROM done RETURNING id \
+                 ), totals AS ( \
+                   UPDATE profiles SET coins = coins + $3, experience = experience + $4, updated_at = now() \
+                   WHERE player_id = $1 AND EXISTS (SELECT 1 FROM paid) RETURNING coins, experience \
+                 ) \
+                 SELECT seen.status, seen.known, paid.id, totals.coins, totals.experience \
+                 FROM seen LEFT JOIN paid ON TRUE LEFT JOIN totals ON TRUE",
             )
             .bind(player)
             .bind(quest)
             .bind(coins)
             .bind(experience)
-            .fetch_one(&mut *tx)
+            .fetch_one(&self.pool)
             .await;
-            let ledger_id: i64 = match inserted {
-                Ok(row) => row.try_get(0)?,
+            let row = match row {
+                Ok(row) => row,
                 Err(err)
                     if is_unique_violation(&err)
                         && constraint_name(&err).is_none_or(|c| c == LEDGER_ONCE) =>
@@ -508,25 +519,56 @@ impl Store for PgStore {
                 }
                 Err(err) => return Err(map_sqlx(err)),
             };
-            let totals = sqlx::query(
-                "UPDATE profiles SET coins = coins + $2, experience = experience + $3, updated_at = now() \
-                 WHERE player_id = $1 RETURNING coins, experience",
-            )
-            .bind(player)
-            .bind(coins)
-            .bind(experience)
-            .fetch_optional(&mut *tx)
-            .await?
-            .ok_or_else(|| StoreError::UnknownPlayer(player.to_owned()))?;
-            let paid = Paid {
-                ledger_id,
-                coins,
-                experience,
-                total_coins: totals.try_get(0)?,
-                total_experience: totals.try_get(1)?,
-            };
-            tx.commit().await?;
-            Ok(paid)
+            if let Some(ledger_id) = row.try_get::<Option<i64>, _>("id")? {
+                let (Some(total_coins), Some(total_experience)) = (
+                    row.try_get::<Option<i64>, _>("coins")?,
+                    row.try_get::<Option<i64>, _>("experience")?,
+                ) else {
+                    // Unreachable: the quest row just completed references the profile, and
+                    // profiles are never deleted.
+                    return Err(StoreError::Corrupt(format!(
+                        "paid quest {quest:?} but found no profile for {player:?}"
+                    )));
+                };
+                return Ok(Paid {
+                    ledger_id,
+                    coins,
+                    experience,
+                    total_coins,
+                    total_experience,
+                });
+            }
+            // Nothing was paid, nothing changed: say why.
+            let seen = row
+                .try_get::<Option<String>, _>("status")?
+                .map(|status| StoredQuestStatus::parse(&status))
+                .transpose()?;
+            match seen {
+                None if !row.try_get::<bool, _>("known")? => {
+                    Err(StoreError::UnknownPlayer(player.to_owned()))
+                }
+                None | Some(StoredQuestStatus::Completed) => Err(StoreError::QuestState {
+                    quest: quest.to_owned(),
+                    found: seen,
+                    expected: "active",
+                }),
+                Some(StoredQuestStatus::Active) => {
+                    // Active in our snapshot, yet the UPDATE moved nothing: a concurrent call
+                    // changed the row while we waited for its lock. Read it again.
+                    let mut conn = self.pool.acquire().await?;
+                    match quest_status(&mut conn, player, quest, "").await? {
+                        Some(StoredQuestStatus::Completed) => Err(StoreError::QuestState {
+                            quest: quest.to_owned(),
+                            found: Some(StoredQuestStatus::Completed),
+                            expected: "active",
+                        }),
+                        // Only possible if something outside the store moved the row back.
+                        _ => Err(StoreError::Unavailable(format!(
+                            "quest {quest:?} changed while completing it; try again"
+                        ))),
+                    }
+                }
+            }
         })
     }
 

@@ -1,0 +1,161 @@
+//! Resume: a client whose connection drops mid-conversation reconnects and takes the same
+//! conversation back with the resume token of the dropped session's `welcome`: the same lines
+//! shown, the same actions armed. A foreign or stale token changes nothing; after the grace
+//! window, or once another conversation opened, the parked one is gone.
+
+use std::time::Duration;
+
+use banter_e2e::{Client, TestServer};
+use banter_protocol::{ActionType, ClientMessage, ErrorCode, ServerMessage};
+
+const NEAR_PIM: [f64; 3] = [-640.0, 2.0, 910.0];
+
+/// Connects and returns the client with its resume token.
+async fn connect(server: &TestServer, token: &str) -> (Client, String) {
+    let mut client = server.connect_raw(token).await.expect("upgrade accepted");
+    match client.recv().await {
+        ServerMessage::Welcome { resume_token, .. } => (client, resume_token),
+        other => panic!("expected welcome, got {other:?}"),
+    }
+}
+
+async fn resume(
+    client: &mut Client,
+    token: &str,
+) -> Result<banter_e2e::Reply, banter_e2e::Refused> {
+    client
+        .request(ClientMessage::Resume {
+            id: None,
+            token: token.to_owned(),
+        })
+        .await
+}
+
+/// A player in Pim's greeting who said yes: AcceptQuest is armed, not yet sent.
+async fn mid_conversation(server: &TestServer, device: &str) -> (Client, String, String) {
+    let token = server.login(device).await;
+    let (mut client, resume_token) = connect(server, &token).await;
+    client.move_to(NEAR_PIM).await.expect("spawned");
+    assert_eq!(
+        client.talk("Pim").await.expect("talk").entry,
+        "PimsTideTale_Greet"
+    );
+    client.choose("PimsTideTale_Greet_r1").await.expect("yes");
+    (client, token, resume_token)
+}
+
+#[tokio::test]
+async fn a_dropped_connection_resumes_the_same_walk_with_its_armings() {
+    let server = TestServer::start().await;
+    let (client, token, resume_token) = mid_conversation(&server, "device-resume-01").await;
+    // The connection drops (no goodbye from the client's side of the protocol).
+    drop(client);
+
+    let (mut client, _) = connect(&server, &token).await;
+    let reply = resume(&mut client, &resume_token).await.expect("resumed");
+    assert!(
+        reply.messages.iter().any(|m| matches!(
+            m,
+            ServerMessage::Resumed { conversation, .. } if conversation == "Pim"
+        )),
+        "{:?}",
+        reply.messages
+    );
+    // The armed AcceptQuest is still armed, once; the walk goes on from where it was.
+    client
+        .action(ActionType::AcceptQuest, "PimsTideTale")
+        .await
+        .expect("still armed");
+    let again = client
+        .action(ActionType::AcceptQuest, "PimsTideTale")
+        .await
+        .expect_err("spent");
+    assert_eq!(again.code, ErrorCode::NotArmed);
+    client
+        .advance("PimsTideTale_Tale")
+        .await
+        .expect("the walk goes on");
+    // The token took it back once: a second resume finds nothing.
+    client.close_conversation().await.expect("closed");
+    let twice = resume(&mut client, &resume_token).await.expect_err("once");
+    assert_eq!(twice.code, ErrorCode::ResumeRefused);
+    server.stop().await.expect("clean shutdown");
+}
+
+#[tokio::test]
+async fn a_reconnect_that_replaces_a_live_session_resumes_its_conversation() {
+    let server = TestServer::start().await;
+    let (mut old, token, resume_token) = mid_conversation(&server, "device-resume-02").await;
+    // The old connection is still open as far as the server knows; the new one replaces it.
+    let (mut client, _) = connect(&server, &token).await;
+    resume(&mut client, &resume_token).await.expect("resumed");
+    client
+        .action(ActionType::AcceptQuest, "PimsTideTale")
+        .await
+        .expect("still armed");
+    let _ = old.until_eof().await;
+    server.stop().await.expect("clean shutdown");
+}
+
+#[tokio::test]
+async fn a_foreign_or_stale_token_is_refused_and_changes_nothing() {
+    let server = TestServer::start().await;
+    let (first, _, first_resume) = mid_conversation(&server, "device-resume-03").await;
+    drop(first);
+
+    // Another player holds the first one's token: refused, and their own session is untouched.
+    let other = server.login("device-resume-04").await;
+    let (mut stranger, _) = connect(&server, &other).await;
+    stranger.move_to(NEAR_PIM).await.expect("spawned");
+    let refused = resume(&mut stranger, &first_resume)
+        .await
+        .expect_err("foreign");
+    assert_eq!(refused.code, ErrorCode::ResumeRefused);
+    assert!(refused.before.is_empty());
+    let refused = resume(&mut stranger, "made-up-token")
+        .await
+        .expect_err("stale");
+    assert_eq!(refused.code, ErrorCode::ResumeRefused);
+    let opened = stranger
+        .talk("Pim")
+        .await
+        .expect("a fresh conversation of their own");
+    assert_eq!(opened.entry, "PimsTideTale_Greet");
+    assert_eq!(opened.facts.coins, 0);
+    server.stop().await.expect("clean shutdown");
+}
+
+#[tokio::test]
+async fn after_the_window_or_a_new_conversation_there_is_nothing_to_resume() {
+    // A zero window: the conversation is closed the moment the connection drops.
+    let server = TestServer::start_with(|c| {
+        c.limits.resume_window = Duration::ZERO;
+        c.world.talk_cooldown = Duration::ZERO;
+    })
+    .await;
+    let (client, token, resume_token) = mid_conversation(&server, "device-resume-05").await;
+    drop(client);
+    let (mut client, _) = connect(&server, &token).await;
+    let refused = resume(&mut client, &resume_token)
+        .await
+        .expect_err("expired");
+    assert_eq!(refused.code, ErrorCode::ResumeRefused);
+    // Talking works as usual: the expired conversation left nothing open.
+    client.move_to(NEAR_PIM).await.expect("moved");
+    client.talk("Pim").await.expect("talk");
+    server.stop().await.expect("clean shutdown");
+
+    // With a window: opening another conversation first discards the parked one.
+    let server = TestServer::start_with(|c| c.world.talk_cooldown = Duration::ZERO).await;
+    let (client, token, resume_token) = mid_conversation(&server, "device-resume-06").await;
+    drop(client);
+    let (mut client, _) = connect(&server, &token).await;
+    client.move_to(NEAR_PIM).await.expect("moved");
+    client.talk("Pim").await.expect("a new conversation");
+    client.close_conversation().await.expect("closed");
+    let refused = resume(&mut client, &resume_token)
+        .await
+        .expect_err("superseded");
+    assert_eq!(refused.code, ErrorCode::ResumeRefused);
+    server.stop().await.expect("clean shutdown");
+}
