@@ -1,7 +1,34 @@
-//! Banter's headless client simulator, as a library: the CLI (`banter-sim`)
-//! is a thin layer of argument parsing and formatting over these modules.
+//! Banter's headless client, as a library: the CLI (`banter-sim`) is a thin layer of argument
+//! parsing and formatting over these modules. Built on the server's own `banter-protocol` and
+//! `banter-dialogue`, so the client and the server cannot drift.
 //!
-//! - [`barks`]: simulated play on a fake clock, driving the bark director,
-//!   and the figures that show what a session sounds like.
+//! Layers, named by what flows through them:
+//!
+//! - [`http`]: where the server is, and the few HTTP calls (device login, game events);
+//! - [`connection`]: one WebSocket, request ids matched to their `ack` or `error`;
+//! - [`session`]: a player: login, reconnect, move, talk, and a conversation walked with the
+//!   client rules ([`banter_dialogue::ClientWalk`]) under a [`session::Driver`];
+//! - [`facts`]: the player's facts kept current from effects; [`world`]: NPCs and quests from
+//!   the content folder; [`pace`]: reading time and the client's own rate limit;
+//!   [`events`]: the trusted game server's catches and finds;
+//! - [`bot`] and [`load`]: honest bots and the load test; [`attack`]: the cheat catalogue;
+//!   [`play`]: the interactive terminal client; [`report`]: tables and JSON;
+//! - [`barks`]: simulated play on a fake clock, driving the bark director.
 
+pub mod attack;
+pub mod auth;
 pub mod barks;
+pub mod bot;
+pub mod connection;
+pub mod error;
+pub mod events;
+pub mod facts;
+pub mod http;
+pub mod load;
+pub mod pace;
+pub mod play;
+pub mod report;
+pub mod session;
+pub mod world;
+
+pub use error::SimError;

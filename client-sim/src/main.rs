@@ -22,6 +22,12 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Cmd {
+    /// Play in the terminal: walk to NPCs, talk, pick responses, finish quests.
+    Play(commands::play::Args),
+    /// Load-test a server with honest bots playing quests; fails on any refusal or error.
+    Load(commands::load::Args),
+    /// Run the cheat catalogue against a server; fails if any cheat gets through.
+    Attack(commands::attack::Args),
     /// Simulate hours of play against the bark director and report what
     /// X said, how often, and why a deck beats a die.
     Barks(commands::barks::Args),
@@ -30,13 +36,17 @@ enum Cmd {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Cmd::Barks(args) => commands::barks::run(&args),
+        Cmd::Play(args) => commands::play::run(&args),
+        Cmd::Load(args) => commands::load::run(&args),
+        Cmd::Attack(args) => commands::attack::run(&args),
+        Cmd::Barks(args) => commands::barks::run(&args).map(|()| true),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
         Err(e) => {
             eprintln!("banter-sim: {e}");
-            ExitCode::FAILURE
+            ExitCode::from(2)
         }
     }
 }

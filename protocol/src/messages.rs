@@ -426,8 +426,14 @@ pub enum ServerMessage {
         session: u64,
         profile: Profile,
         /// Keep it: after a dropped connection, `resume` with it takes back the conversation
-        /// this session had open (within the server's grace window).
+        /// this session had open (within the server's grace window). Empty from a server that
+        /// predates resume.
+        #[serde(default)]
         resume_token: String,
+        /// Where the world remembers the player's body (a reconnect within the server's memory
+        /// of it): the next `move` must start from here, not teleport. Absent: spawn anywhere.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        position: Option<Position>,
     },
     /// A `resume` took back the conversation: the walk is where the dropped session left it.
     /// `hash` is the content version the conversation runs on (the one the client cached).

@@ -69,6 +69,9 @@ impl From<WalkError> for Refusal {
     }
 }
 
+/// How long a session that said goodbye keeps reading, for the client's Close.
+const LINGER: Duration = Duration::from_secs(1);
+
 /// How long a `resume` waits for an older session of the player to wind down and park.
 const RESUME_PATIENCE: Duration = Duration::from_secs(2);
 
@@ -207,6 +210,7 @@ pub async fn run(app: SharedApp, socket: WebSocket, player: String, token_expire
         }
     };
 
+    let said_bye = matches!(end, End::Bye(..));
     match end {
         End::Bye(reason, message) => {
             let _ = out.try_send(text(&ServerMessage::Bye {
@@ -226,6 +230,20 @@ pub async fn run(app: SharedApp, socket: WebSocket, player: String, token_expire
     drop(out);
     // The writer ends when the queue is drained and closed; a stuck peer cannot hold it long.
     let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
+    if said_bye {
+        // Read what the client still sends until it answers our Close, briefly. Closing with
+        // unread data in the socket makes the kernel reset the connection, and a reset throws
+        // away the `bye` still waiting in the client's receive buffer (a flooder would never
+        // learn why it was cut off).
+        let _ = tokio::time::timeout(LINGER, async {
+            while let Some(Ok(frame)) = stream.next().await {
+                if matches!(frame, Message::Close(_)) {
+                    break;
+                }
+            }
+        })
+        .await;
+    }
     if app.config.coordinate_sessions {
         // Frees the player for a quick reconnect anywhere; a replaced session holds no claim,
         // so this releases nothing then. A failure only leaves a row the next claim overwrites.
@@ -282,6 +300,7 @@ impl Session {
             session: self.id,
             profile: quests::profile(&self.record),
             resume_token: self.resume_token(),
+            position: self.body.position(),
         };
         let _ = self.send(&message);
     }

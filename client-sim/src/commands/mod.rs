@@ -1,3 +1,29 @@
 //! One module per `banter-sim` subcommand.
 
+pub mod attack;
 pub mod barks;
+pub mod load;
+pub mod play;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use banter_dialogue::content::Content;
+use banter_sim::world;
+
+/// The server's address, shared by the networked subcommands.
+pub const DEFAULT_URL: &str = "http://127.0.0.1:7350";
+
+/// Loads `--content` (default: the workspace's `content/`).
+pub fn content(dir: Option<&PathBuf>) -> Result<Arc<Content>, String> {
+    let dir = dir.cloned().unwrap_or_else(world::default_content_dir);
+    world::load_content(&dir).map_err(|e| e.to_string())
+}
+
+/// A runtime for the networked subcommands.
+pub fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))
+}

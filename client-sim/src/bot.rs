@@ -1,0 +1,389 @@
+//! The honest bot: logs in, spawns by an NPC, walks (never faster than a boat) to whoever has a
+//! quest for it, talks after the cooldown, reads each line at typewriter pace, picks the
+//! responses that move its quests on, reports its catches and finds through the trusted game
+//! server, and when every quest is done keeps chatting with the NPCs around it.
+//!
+//! Everything it sends is what a client following the rules would send, so the server must
+//! accept all of it: the load test counts any refusal as a failure.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use banter_dialogue::content::{Content, NpcDef};
+use banter_dialogue::{DialogueGraph, VertexId, tutorial};
+use banter_protocol::{Action, Effect, Profile, QuestStatus};
+use tokio::time::Instant;
+
+use crate::error::{Result, SimError};
+use crate::events;
+use crate::facts::PlayerFacts;
+use crate::pace::ReadingPace;
+use crate::session::{Driver, Live, Metrics, Pick, Session, SessionOptions, Talked};
+use crate::world::{self, distance, stand_spot};
+
+/// Walking speed: below the server's 60 studs/s limit.
+pub const WALK_SPEED: f64 = 50.0;
+/// Time between two moves while walking.
+pub const WALK_TICK: Duration = Duration::from_millis(500);
+/// How far a bot looks for someone to chat with once its quests are done.
+pub const CHAT_RADIUS: f64 = 150.0;
+
+/// A small, seedable random source (SplitMix64): bots vary, runs repeat.
+#[derive(Clone, Debug)]
+pub struct SplitMix(u64);
+
+/// So the shared typewriter can draw its blip pitches from a bot's or a player's source.
+impl rand_core::TryRng for SplitMix {
+    type Error = std::convert::Infallible;
+
+    fn try_next_u32(&mut self) -> Result<u32, Self::Error> {
+        Ok((self.next_u64() >> 32) as u32)
+    }
+
+    fn try_next_u64(&mut self) -> Result<u64, Self::Error> {
+        Ok(self.next_u64())
+    }
+
+    fn try_fill_bytes(&mut self, dst: &mut [u8]) -> Result<(), Self::Error> {
+        for chunk in dst.chunks_mut(8) {
+            let bytes = self.next_u64().to_le_bytes();
+            chunk.copy_from_slice(&bytes[..chunk.len()]);
+        }
+        Ok(())
+    }
+}
+
+impl SplitMix {
+    pub fn new(seed: u64) -> SplitMix {
+        SplitMix(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (`n > 0`).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n.max(1) as u64) as usize
+    }
+}
+
+/// How a bot plays.
+#[derive(Clone, Debug)]
+pub struct BotOptions {
+    pub session: SessionOptions,
+    pub service_key: String,
+    pub pace: ReadingPace,
+    pub deadline: Instant,
+    pub seed: u64,
+}
+
+/// What a bot did.
+#[derive(Debug)]
+pub struct BotReport {
+    pub metrics: Option<Metrics>,
+    pub events_posted: u64,
+    /// Errors outside the session (login failures before a session existed).
+    pub start_error: Option<String>,
+}
+
+/// How much a response moves the player's quests on: the actions it and what follows it
+/// carry (a few steps deep), weighed by whether the server would accept them now.
+pub fn response_score(
+    content: &Content,
+    graph: &DialogueGraph,
+    response: VertexId,
+    facts: &PlayerFacts,
+) -> i32 {
+    let mut score = 0;
+    let mut seen = HashSet::new();
+    let mut stack = vec![(response, 0u32)];
+    while let Some((v, depth)) = stack.pop() {
+        if depth > 6 || !seen.insert(v) {
+            continue;
+        }
+        for (_, authored) in graph.actions(v) {
+            score += match &authored.action {
+                Action::AcceptQuest { quest_id } => {
+                    if facts.status(quest_id) == QuestStatus::Available {
+                        10
+                    } else {
+                        -20
+                    }
+                }
+                Action::CheckQuest { quest_id, .. } => {
+                    let done = content
+                        .quest(quest_id)
+                        .is_some_and(|q| facts.objectives_done(q));
+                    if facts.status(quest_id) == QuestStatus::Active && done {
+                        10
+                    } else {
+                        -20
+                    }
+                }
+                Action::CompleteQuest { .. } => 5,
+                Action::AdvanceObjective { .. } => 2,
+                _ => 0,
+            };
+        }
+        stack.extend(graph.outputs(v).iter().map(|&o| (o, depth + 1)));
+    }
+    score
+}
+
+/// The bot's hands: reads at its pace, chooses by [`response_score`], and leaves at the
+/// deadline.
+struct BotDriver<'a> {
+    content: &'a Content,
+    pace: ReadingPace,
+    deadline: Instant,
+    rng: &'a mut SplitMix,
+}
+
+impl BotDriver<'_> {
+    async fn spend(&self, time: Duration) {
+        if !time.is_zero() {
+            tokio::time::sleep_until((Instant::now() + time).min(self.deadline)).await;
+        }
+    }
+}
+
+impl Driver for BotDriver<'_> {
+    async fn line(&mut self, graph: &DialogueGraph, line: VertexId) {
+        let text = graph.vertex(line).map_or("", |v| &v.text);
+        self.spend(self.pace.reading_time(text)).await;
+    }
+
+    async fn choose(
+        &mut self,
+        graph: &DialogueGraph,
+        choices: &[VertexId],
+        facts: &PlayerFacts,
+    ) -> Pick {
+        if Instant::now() >= self.deadline {
+            return Pick::Leave;
+        }
+        let scored: Vec<(VertexId, i32)> = choices
+            .iter()
+            .map(|&c| (c, response_score(self.content, graph, c, facts)))
+            .collect();
+        let best = scored.iter().map(|(_, s)| *s).max().unwrap_or(0);
+        let top: Vec<VertexId> = scored
+            .iter()
+            .filter(|(_, s)| *s == best)
+            .map(|(c, _)| *c)
+            .collect();
+        match top.get(self.rng.below(top.len())) {
+            Some(&c) => Pick::Choose(c),
+            None => Pick::Leave,
+        }
+    }
+
+    async fn advance(&mut self, _: &DialogueGraph, _: VertexId) -> bool {
+        Instant::now() < self.deadline
+    }
+
+    fn effect(&mut self, _: &Effect, _: &Profile) {}
+
+    async fn cutscene(&mut self, _: &str) {
+        self.spend(self.pace.cutscene).await;
+    }
+}
+
+/// Who to talk to next: the tutorial's NPC during the tutorial; else the nearest giver of a
+/// quest the player can move on; else someone nearby other than the last one.
+pub fn next_npc<'c>(
+    content: &'c Content,
+    facts: &PlayerFacts,
+    position: [f64; 3],
+    last: Option<&str>,
+    rng: &mut SplitMix,
+) -> Option<&'c NpcDef> {
+    if let Some(pointed) = tutorial::pointed_npc(content, facts.sheet.tutorial_stage)
+        && let Some(npc) = content.npc(pointed)
+    {
+        return Some(npc);
+    }
+    let givers = world::open_quests(content, facts)
+        .into_iter()
+        .filter(|q| {
+            facts.status(&q.id) == QuestStatus::Available
+                || !world::needs_world_progress(q)
+                || facts.objectives_done(q)
+        })
+        .filter_map(|q| content.npc(&q.giver))
+        .min_by(|a, b| distance(a.position, position).total_cmp(&distance(b.position, position)));
+    if givers.is_some() {
+        return givers;
+    }
+    let others: Vec<&NpcDef> = world::nearest(content, position)
+        .into_iter()
+        .filter(|n| Some(n.id.as_str()) != last)
+        .collect();
+    let near: Vec<&NpcDef> = others
+        .iter()
+        .copied()
+        .filter(|n| distance(n.position, position) <= CHAT_RADIUS)
+        .collect();
+    if near.is_empty() {
+        others.first().copied()
+    } else {
+        near.get(rng.below(near.len())).copied()
+    }
+}
+
+/// Runs one bot until the deadline.
+pub async fn run(options: BotOptions, live: Option<Arc<Live>>) -> BotReport {
+    let mut session = match Session::start(options.session.clone(), live.clone()).await {
+        Ok(session) => session,
+        Err(e) => {
+            if let Some(live) = &live {
+                Live::add(&live.errors);
+            }
+            return BotReport {
+                metrics: None,
+                events_posted: 0,
+                start_error: Some(format!("login: {e}")),
+            };
+        }
+    };
+    let mut bot = Bot {
+        options,
+        rng: SplitMix::new(0),
+        last_npc: None,
+        events_posted: 0,
+    };
+    bot.rng = SplitMix::new(bot.options.seed);
+    let content = session.content().clone();
+    let npcs = &content.world.npcs;
+    let spawn = npcs.get(bot.rng.below(npcs.len())).map(stand_spot);
+    if let Some(spawn) = spawn
+        && let Err(e) = session.walk_to(spawn, WALK_SPEED, WALK_TICK, None).await
+    {
+        note(&mut session, &e);
+    }
+    let mut failures = 0u32;
+    while Instant::now() < bot.options.deadline {
+        match bot.step(&mut session).await {
+            Ok(()) => failures = 0,
+            Err(e) => {
+                note(&mut session, &e);
+                failures += 1;
+                if failures > 20 {
+                    break;
+                }
+                let pause = Duration::from_millis(200 * u64::from(failures.min(10)));
+                tokio::time::sleep_until((Instant::now() + pause).min(bot.options.deadline)).await;
+            }
+        }
+    }
+    let events_posted = bot.events_posted;
+    let metrics = session.finish().await;
+    BotReport {
+        metrics: Some(metrics),
+        events_posted,
+        start_error: None,
+    }
+}
+
+/// Counts an error the session did not count itself (a refusal is counted as a rejection
+/// where it happens).
+fn note(session: &mut Session, e: &SimError) {
+    if !matches!(e, SimError::Refused { .. }) {
+        session.count_error(e.to_string());
+    }
+}
+
+struct Bot {
+    options: BotOptions,
+    rng: SplitMix,
+    last_npc: Option<String>,
+    events_posted: u64,
+}
+
+impl Bot {
+    async fn step(&mut self, session: &mut Session) -> Result<()> {
+        let content = session.content().clone();
+        let deadline = self.options.deadline;
+        session.poll();
+        // World progress first: the trusted game server reports the catches and finds.
+        let owed = world::open_quests(&content, &session.facts)
+            .into_iter()
+            .find(|q| {
+                session.facts.status(&q.id) == QuestStatus::Active
+                    && world::needs_world_progress(q)
+                    && !session.facts.objectives_done(q)
+            });
+        if let Some(quest) = owed {
+            let player = session.player().to_owned();
+            let endpoint = session.endpoint().clone();
+            let prefix = format!("{player}-{}", self.options.seed);
+            let posted = events::complete_world_objectives(
+                &endpoint,
+                &self.options.service_key,
+                &player,
+                quest,
+                &mut session.facts,
+                &prefix,
+            )
+            .await?;
+            self.events_posted += u64::from(posted);
+            if posted == 0 {
+                return Err(SimError::Other(format!(
+                    "no event could advance `{}`",
+                    quest.id
+                )));
+            }
+            return Ok(());
+        }
+        let position = session.position.unwrap_or_default();
+        let Some(npc) = next_npc(
+            &content,
+            &session.facts,
+            position,
+            self.last_npc.as_deref(),
+            &mut self.rng,
+        ) else {
+            return Err(SimError::Content("no NPC to talk to".to_owned()));
+        };
+        session
+            .walk_to(stand_spot(npc), WALK_SPEED, WALK_TICK, Some(deadline))
+            .await?;
+        if session
+            .position
+            .is_none_or(|p| distance(p, stand_spot(npc)) > 0.01)
+        {
+            return Ok(()); // the deadline came on the way
+        }
+        if session.talk_ready_at().is_some_and(|t| t >= deadline) {
+            tokio::time::sleep_until(deadline).await;
+            return Ok(());
+        }
+        let talked = session.talk(npc).await?;
+        self.last_npc = Some(npc.id.clone());
+        let mut driver = BotDriver {
+            content: &content,
+            pace: self.options.pace,
+            deadline,
+            rng: &mut self.rng,
+        };
+        match talked {
+            Talked::Opened(open) => {
+                session.converse(&open, &mut driver).await?;
+            }
+            Talked::Cutscene => session.play_cutscenes(&mut driver).await?,
+            Talked::Refused(r) => {
+                return Err(SimError::Refused {
+                    code: r.code,
+                    message: r.message,
+                });
+            }
+        }
+        Ok(())
+    }
+}

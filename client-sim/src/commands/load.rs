@@ -1,0 +1,91 @@
+//! `banter-sim load`: argument parsing and formatting over [`banter_sim::load::run`].
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use banter_sim::auth::DEV_SERVICE_KEY;
+use banter_sim::http::Endpoint;
+use banter_sim::load::{LoadOptions, fresh_run_id, run as run_load};
+use banter_sim::pace::ReadingPace;
+use clap::Args as ClapArgs;
+
+/// Arguments of `banter-sim load`.
+#[derive(Debug, ClapArgs)]
+pub struct Args {
+    /// The server: http://HOST:PORT (or ws://HOST:PORT, or HOST:PORT).
+    #[arg(long, env = "BANTER_URL", default_value = super::DEFAULT_URL)]
+    pub url: String,
+    /// Concurrent bots, each a player with its own connection.
+    #[arg(long, default_value_t = 10)]
+    pub bots: usize,
+    /// How long to run, in seconds.
+    #[arg(long, default_value_t = 10.0)]
+    pub duration: f64,
+    /// Each bot's own message rate limit, messages per second (the server allows 20).
+    #[arg(long, default_value_t = 10.0)]
+    pub rate: f64,
+    /// Do not read lines at typewriter pace: send as fast as the rules allow.
+    #[arg(long)]
+    pub no_read_pace: bool,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// No progress bar (it is drawn only when stderr is a terminal anyway).
+    #[arg(long)]
+    pub no_progress: bool,
+    /// The content folder the server serves [default: the workspace's content/].
+    #[arg(long)]
+    pub content: Option<PathBuf>,
+    /// The service key, to report catches and finds as the trusted game server.
+    #[arg(long, env = "BANTER_SERVICE_KEY", default_value = DEV_SERVICE_KEY, hide_default_value = true)]
+    pub service_key: String,
+}
+
+/// Runs the load test; `Ok(false)` when any request was refused or failed.
+pub fn run(args: &Args) -> Result<bool, String> {
+    if args.bots == 0 || args.bots > 100_000 {
+        return Err(format!("--bots must be 1..=100000, got {}", args.bots));
+    }
+    if !(args.duration.is_finite() && args.duration > 0.0 && args.duration <= 86_400.0) {
+        return Err(format!(
+            "--duration must be in (0, 86400], got {}",
+            args.duration
+        ));
+    }
+    if !(args.rate.is_finite() && args.rate > 0.0) {
+        return Err(format!("--rate must be positive, got {}", args.rate));
+    }
+    if args.rate > 20.0 {
+        eprintln!(
+            "warning: --rate {} is above the server's default 20 messages/s per connection",
+            args.rate
+        );
+    }
+    let options = LoadOptions {
+        endpoint: Endpoint::parse(&args.url).map_err(|e| e.to_string())?,
+        bots: args.bots,
+        duration: Duration::from_secs_f64(args.duration),
+        rate_per_sec: args.rate,
+        pace: if args.no_read_pace {
+            ReadingPace::INSTANT
+        } else {
+            ReadingPace::TYPEWRITER
+        },
+        service_key: args.service_key.clone(),
+        content: super::content(args.content.as_ref())?,
+        progress: !args.no_progress,
+        run_id: fresh_run_id(),
+    };
+    let report = super::runtime()?
+        .block_on(run_load(options))
+        .map_err(|e| e.to_string())?;
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?
+        );
+    } else {
+        print!("{}", report.table());
+    }
+    Ok(report.clean())
+}

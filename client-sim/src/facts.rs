@@ -1,0 +1,236 @@
+//! What the client believes about its player: the [`FactSheet`] from the last `opened`, kept
+//! current from every `effect` (docs/PROTOCOL.md section 10), and the profile.
+//!
+//! The one fact the sheet cannot carry, which quests become available when a prerequisite is
+//! completed, comes from the quest definitions in the content folder the client loaded.
+
+use banter_dialogue::content::{Content, QuestDef};
+use banter_protocol::{Effect, FactSheet, Profile, QuestStatus};
+
+/// The client's copy of the player's facts.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PlayerFacts {
+    pub sheet: FactSheet,
+    pub profile: Profile,
+}
+
+/// The parts of the facts a cheat must not change (not the live `has` tags).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Snapshot {
+    pub quests: std::collections::BTreeMap<String, QuestStatus>,
+    pub progress: std::collections::BTreeMap<String, u32>,
+    pub coins: i64,
+    pub experience: i64,
+    pub tutorial_stage: i64,
+}
+
+impl From<&FactSheet> for Snapshot {
+    fn from(sheet: &FactSheet) -> Snapshot {
+        Snapshot {
+            quests: sheet.quests.clone(),
+            progress: sheet.progress.clone(),
+            coins: sheet.coins,
+            experience: sheet.experience,
+            tutorial_stage: sheet.tutorial_stage,
+        }
+    }
+}
+
+impl PlayerFacts {
+    /// The facts of a player who has done nothing yet: quests with prerequisites unavailable.
+    pub fn fresh(content: &Content) -> PlayerFacts {
+        let mut facts = PlayerFacts::default();
+        for quest in &content.quests {
+            if !quest.prerequisites.is_empty() {
+                facts
+                    .sheet
+                    .quests
+                    .insert(quest.id.clone(), QuestStatus::Unavailable);
+            }
+        }
+        facts
+    }
+
+    /// A quest's status (absent from the sheet means available).
+    pub fn status(&self, quest: &str) -> QuestStatus {
+        self.sheet
+            .quests
+            .get(quest)
+            .copied()
+            .unwrap_or(QuestStatus::Available)
+    }
+
+    /// An objective's progress.
+    pub fn progress(&self, quest: &str, objective: &str) -> u32 {
+        self.sheet
+            .progress
+            .get(&format!("{quest}/{objective}"))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// True if every objective of `quest` has reached its target.
+    pub fn objectives_done(&self, quest: &QuestDef) -> bool {
+        quest
+            .objectives
+            .iter()
+            .all(|o| self.progress(&quest.id, &o.id) >= o.target)
+    }
+
+    /// A new conversation opened with the server's current facts.
+    pub fn opened(&mut self, sheet: &FactSheet) {
+        self.sheet = sheet.clone();
+        self.profile.coins = sheet.coins;
+        self.profile.experience = sheet.experience;
+        self.profile.tutorial_stage = sheet.tutorial_stage;
+    }
+
+    /// The profile carried by a `welcome` or an `effect`.
+    pub fn set_profile(&mut self, profile: &Profile) {
+        self.profile = profile.clone();
+        self.sheet.coins = profile.coins;
+        self.sheet.experience = profile.experience;
+        self.sheet.tutorial_stage = profile.tutorial_stage;
+    }
+
+    /// Applies an `effect` and the profile it carried.
+    pub fn apply(&mut self, content: &Content, effect: &Effect, profile: &Profile) {
+        self.set_profile(profile);
+        match effect {
+            Effect::QuestAccepted { quest } => {
+                self.sheet.quests.insert(quest.clone(), QuestStatus::Active);
+                if let Some(def) = content.quest(quest) {
+                    for o in &def.objectives {
+                        self.sheet
+                            .progress
+                            .entry(format!("{quest}/{}", o.id))
+                            .or_insert(0);
+                    }
+                }
+            }
+            Effect::ObjectiveAdvanced {
+                quest,
+                objective,
+                progress,
+                ..
+            } => {
+                self.sheet
+                    .progress
+                    .insert(format!("{quest}/{objective}"), *progress);
+            }
+            Effect::QuestCompleted { quest, .. } => {
+                self.sheet
+                    .quests
+                    .insert(quest.clone(), QuestStatus::Completed);
+                if let Some(def) = content.quest(quest) {
+                    for o in &def.objectives {
+                        let p = self
+                            .sheet
+                            .progress
+                            .entry(format!("{quest}/{}", o.id))
+                            .or_insert(0);
+                        *p = (*p).max(o.target);
+                    }
+                }
+                self.unlock(content);
+            }
+            _ => {}
+        }
+    }
+
+    /// Quests whose prerequisites are now all completed become available.
+    fn unlock(&mut self, content: &Content) {
+        for def in &content.quests {
+            if self.status(&def.id) == QuestStatus::Unavailable
+                && def
+                    .prerequisites
+                    .iter()
+                    .all(|p| self.status(p) == QuestStatus::Completed)
+            {
+                self.sheet.quests.remove(&def.id);
+            }
+        }
+    }
+
+    /// The comparable part of the facts.
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot::from(&self.sheet)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use banter_dialogue::content::{ObjectiveDef, ObjectiveKind, QuestKind, QuestNodes, Rewards};
+
+    fn quest(id: &str, prerequisites: &[&str]) -> QuestDef {
+        QuestDef {
+            id: id.into(),
+            giver: "npc".into(),
+            kind: QuestKind::Side,
+            prerequisites: prerequisites.iter().map(|p| (*p).to_owned()).collect(),
+            objectives: vec![ObjectiveDef {
+                id: "O".into(),
+                kind: ObjectiveKind::Catch,
+                target: 3,
+                island: None,
+                species: None,
+                rarity: None,
+            }],
+            rewards: Rewards::default(),
+            nodes: QuestNodes {
+                greeting: "G".into(),
+                check: "C".into(),
+                completion: None,
+            },
+            cutscene: None,
+        }
+    }
+
+    #[test]
+    fn effects_move_a_quest_through_its_life_and_unlock_the_next() {
+        let content = Content {
+            quests: vec![quest("A", &[]), quest("B", &["A"])],
+            ..Content::default()
+        };
+        let mut facts = PlayerFacts::fresh(&content);
+        assert_eq!(facts.status("A"), QuestStatus::Available);
+        assert_eq!(facts.status("B"), QuestStatus::Unavailable);
+        let profile = Profile::default();
+        facts.apply(
+            &content,
+            &Effect::QuestAccepted { quest: "A".into() },
+            &profile,
+        );
+        assert_eq!(facts.status("A"), QuestStatus::Active);
+        assert_eq!(facts.progress("A", "O"), 0);
+        assert!(!facts.objectives_done(&content.quests[0]));
+        facts.apply(
+            &content,
+            &Effect::ObjectiveAdvanced {
+                quest: "A".into(),
+                objective: "O".into(),
+                progress: 3,
+                target: 3,
+            },
+            &profile,
+        );
+        assert!(facts.objectives_done(&content.quests[0]));
+        let paid = Profile {
+            coins: 10,
+            ..Profile::default()
+        };
+        facts.apply(
+            &content,
+            &Effect::QuestCompleted {
+                quest: "A".into(),
+                coins: 10,
+                experience: 0,
+            },
+            &paid,
+        );
+        assert_eq!(facts.status("A"), QuestStatus::Completed);
+        assert_eq!(facts.status("B"), QuestStatus::Available);
+        assert_eq!(facts.sheet.coins, 10);
+    }
+}

@@ -1,0 +1,196 @@
+//! The load test: N honest bots against a live server for a while, their round trips in one
+//! HDR histogram, and a report that fails on any refusal or error.
+
+use std::io::{IsTerminal, Write};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use banter_dialogue::content::Content;
+use tokio::time::Instant;
+
+use crate::bot::{self, BotOptions};
+use crate::error::Result;
+use crate::http::Endpoint;
+use crate::pace::ReadingPace;
+use crate::report::{Latency, LoadReport};
+use crate::session::{Live, SessionOptions, new_histogram};
+
+/// How a load test runs.
+#[derive(Clone, Debug)]
+pub struct LoadOptions {
+    pub endpoint: Endpoint,
+    pub bots: usize,
+    pub duration: Duration,
+    /// Each bot's own message rate limit (the server allows 20/s sustained).
+    pub rate_per_sec: f64,
+    pub pace: ReadingPace,
+    pub service_key: String,
+    pub content: Arc<Content>,
+    /// Draw a progress bar on stderr (only if it is a terminal).
+    pub progress: bool,
+    /// Makes device ids unique to this run, so every run starts with new players.
+    pub run_id: String,
+}
+
+/// A run id from the clock: new players on every run.
+pub fn fresh_run_id() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("{:x}", nanos & 0xffff_ffff_ffff)
+}
+
+/// Runs the bots and gathers their figures.
+pub async fn run(options: LoadOptions) -> Result<LoadReport> {
+    let live = Arc::new(Live::default());
+    let started = Instant::now();
+    let deadline = started + options.duration;
+    // Logins are spread over the first second (or tenth of the run) rather than all at once.
+    let ramp = options
+        .duration
+        .min(Duration::from_secs(1))
+        .min(options.duration / 10);
+    let mut tasks = Vec::with_capacity(options.bots);
+    for i in 0..options.bots {
+        let bot_options = BotOptions {
+            session: SessionOptions {
+                endpoint: options.endpoint.clone(),
+                device: format!("sim-bot-{}-{i}", options.run_id),
+                rate_per_sec: options.rate_per_sec,
+                content: options.content.clone(),
+            },
+            service_key: options.service_key.clone(),
+            pace: options.pace,
+            deadline,
+            seed: i as u64,
+        };
+        let delay = ramp.mul_f64(i as f64 / options.bots.max(1) as f64);
+        let live = live.clone();
+        tasks.push(tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            bot::run(bot_options, Some(live)).await
+        }));
+    }
+    let progress = (options.progress && std::io::stderr().is_terminal()).then(|| {
+        let live = live.clone();
+        let bots = options.bots;
+        let total = options.duration;
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_millis(250));
+            loop {
+                tick.tick().await;
+                draw_progress(&live, bots, started.elapsed(), total);
+            }
+        })
+    });
+
+    let mut histogram = new_histogram()?;
+    let mut report = LoadReport {
+        bots: options.bots,
+        read_pace: options.pace != ReadingPace::INSTANT,
+        ..LoadReport::default()
+    };
+    for task in tasks {
+        let bot = match task.await {
+            Ok(bot) => bot,
+            Err(e) => {
+                report.errors += 1;
+                report.error_samples.push(format!("a bot task failed: {e}"));
+                continue;
+            }
+        };
+        report.events_posted += bot.events_posted;
+        if let Some(e) = bot.start_error {
+            report.errors += 1;
+            if report.error_samples.len() < 10 {
+                report.error_samples.push(e);
+            }
+        }
+        let Some(m) = bot.metrics else { continue };
+        report.messages += m.messages;
+        let _ = histogram.add(&m.round_trips);
+        for (code, n) in m.rejections {
+            report.rejections += n;
+            *report
+                .rejections_by_code
+                .entry(code.to_owned())
+                .or_insert(0) += n;
+        }
+        report.errors += m.errors;
+        for sample in m.error_samples {
+            if report.error_samples.len() < 10 {
+                report.error_samples.push(sample);
+            }
+        }
+        report.reconnects += m.reconnects;
+        report.quests_completed += m.quests_completed;
+        report.conversations += m.conversations;
+    }
+    if let Some(progress) = progress {
+        progress.abort();
+        let mut err = std::io::stderr();
+        let _ = write!(err, "\r\x1b[2K");
+        let _ = err.flush();
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    report.duration_s = (elapsed * 10.0).round() / 10.0;
+    report.messages_per_sec = if elapsed > 0.0 {
+        (report.messages as f64 / elapsed * 10.0).round() / 10.0
+    } else {
+        0.0
+    };
+    report.latency_us = Latency::from_histogram(&histogram);
+    Ok(report)
+}
+
+/// One frame of the progress bar.
+pub fn progress_line(live: &Live, bots: usize, elapsed: Duration, total: Duration) -> String {
+    const WIDTH: usize = 30;
+    let fraction = if total.is_zero() {
+        1.0
+    } else {
+        (elapsed.as_secs_f64() / total.as_secs_f64()).clamp(0.0, 1.0)
+    };
+    let filled = (fraction * WIDTH as f64).round() as usize;
+    format!(
+        "[{}{}] {:>5.1}/{:.0} s  bots {bots}  msgs {}  conversations {}  quests {}  rejections {}  errors {}",
+        "#".repeat(filled),
+        ".".repeat(WIDTH - filled),
+        elapsed.as_secs_f64().min(total.as_secs_f64()),
+        total.as_secs_f64(),
+        live.messages.load(Ordering::Relaxed),
+        live.conversations.load(Ordering::Relaxed),
+        live.quests_completed.load(Ordering::Relaxed),
+        live.rejections.load(Ordering::Relaxed),
+        live.errors.load(Ordering::Relaxed),
+    )
+}
+
+fn draw_progress(live: &Live, bots: usize, elapsed: Duration, total: Duration) {
+    let mut err = std::io::stderr();
+    let _ = write!(
+        err,
+        "\r\x1b[2K{}",
+        progress_line(live, bots, elapsed, total)
+    );
+    let _ = err.flush();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_progress_bar_fills_with_time() {
+        let live = Live::default();
+        let half = progress_line(&live, 3, Duration::from_secs(5), Duration::from_secs(10));
+        assert!(
+            half.starts_with(&format!("[{}{}]", "#".repeat(15), ".".repeat(15))),
+            "{half}"
+        );
+        assert!(half.contains("bots 3"));
+        let done = progress_line(&live, 3, Duration::from_secs(12), Duration::from_secs(10));
+        assert!(done.starts_with(&format!("[{}]", "#".repeat(30))), "{done}");
+    }
+}

@@ -1,0 +1,227 @@
+//! What the load and attack tools print: a table for people, a JSON object for machines.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+/// Round-trip percentiles, in microseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Latency {
+    pub p50: u64,
+    pub p90: u64,
+    pub p99: u64,
+    pub p999: u64,
+    pub max: u64,
+    pub mean: u64,
+}
+
+impl Latency {
+    /// The percentiles of an HDR histogram of round trips recorded in microseconds.
+    pub fn from_histogram(h: &Histogram<u64>) -> Latency {
+        if h.is_empty() {
+            return Latency::default();
+        }
+        Latency {
+            p50: h.value_at_quantile(0.50),
+            p90: h.value_at_quantile(0.90),
+            p99: h.value_at_quantile(0.99),
+            p999: h.value_at_quantile(0.999),
+            max: h.max(),
+            mean: h.mean().round() as u64,
+        }
+    }
+}
+
+/// The load test's result.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct LoadReport {
+    pub bots: usize,
+    pub duration_s: f64,
+    pub read_pace: bool,
+    /// Requests sent and answered (each with an `ack` or `error`).
+    pub messages: u64,
+    pub messages_per_sec: f64,
+    pub latency_us: Latency,
+    /// Requests the server refused: an honest bot must get none.
+    pub rejections: u64,
+    pub rejections_by_code: BTreeMap<String, u64>,
+    /// Requests without an answer, failed logins and events, client-side failures.
+    pub errors: u64,
+    pub error_samples: Vec<String>,
+    pub quests_completed: u64,
+    pub conversations: u64,
+    pub events_posted: u64,
+    pub reconnects: u64,
+}
+
+impl LoadReport {
+    /// True when nothing was refused and nothing failed.
+    pub fn clean(&self) -> bool {
+        self.rejections == 0 && self.errors == 0
+    }
+
+    /// The report as a table for people.
+    pub fn table(&self) -> String {
+        let mut rows: Vec<(String, String)> = vec![
+            ("bots".into(), self.bots.to_string()),
+            ("duration".into(), format!("{:.1} s", self.duration_s)),
+            (
+                "reading pace".into(),
+                if self.read_pace { "typewriter" } else { "none" }.into(),
+            ),
+            ("messages".into(), self.messages.to_string()),
+            ("messages/s".into(), format!("{:.1}", self.messages_per_sec)),
+            ("latency p50".into(), micros(self.latency_us.p50)),
+            ("latency p90".into(), micros(self.latency_us.p90)),
+            ("latency p99".into(), micros(self.latency_us.p99)),
+            ("latency p99.9".into(), micros(self.latency_us.p999)),
+            ("latency max".into(), micros(self.latency_us.max)),
+            ("conversations".into(), self.conversations.to_string()),
+            ("quests completed".into(), self.quests_completed.to_string()),
+            ("game events posted".into(), self.events_posted.to_string()),
+            ("reconnects".into(), self.reconnects.to_string()),
+            ("rejections".into(), self.rejections.to_string()),
+            ("errors".into(), self.errors.to_string()),
+        ];
+        for (code, n) in &self.rejections_by_code {
+            rows.push((format!("  rejected {code}"), n.to_string()));
+        }
+        for sample in &self.error_samples {
+            rows.push(("  error".into(), sample.clone()));
+        }
+        table(
+            &["", "value"],
+            &rows
+                .into_iter()
+                .map(|(a, b)| vec![a, b])
+                .collect::<Vec<_>>(),
+        )
+    }
+}
+
+/// Microseconds for people.
+pub fn micros(us: u64) -> String {
+    if us >= 10_000 {
+        format!("{:.1} ms", us as f64 / 1000.0)
+    } else {
+        format!("{us} µs")
+    }
+}
+
+/// A plain text table with a header row and columns padded to their widest cell.
+pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let columns = header.len();
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (i, cell) in row.iter().enumerate().take(columns) {
+            widths[i] = widths[i].max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let line = |out: &mut String, cells: &mut dyn Iterator<Item = &str>| {
+        let mut first = true;
+        for (i, cell) in cells.enumerate() {
+            if !first {
+                out.push_str("  ");
+            }
+            first = false;
+            let pad = widths[i].saturating_sub(cell.chars().count());
+            out.push_str(cell);
+            if i + 1 < columns {
+                out.push_str(&" ".repeat(pad));
+            }
+        }
+        out.push('\n');
+    };
+    line(&mut out, &mut header.iter().copied());
+    let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
+    line(&mut out, &mut rule.iter().map(String::as_str));
+    for row in rows {
+        line(&mut out, &mut row.iter().map(String::as_str));
+    }
+    // Trailing spaces are never written; keep the output tidy for diffs.
+    let _ = write!(out, "");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_come_from_the_histogram() {
+        let mut h = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).expect("bounds");
+        for v in 1..=1000u64 {
+            h.record(v).expect("in range");
+        }
+        let l = Latency::from_histogram(&h);
+        assert_eq!(l.p50, 500);
+        assert_eq!(l.p90, 900);
+        assert_eq!(l.p99, 990);
+        assert_eq!(l.p999, 999);
+        assert_eq!(l.max, 1000);
+        assert!(l.p50 <= l.p90 && l.p90 <= l.p99 && l.p99 <= l.p999 && l.p999 <= l.max);
+        assert_eq!(
+            Latency::from_histogram(&Histogram::new(3).expect("h")),
+            Latency::default()
+        );
+    }
+
+    #[test]
+    fn the_json_report_has_the_promised_fields() {
+        let report = LoadReport {
+            bots: 2,
+            messages: 10,
+            ..LoadReport::default()
+        };
+        let value = serde_json::to_value(&report).expect("json");
+        for key in [
+            "messages",
+            "messages_per_sec",
+            "latency_us",
+            "rejections",
+            "errors",
+            "quests_completed",
+        ] {
+            assert!(value.get(key).is_some(), "{key}");
+        }
+        for key in ["p50", "p90", "p99", "p999", "max"] {
+            assert!(value["latency_us"].get(key).is_some(), "{key}");
+        }
+        assert!(report.clean());
+        assert!(
+            !LoadReport {
+                errors: 1,
+                ..report.clone()
+            }
+            .clean()
+        );
+        assert!(
+            !LoadReport {
+                rejections: 1,
+                ..report
+            }
+            .clean()
+        );
+    }
+
+    #[test]
+    fn tables_pad_columns() {
+        let t = table(
+            &["cheat", "got"],
+            &[
+                vec!["a".into(), "x".into()],
+                vec!["longer".into(), "y".into()],
+            ],
+        );
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines[0], "cheat   got");
+        assert_eq!(lines[1], "------  ---");
+        assert_eq!(lines[2], "a       x");
+        assert_eq!(lines[3], "longer  y");
+        assert_eq!(micros(1500), "1500 µs");
+        assert_eq!(micros(25_000), "25.0 ms");
+    }
+}

@@ -1,0 +1,723 @@
+//! A player's session: log in, keep a connection (reconnecting when it drops), move the body,
+//! talk, and walk a conversation with the client rules of article section 6.1.
+//!
+//! The conversation is walked by [`banter_dialogue::ClientWalk`], the very rules the server
+//! validates with, over a graph built from the content the server sent by
+//! [`banter_dialogue::build_conversation`]. What to do on each line (read it, pick a response,
+//! advance) is a [`Driver`]'s decision: a bot, or a person at a terminal.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use banter_dialogue::content::{Content, NpcDef};
+use banter_dialogue::{ClientWalk, DialogueGraph, Outgoing, Screen, VertexId, build_conversation};
+use banter_protocol::{ClientMessage, Effect, Position, Profile, ServerMessage};
+use hdrhistogram::Histogram;
+use tokio::time::Instant;
+
+use crate::connection::{Connection, Reply};
+use crate::error::{Result, SimError};
+use crate::facts::PlayerFacts;
+use crate::http::Endpoint;
+use crate::pace::Pacer;
+use crate::world::distance;
+
+/// The server's time between two conversations (docs/PROTOCOL.md section 12), plus a margin.
+pub const TALK_COOLDOWN: Duration = Duration::from_millis(1550);
+/// The most NPC lines a client walks in one conversation before it leaves (a loop guard).
+pub const MAX_LINES: usize = 64;
+/// Reconnect attempts before giving up.
+pub const RECONNECT_ATTEMPTS: u32 = 8;
+
+/// What a device login returned.
+#[derive(Clone, Debug)]
+pub struct Login {
+    pub token: String,
+    pub player: String,
+    pub expires_at: u64,
+}
+
+/// `POST /v1/auth/device`.
+pub async fn device_login(endpoint: &Endpoint, device: &str) -> Result<Login> {
+    let body = serde_json::json!({ "device_id": device }).to_string();
+    let (status, text) = endpoint.post_json("/v1/auth/device", None, &body).await?;
+    if status != 200 {
+        return Err(SimError::Http {
+            path: "/v1/auth/device".to_owned(),
+            status,
+            body: text,
+        });
+    }
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| SimError::Protocol(e.to_string()))?;
+    let field = |name: &str| {
+        value[name]
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| SimError::Protocol(format!("login answer without `{name}`: {text}")))
+    };
+    Ok(Login {
+        token: field("token")?,
+        player: field("player")?,
+        expires_at: value["expires_at"].as_u64().unwrap_or(0),
+    })
+}
+
+/// Counters shared with whoever watches a run (the load tool's progress bar).
+#[derive(Debug, Default)]
+pub struct Live {
+    pub messages: AtomicU64,
+    pub rejections: AtomicU64,
+    pub errors: AtomicU64,
+    pub quests_completed: AtomicU64,
+    pub conversations: AtomicU64,
+}
+
+impl Live {
+    pub fn add(counter: &AtomicU64) {
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// What one session measured.
+#[derive(Debug)]
+pub struct Metrics {
+    /// Requests sent and answered.
+    pub messages: u64,
+    /// Round trips (send to `ack`/`error`), in microseconds.
+    pub round_trips: Histogram<u64>,
+    /// Refusals by error code.
+    pub rejections: BTreeMap<&'static str, u64>,
+    /// Requests that got no answer (connection lost, timeout) and other failures.
+    pub errors: u64,
+    /// The first few errors, for the report.
+    pub error_samples: Vec<String>,
+    pub reconnects: u64,
+    pub quests_completed: u64,
+    pub conversations: u64,
+}
+
+/// Builds an empty round-trip histogram: 1 µs to 1 hour, 3 significant figures.
+pub fn new_histogram() -> Result<Histogram<u64>> {
+    Histogram::new_with_bounds(1, 3_600_000_000, 3).map_err(|e| SimError::Other(e.to_string()))
+}
+
+impl Metrics {
+    fn new() -> Result<Metrics> {
+        Ok(Metrics {
+            messages: 0,
+            round_trips: new_histogram()?,
+            rejections: BTreeMap::new(),
+            errors: 0,
+            error_samples: Vec::new(),
+            reconnects: 0,
+            quests_completed: 0,
+            conversations: 0,
+        })
+    }
+
+    /// Counts an error and keeps a sample of it.
+    pub fn error(&mut self, live: Option<&Live>, what: String) {
+        self.errors += 1;
+        if self.error_samples.len() < 5 {
+            self.error_samples.push(what);
+        }
+        if let Some(live) = live {
+            Live::add(&live.errors);
+        }
+    }
+}
+
+/// How a session is set up.
+#[derive(Clone, Debug)]
+pub struct SessionOptions {
+    pub endpoint: Endpoint,
+    /// The device id logged in with (8 to 128 printable ASCII characters).
+    pub device: String,
+    /// The client's own message rate limit (messages per second).
+    pub rate_per_sec: f64,
+    pub content: Arc<Content>,
+}
+
+/// An open conversation, as the server opened it.
+#[derive(Clone, Debug)]
+pub struct OpenConversation {
+    pub name: String,
+    pub npc: banter_protocol::NpcRef,
+    pub speaker: Option<String>,
+    pub graph: Arc<DialogueGraph>,
+    pub entry: VertexId,
+}
+
+/// What a `talk` did.
+#[derive(Debug)]
+pub enum Talked {
+    /// A conversation opened.
+    Opened(OpenConversation),
+    /// No conversation: a cutscene quest was accepted and its scene is pending.
+    Cutscene,
+    /// The server refused the talk.
+    Refused(crate::connection::Refusal),
+}
+
+/// How a conversation ended on the client's side.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// The walk reached its end.
+    Ended,
+    /// The driver left (or the loop guard did).
+    Left,
+}
+
+/// A choice the driver makes under a line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pick {
+    Choose(VertexId),
+    Leave,
+}
+
+/// Who sits at the client: decides on each line, and takes the time a person would.
+pub trait Driver: Send {
+    /// A new NPC line is on screen.
+    fn line(&mut self, graph: &DialogueGraph, line: VertexId) -> impl Future<Output = ()> + Send;
+    /// Picks one of the responses on screen.
+    fn choose(
+        &mut self,
+        graph: &DialogueGraph,
+        choices: &[VertexId],
+        facts: &PlayerFacts,
+    ) -> impl Future<Output = Pick> + Send;
+    /// The line has no responses: advance past it (true) or leave (false).
+    fn advance(
+        &mut self,
+        graph: &DialogueGraph,
+        line: VertexId,
+    ) -> impl Future<Output = bool> + Send;
+    /// An effect arrived (the facts are already updated).
+    fn effect(&mut self, effect: &Effect, profile: &Profile);
+    /// A cutscene plays; return when it has finished.
+    fn cutscene(&mut self, scene: &str) -> impl Future<Output = ()> + Send;
+}
+
+/// A player's session.
+pub struct Session {
+    options: SessionOptions,
+    login: Login,
+    connection: Option<Connection>,
+    connected_once: bool,
+    pacer: Pacer,
+    /// The body's last accepted position.
+    pub position: Option<Position>,
+    last_move: Option<Instant>,
+    last_talk: Option<Instant>,
+    pub facts: PlayerFacts,
+    effects: Vec<(Effect, Profile)>,
+    scenes: Vec<String>,
+    /// Conversations by name: their hash and graph, sent back as `talk.cached`.
+    graphs: HashMap<String, (String, Arc<DialogueGraph>)>,
+    pub metrics: Metrics,
+    live: Option<Arc<Live>>,
+}
+
+impl Session {
+    /// Logs in and connects.
+    pub async fn start(options: SessionOptions, live: Option<Arc<Live>>) -> Result<Session> {
+        let login = device_login(&options.endpoint, &options.device).await?;
+        let facts = PlayerFacts::fresh(&options.content);
+        let mut session = Session {
+            pacer: Pacer::new(options.rate_per_sec),
+            options,
+            login,
+            connection: None,
+            connected_once: false,
+            position: None,
+            last_move: None,
+            last_talk: None,
+            facts,
+            effects: Vec::new(),
+            scenes: Vec::new(),
+            graphs: HashMap::new(),
+            metrics: Metrics::new()?,
+            live,
+        };
+        session.connect().await?;
+        Ok(session)
+    }
+
+    /// The player id.
+    pub fn player(&self) -> &str {
+        &self.login.player
+    }
+
+    pub fn content(&self) -> &Arc<Content> {
+        &self.options.content
+    }
+
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.options.endpoint
+    }
+
+    pub fn live(&self) -> Option<&Live> {
+        self.live.as_deref()
+    }
+
+    /// The open connection, reconnecting (with backoff, logging in again if the token is
+    /// refused or about to expire) if it dropped.
+    async fn connect(&mut self) -> Result<&mut Connection> {
+        if self.connection.as_ref().is_some_and(Connection::is_ended) {
+            self.connection = None;
+        }
+        if self.connection.is_none() {
+            let mut backoff = Duration::from_millis(100);
+            let mut last_error = SimError::Closed;
+            for attempt in 0..RECONNECT_ATTEMPTS {
+                if attempt > 0 {
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(3));
+                }
+                if self.login.expires_at <= crate::auth::unix_now() + 30 {
+                    match device_login(&self.options.endpoint, &self.options.device).await {
+                        Ok(login) => self.login = login,
+                        Err(e) => {
+                            last_error = e;
+                            continue;
+                        }
+                    }
+                }
+                match Connection::connect(&self.options.endpoint, &self.login.token).await {
+                    Ok(connection) => {
+                        self.facts.set_profile(&connection.welcome.profile);
+                        if self.connected_once {
+                            self.metrics.reconnects += 1;
+                        }
+                        self.connected_once = true;
+                        self.connection = Some(connection);
+                        break;
+                    }
+                    Err(SimError::Http { status: 401, .. }) => {
+                        // The token is no longer good: log in again on the next attempt.
+                        self.login.expires_at = 0;
+                        last_error = SimError::Other("token refused".to_owned());
+                    }
+                    Err(e) => last_error = e,
+                }
+            }
+            if self.connection.is_none() {
+                return Err(last_error);
+            }
+        }
+        self.connection.as_mut().ok_or(SimError::Closed)
+    }
+
+    /// Sends one message (paced by the client's rate limit) and collects its answer. Effects
+    /// update the facts; a dropped connection is reconnected on the next request.
+    pub async fn request(&mut self, message: ClientMessage) -> Result<Reply> {
+        self.pacer.ready().await;
+        let connection = self.connect().await?;
+        let result = connection.request(message).await;
+        match result {
+            Ok(reply) => {
+                self.metrics.messages += 1;
+                let micros = u64::try_from(reply.round_trip.as_micros()).unwrap_or(u64::MAX);
+                self.metrics.round_trips.saturating_record(micros.max(1));
+                if let Some(live) = &self.live {
+                    Live::add(&live.messages);
+                }
+                if let Err(refusal) = &reply.answer {
+                    *self
+                        .metrics
+                        .rejections
+                        .entry(refusal.code.name())
+                        .or_insert(0) += 1;
+                    if let Some(live) = &self.live {
+                        Live::add(&live.rejections);
+                    }
+                }
+                self.absorb(&reply.messages);
+                Ok(reply)
+            }
+            Err(e) => {
+                if e.is_disconnect() {
+                    self.connection = None;
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Messages that arrived between requests (effects pushed by game events).
+    pub fn poll(&mut self) {
+        let messages = self
+            .connection
+            .as_mut()
+            .map(Connection::drain)
+            .unwrap_or_default();
+        self.absorb(&messages);
+    }
+
+    fn absorb(&mut self, messages: &[ServerMessage]) {
+        for message in messages {
+            if let ServerMessage::Effect {
+                effect, profile, ..
+            } = message
+            {
+                self.facts.apply(&self.options.content, effect, profile);
+                match effect {
+                    Effect::QuestCompleted { .. } => {
+                        self.metrics.quests_completed += 1;
+                        if let Some(live) = &self.live {
+                            Live::add(&live.quests_completed);
+                        }
+                    }
+                    Effect::PlayCutscene { scene } => self.scenes.push(scene.clone()),
+                    _ => {}
+                }
+                self.effects.push((effect.clone(), profile.clone()));
+            }
+        }
+    }
+
+    /// Effects received since the last call.
+    pub fn take_effects(&mut self) -> Vec<(Effect, Profile)> {
+        std::mem::take(&mut self.effects)
+    }
+
+    /// Moves the body to `position`.
+    pub async fn move_to(&mut self, position: Position) -> Result<Reply> {
+        let reply = self
+            .request(ClientMessage::Move { id: None, position })
+            .await?;
+        if reply.answer.is_ok() {
+            self.position = Some(position);
+            self.last_move = Some(Instant::now());
+        }
+        Ok(reply)
+    }
+
+    /// Walks (or sails) to `target` at `speed` studs a second, one move every `tick`. The first
+    /// move of a body spawns it at `target`. Each step covers at most `speed` times the time
+    /// since the previous move was acknowledged, which the server measured as longer, so an
+    /// honest walk never looks like a teleport.
+    pub async fn walk_to(
+        &mut self,
+        target: Position,
+        speed: f64,
+        tick: Duration,
+        deadline: Option<Instant>,
+    ) -> Result<()> {
+        loop {
+            let Some(from) = self.position else {
+                let reply = self.move_to(target).await?;
+                return refused(reply);
+            };
+            if distance(from, target) < 0.01 {
+                return Ok(());
+            }
+            if let Some(last) = self.last_move {
+                let next = last + tick;
+                if deadline.is_some_and(|d| d < next) {
+                    return Ok(());
+                }
+                tokio::time::sleep_until(next).await;
+            }
+            let elapsed = self.last_move.map_or(tick, |t| t.elapsed()).as_secs_f64();
+            let step = crate::world::step_toward(from, target, speed * elapsed);
+            let reply = self.move_to(step).await?;
+            refused(reply)?;
+        }
+    }
+
+    /// Waits until the talk cooldown since the last conversation has passed.
+    pub async fn wait_talk_cooldown(&mut self) {
+        if let Some(last) = self.last_talk {
+            tokio::time::sleep_until(last + TALK_COOLDOWN).await;
+        }
+    }
+
+    /// When a talk may be sent again.
+    pub fn talk_ready_at(&self) -> Option<Instant> {
+        self.last_talk.map(|t| t + TALK_COOLDOWN)
+    }
+
+    /// Talks to `npc` (by display name, with its instance as the hint), after the cooldown.
+    pub async fn talk(&mut self, npc: &NpcDef) -> Result<Talked> {
+        self.wait_talk_cooldown().await;
+        let cached = self
+            .graphs
+            .get(&npc.conversation)
+            .map(|(hash, _)| hash.clone());
+        let reply = self
+            .request(ClientMessage::Talk {
+                id: None,
+                npc: npc.name.clone(),
+                instance: Some(npc.id.clone()),
+                cached,
+            })
+            .await?;
+        if let Err(refusal) = reply.answer {
+            return Ok(Talked::Refused(refusal));
+        }
+        self.last_talk = Some(Instant::now());
+        let opened = reply.messages.into_iter().find_map(|m| match m {
+            ServerMessage::Opened {
+                conversation,
+                npc,
+                speaker,
+                entry,
+                hash,
+                content,
+                facts,
+            } => Some((conversation, npc, speaker, entry, hash, content, facts)),
+            _ => None,
+        });
+        let Some((name, npc_ref, speaker, entry, hash, content, facts)) = opened else {
+            return Ok(Talked::Cutscene);
+        };
+        self.facts.opened(&facts);
+        if let Some(live) = &self.live {
+            Live::add(&live.conversations);
+        }
+        self.metrics.conversations += 1;
+        let graph = self.graph(&name, &hash, content).await?;
+        let entry_id = graph
+            .find(&entry)
+            .ok_or_else(|| SimError::Protocol(format!("entry `{entry}` is not in `{name}`")))?;
+        Ok(Talked::Opened(OpenConversation {
+            name,
+            npc: npc_ref,
+            speaker,
+            graph,
+            entry: entry_id,
+        }))
+    }
+
+    /// The graph of a conversation: from the content sent, from the cache, or fetched.
+    async fn graph(
+        &mut self,
+        name: &str,
+        hash: &str,
+        content: Option<String>,
+    ) -> Result<Arc<DialogueGraph>> {
+        let content = match content {
+            Some(content) => content,
+            None => {
+                if let Some((cached_hash, graph)) = self.graphs.get(name)
+                    && cached_hash == hash
+                {
+                    return Ok(graph.clone());
+                }
+                let reply = self
+                    .request(ClientMessage::FetchConversation {
+                        id: None,
+                        conversation: name.to_owned(),
+                    })
+                    .await?;
+                reply
+                    .messages
+                    .into_iter()
+                    .find_map(|m| match m {
+                        ServerMessage::Conversation { content, .. } => Some(content),
+                        _ => None,
+                    })
+                    .ok_or_else(|| SimError::Protocol("no conversation content".to_owned()))?
+            }
+        };
+        let (graph, diagnostics) = build_conversation(name, &content);
+        if let Some(first) = diagnostics.iter().find(|d| d.is_error()) {
+            return Err(SimError::Content(format!(
+                "the server's `{name}` does not build: {first}"
+            )));
+        }
+        let graph = Arc::new(graph);
+        self.graphs
+            .insert(name.to_owned(), (hash.to_owned(), graph.clone()));
+        Ok(graph)
+    }
+
+    /// Plays every pending cutscene with the driver, then tells the server it has finished.
+    pub async fn play_cutscenes(&mut self, driver: &mut impl Driver) -> Result<()> {
+        while !self.scenes.is_empty() {
+            let scene = self.scenes.remove(0);
+            driver.cutscene(&scene).await;
+            let reply = self
+                .request(ClientMessage::CutsceneDone {
+                    id: None,
+                    scene: scene.clone(),
+                })
+                .await?;
+            self.forward_effects(driver);
+            refused(reply)?;
+        }
+        Ok(())
+    }
+
+    fn forward_effects(&mut self, driver: &mut impl Driver) {
+        for (effect, profile) in self.take_effects() {
+            driver.effect(&effect, &profile);
+        }
+    }
+
+    /// Walks an open conversation to its end with the client rules, then closes it. A refusal
+    /// from the server stops the walk (and closes); a dropped connection is returned as is.
+    pub async fn converse(
+        &mut self,
+        open: &OpenConversation,
+        driver: &mut impl Driver,
+    ) -> Result<Ending> {
+        let result = self.walk_conversation(open, driver).await;
+        if let Err(e) = &result
+            && e.is_disconnect()
+        {
+            return result;
+        }
+        let close = self.request(ClientMessage::Close { id: None }).await;
+        let ending = result?;
+        refused(close?)?;
+        Ok(ending)
+    }
+
+    async fn walk_conversation(
+        &mut self,
+        open: &OpenConversation,
+        driver: &mut impl Driver,
+    ) -> Result<Ending> {
+        let graph = open.graph.clone();
+        let mut out = Vec::new();
+        let sheet = self.facts.sheet.clone();
+        let mut walk =
+            ClientWalk::open(&graph, open.entry, &sheet, &mut out).map_err(walk_error)?;
+        let mut lines = 0;
+        loop {
+            self.send_walk(&graph, &mut walk, &mut out, driver).await?;
+            let line = match walk.screen() {
+                Screen::Ended => return Ok(Ending::Ended),
+                Screen::Waiting => {
+                    return Err(SimError::Protocol(
+                        "a quest check was answered without a jump".to_owned(),
+                    ));
+                }
+                Screen::Line(line) => line,
+            };
+            lines += 1;
+            if lines > MAX_LINES {
+                return Ok(Ending::Left);
+            }
+            driver.line(&graph, line).await;
+            let choices: Vec<VertexId> = walk.choices(&graph).collect();
+            let sheet = self.facts.sheet.clone();
+            if !choices.is_empty() {
+                match driver.choose(&graph, &choices, &self.facts).await {
+                    Pick::Choose(response) => walk
+                        .choose(&graph, response, &sheet, &mut out)
+                        .map_err(walk_error)?,
+                    Pick::Leave => return Ok(Ending::Left),
+                }
+            } else if walk.can_advance(&graph) {
+                if !driver.advance(&graph, line).await {
+                    return Ok(Ending::Left);
+                }
+                walk.advance(&graph, &sheet, &mut out).map_err(walk_error)?;
+            } else {
+                return Err(SimError::Protocol(format!(
+                    "line `{}` waits for a jump that never came",
+                    graph.vertex(line).map_or("?", |v| &v.name)
+                )));
+            }
+        }
+    }
+
+    /// Sends what the walk queued, in order; a `jump` in an answer moves the walk (and may
+    /// queue more), cutscenes play as they start.
+    async fn send_walk(
+        &mut self,
+        graph: &DialogueGraph,
+        walk: &mut ClientWalk,
+        out: &mut Vec<Outgoing>,
+        driver: &mut impl Driver,
+    ) -> Result<()> {
+        let mut queue: VecDeque<Outgoing> = out.drain(..).collect();
+        while let Some(next) = queue.pop_front() {
+            let message = wire(graph, next)?;
+            let reply = self.request(message).await?;
+            self.forward_effects(driver);
+            let jump = reply.messages.iter().find_map(|m| match m {
+                ServerMessage::Jump { node } => Some(node.clone()),
+                _ => None,
+            });
+            refused(reply)?;
+            self.play_cutscenes(driver).await?;
+            if let Some(node) = jump {
+                let target = graph
+                    .find(&node)
+                    .ok_or_else(|| SimError::Protocol(format!("jump to unknown `{node}`")))?;
+                let sheet = self.facts.sheet.clone();
+                let mut more = Vec::new();
+                walk.jump(graph, target, &sheet, &mut more)
+                    .map_err(walk_error)?;
+                queue.extend(more);
+            }
+        }
+        Ok(())
+    }
+
+    /// Counts a failure (a lost request, a failed HTTP call, a client bug) in the metrics.
+    pub fn count_error(&mut self, what: String) {
+        self.metrics.error(self.live.as_deref(), what);
+    }
+
+    /// Closes the connection and hands over what the session measured.
+    pub async fn finish(mut self) -> Metrics {
+        if let Some(connection) = self.connection.take() {
+            connection.close().await;
+        }
+        self.metrics
+    }
+}
+
+/// A refused reply as an error.
+pub fn refused(reply: Reply) -> Result<()> {
+    match reply.answer {
+        Ok(()) => Ok(()),
+        Err(r) => Err(SimError::Refused {
+            code: r.code,
+            message: r.message,
+        }),
+    }
+}
+
+fn walk_error(e: banter_dialogue::WalkError) -> SimError {
+    SimError::Other(format!("client walk: {e}"))
+}
+
+/// The wire message for one step the walk queued.
+pub fn wire(graph: &DialogueGraph, step: Outgoing) -> Result<ClientMessage> {
+    let name = |v: VertexId| {
+        graph
+            .vertex(v)
+            .map(|v| v.name.to_string())
+            .ok_or_else(|| SimError::Other(format!("no vertex {v:?}")))
+    };
+    Ok(match step {
+        Outgoing::Advance(v) => ClientMessage::Advance {
+            id: None,
+            node: name(v)?,
+        },
+        Outgoing::Choose(v) => ClientMessage::Choose {
+            id: None,
+            response: name(v)?,
+        },
+        Outgoing::Action(i) => {
+            let action = graph
+                .action(i)
+                .ok_or_else(|| SimError::Other(format!("no action {i:?}")))?;
+            ClientMessage::Action {
+                id: None,
+                action: action.action_type,
+                payload: action.payload.to_string(),
+            }
+        }
+    })
+}
