@@ -13,7 +13,7 @@ use banter_dialogue::content::Content;
 use banter_dialogue::export;
 use banter_dialogue::layers::{self, Layer};
 use banter_dialogue::{Condition, DialogueGraph, NoFacts, VertexId};
-use banter_protocol::{ActionPayload, ActionType};
+use banter_protocol::{ActionPayload, ActionType, ClientMessage};
 
 /// Bytes as a conversation file in both formats: parse, merge (alone, and as a layer over
 /// itself so patches apply), build the graph, run the content checks, export both pictures.
@@ -101,5 +101,23 @@ pub fn condition(bytes: &[u8]) {
     if let Ok(condition) = Condition::parse(text) {
         let _ = condition.eval(&NoFacts);
         condition.visit_references(&mut |_| {});
+    }
+}
+
+/// Bytes as a WebSocket text frame (WebSocket text is UTF-8, so other bytes never reach the
+/// decoder): decoding never panics, and a message that decodes survives encode-and-decode
+/// unchanged, so what the server logs and audits is what the client sent.
+pub fn frame_decoder(bytes: &[u8]) {
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return;
+    };
+    match ClientMessage::decode(text) {
+        Ok(message) => {
+            let encoded = serde_json::to_string(&message).expect("a decoded message encodes");
+            let again = ClientMessage::decode(&encoded).expect("an encoded message decodes");
+            assert_eq!(again, message, "encode then decode changed {text:?}");
+            assert_eq!(again.id(), message.id());
+        }
+        Err(error) => assert!(!error.message.is_empty(), "a refusal says why"),
     }
 }

@@ -40,3 +40,8 @@ fn payload_parser_corpus() {
 fn condition_corpus() {
     replay("condition", harness::condition);
 }
+
+#[test]
+fn frame_decoder_corpus() {
+    replay("frame_decoder", harness::frame_decoder);
+}

@@ -97,7 +97,26 @@ pub enum ClientMessage {
     },
 }
 
+/// A text frame that is not a valid client message: what is wrong, and the request id the
+/// frame carried if it is a JSON object with a numeric `id` (so the refusal can answer it).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct DecodeError {
+    pub id: Option<u64>,
+    pub message: String,
+}
+
 impl ClientMessage {
+    /// Decodes one text frame: the frame decoder the server runs on every message (and the
+    /// `frame_decoder` fuzz target). Never panics; a frame that is a JSON object with a numeric
+    /// `id` but no valid message still yields that id.
+    pub fn decode(text: &str) -> Result<ClientMessage, DecodeError> {
+        serde_json::from_str(text).map_err(|e| DecodeError {
+            id: peek_id(text),
+            message: e.to_string(),
+        })
+    }
+
     /// The request id, if the client gave one.
     pub fn id(&self) -> Option<u64> {
         match self {
@@ -479,4 +498,13 @@ pub enum ServerMessage {
     },
     /// The session ends; the server closes the socket after this.
     Bye { reason: ByeReason, message: String },
+}
+
+/// The `id` of a frame that is a JSON object with a numeric `id`, whatever else it holds.
+fn peek_id(text: &str) -> Option<u64> {
+    #[derive(Deserialize)]
+    struct IdOnly {
+        id: Option<u64>,
+    }
+    serde_json::from_str::<IdOnly>(text).ok().and_then(|x| x.id)
 }

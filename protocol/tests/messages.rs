@@ -59,3 +59,28 @@ fn error_code_names_are_their_wire_form() {
         assert_eq!(wire, format!("\"{}\"", code.name()));
     }
 }
+
+#[test]
+fn the_frame_decoder_keeps_the_id_of_a_frame_it_refuses() {
+    let decoded =
+        ClientMessage::decode(r#"{"type":"resume","id":4,"token":"t"}"#).expect("decodes");
+    assert_eq!(
+        decoded,
+        ClientMessage::Resume {
+            id: Some(4),
+            token: "t".into()
+        }
+    );
+    for (frame, id) in [
+        (r#"{"type":"dance","id":7}"#, Some(7)),
+        (r#"{"type":"close","id":3,"extra":1}"#, Some(3)),
+        (r#"{"type":"close","id":"3"}"#, None),
+        (r#"{"type":"move","position":[1e400,0,0]}"#, None),
+        ("not json", None),
+        ("", None),
+    ] {
+        let refused = ClientMessage::decode(frame).expect_err(frame);
+        assert_eq!(refused.id, id, "{frame}");
+        assert!(!refused.message.is_empty());
+    }
+}

@@ -1,0 +1,8 @@
+//! Fuzz target `frame_decoder`: see harness.rs.
+
+#![no_main]
+
+#[path = "../harness.rs"]
+mod harness;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| harness::frame_decoder(data));
