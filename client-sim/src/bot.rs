@@ -86,6 +86,8 @@ pub struct BotOptions {
 /// What a bot did.
 #[derive(Debug)]
 pub struct BotReport {
+    /// The player the bot played (once logged in).
+    pub player: Option<String>,
     pub metrics: Option<Metrics>,
     pub events_posted: u64,
     /// Errors outside the session (login failures before a session existed).
@@ -246,6 +248,7 @@ pub async fn run(options: BotOptions, live: Option<Arc<Live>>) -> BotReport {
                 Live::add(&live.errors);
             }
             return BotReport {
+                player: None,
                 metrics: None,
                 events_posted: 0,
                 start_error: Some(format!("login: {e}")),
@@ -283,8 +286,10 @@ pub async fn run(options: BotOptions, live: Option<Arc<Live>>) -> BotReport {
         }
     }
     let events_posted = bot.events_posted;
+    let player = session.player().to_owned();
     let metrics = session.finish().await;
     BotReport {
+        player: Some(player),
         metrics: Some(metrics),
         events_posted,
         start_error: None,

@@ -42,6 +42,10 @@ pub struct Welcome {
     pub player: String,
     pub session: u64,
     pub profile: Profile,
+    /// Where the server remembers the body; `None` when it must be spawned.
+    pub position: Option<banter_protocol::Position>,
+    /// The token a later session `resume`s this one's conversation with.
+    pub resume_token: String,
 }
 
 /// A refusal: the `error` that answered a request.
@@ -147,6 +151,8 @@ impl Connection {
                 player: String::new(),
                 session: 0,
                 profile: Profile::default(),
+                position: None,
+                resume_token: String::new(),
             },
         };
         match connection.recv(ANSWER_TIMEOUT).await? {
@@ -154,12 +160,16 @@ impl Connection {
                 player,
                 session,
                 profile,
+                position,
+                resume_token,
                 ..
             } => {
                 connection.welcome = Welcome {
                     player,
                     session,
                     profile,
+                    position,
+                    resume_token,
                 };
                 Ok(connection)
             }

@@ -108,6 +108,9 @@ pub async fn run(options: LoadOptions) -> Result<LoadReport> {
             }
         }
         let Some(m) = bot.metrics else { continue };
+        if let Some(player) = bot.player {
+            report.acknowledged.push((player, m.acknowledged.clone()));
+        }
         report.messages += m.messages;
         let _ = histogram.add(&m.round_trips);
         for (code, n) in m.rejections {

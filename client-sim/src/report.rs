@@ -54,6 +54,30 @@ pub struct LoadReport {
     pub conversations: u64,
     pub events_posted: u64,
     pub reconnects: u64,
+    /// What the server acknowledged, per player (`--acknowledged-out`), for checking against the
+    /// database after a fault. Not in the JSON report.
+    #[serde(skip)]
+    pub acknowledged: Vec<(String, crate::session::Acknowledged)>,
+}
+
+impl LoadReport {
+    /// The acknowledged rewards and objective progress as one JSON document:
+    /// `{"rewards":[{"player","quest","coins"}],"progress":[{"player","quest","objective","progress"}]}`.
+    pub fn acknowledged_json(&self) -> serde_json::Value {
+        let mut rewards = Vec::new();
+        let mut progress = Vec::new();
+        for (player, acknowledged) in &self.acknowledged {
+            for (quest, coins) in &acknowledged.rewards {
+                rewards.push(serde_json::json!({"player": player, "quest": quest, "coins": coins}));
+            }
+            for ((quest, objective), value) in &acknowledged.progress {
+                progress.push(serde_json::json!({
+                    "player": player, "quest": quest, "objective": objective, "progress": value,
+                }));
+            }
+        }
+        serde_json::json!({ "rewards": rewards, "progress": progress })
+    }
 }
 
 impl LoadReport {

@@ -98,6 +98,17 @@ pub struct Metrics {
     pub reconnects: u64,
     pub quests_completed: u64,
     pub conversations: u64,
+    /// What the server acknowledged to this player, for checking against the database after a
+    /// fault: each reward (quest, coins), and the highest progress of each objective.
+    pub acknowledged: Acknowledged,
+}
+
+/// Acknowledged changes of one player: the server said so in an `effect`, which it sends only
+/// after the change is committed.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Acknowledged {
+    pub rewards: Vec<(String, i64)>,
+    pub progress: BTreeMap<(String, String), u32>,
 }
 
 /// Builds an empty round-trip histogram: 1 µs to 1 hour, 3 significant figures.
@@ -116,6 +127,7 @@ impl Metrics {
             reconnects: 0,
             quests_completed: 0,
             conversations: 0,
+            acknowledged: Acknowledged::default(),
         })
     }
 
@@ -290,6 +302,9 @@ impl Session {
                 match Connection::connect(&self.options.endpoint, &self.login.token).await {
                     Ok(connection) => {
                         self.facts.set_profile(&connection.welcome.profile);
+                        // Where the server remembers the body, if it does: a server that was
+                        // restarted (or another instance) has none, and the next walk spawns it.
+                        self.position = connection.welcome.position;
                         if self.connected_once {
                             self.metrics.reconnects += 1;
                         }
@@ -366,7 +381,25 @@ impl Session {
             {
                 self.facts.apply(&self.options.content, effect, profile);
                 match effect {
-                    Effect::QuestCompleted { .. } => {
+                    Effect::ObjectiveAdvanced {
+                        quest,
+                        objective,
+                        progress,
+                        ..
+                    } => {
+                        let best = self
+                            .metrics
+                            .acknowledged
+                            .progress
+                            .entry((quest.clone(), objective.clone()))
+                            .or_insert(0);
+                        *best = (*best).max(*progress);
+                    }
+                    Effect::QuestCompleted { quest, coins, .. } => {
+                        self.metrics
+                            .acknowledged
+                            .rewards
+                            .push((quest.clone(), *coins));
                         self.metrics.quests_completed += 1;
                         if let Some(live) = &self.live {
                             Live::add(&live.quests_completed);
@@ -445,6 +478,16 @@ impl Session {
     /// Talks to `npc` (by display name, with its instance as the hint), after the cooldown.
     pub async fn talk(&mut self, npc: &NpcDef) -> Result<Talked> {
         self.wait_talk_cooldown().await;
+        // A dropped connection reconnects lazily, on the next request. Reconnect first: a
+        // restarted server (or another instance) remembers no body, and talking without one is
+        // refused; the body is placed again where the player stood.
+        let stood = self.position;
+        self.connect().await?;
+        if self.position.is_none()
+            && let Some(stood) = stood
+        {
+            refused(self.move_to(stood).await?)?;
+        }
         let cached = self
             .graphs
             .get(&npc.conversation)

@@ -36,6 +36,10 @@ pub struct Args {
     /// The content folder the server serves [default: the workspace's content/].
     #[arg(long)]
     pub content: Option<PathBuf>,
+    /// Writes every reward and objective progress the server acknowledged, per player, to this
+    /// JSON file (to check them against the database after a fault).
+    #[arg(long)]
+    pub acknowledged_out: Option<PathBuf>,
     /// The service key, to report catches and finds as the trusted game server.
     #[arg(long, env = "BANTER_SERVICE_KEY", default_value = DEV_SERVICE_KEY, hide_default_value = true)]
     pub service_key: String,
@@ -79,6 +83,11 @@ pub fn run(args: &Args) -> Result<bool, String> {
     let report = super::runtime()?
         .block_on(run_load(options))
         .map_err(|e| e.to_string())?;
+    if let Some(path) = &args.acknowledged_out {
+        let text =
+            serde_json::to_string_pretty(&report.acknowledged_json()).map_err(|e| e.to_string())?;
+        std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
     if args.json {
         println!(
             "{}",
