@@ -13,11 +13,13 @@
 //!   [`events`]: the trusted game server's catches and finds;
 //! - [`bot`] and [`load`]: honest bots and the load test; [`attack`]: the cheat catalogue;
 //!   [`play`]: the interactive terminal client; [`report`]: tables and JSON;
-//! - [`barks`]: simulated play on a fake clock, driving the bark director.
+//! - [`barks`]: simulated play on a fake clock, driving the bark director;
+//! - [`bench`]: the server against its own stack (echo versus step, open-loop latency, scale).
 
 pub mod attack;
 pub mod auth;
 pub mod barks;
+pub mod bench;
 pub mod bot;
 pub mod connection;
 pub mod error;

@@ -31,6 +31,9 @@ enum Cmd {
     /// Simulate hours of play against the bark director and report what
     /// X said, how often, and why a deck beats a die.
     Barks(commands::barks::Args),
+    /// Measure the server against its own stack: echo versus validated step throughput,
+    /// open-loop latency, and many sessions held open.
+    Bench(commands::bench::Args),
 }
 
 fn main() -> ExitCode {
@@ -40,6 +43,7 @@ fn main() -> ExitCode {
         Cmd::Load(args) => commands::load::run(&args),
         Cmd::Attack(args) => commands::attack::run(&args),
         Cmd::Barks(args) => commands::barks::run(&args).map(|()| true),
+        Cmd::Bench(args) => commands::bench::run(&args),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,

@@ -62,6 +62,12 @@ pub struct ServeArgs {
     /// Days the audit log keeps conversation steps and refusals; 0 turns the audit off.
     #[arg(long, env = "BANTER_AUDIT_RETENTION_DAYS", default_value_t = 30)]
     pub audit_retention_days: u64,
+
+    /// Benchmarks only: serve `GET /bench/echo`, a WebSocket that echoes every text frame on the
+    /// same stack and settings as `/v1/ws` (`banter-sim bench` measures against it). Refused
+    /// with `--production`.
+    #[arg(long, env = "BANTER_BENCH_ECHO")]
+    pub bench_echo: bool,
 }
 
 /// Development-only signing secret.
@@ -87,6 +93,9 @@ pub struct Config {
     pub coordinate_sessions: bool,
     /// The audit log of conversation steps and refusals.
     pub audit: crate::audit::AuditConfig,
+    /// Route `GET /bench/echo`, the transport-limit echo for `banter-sim bench` (off by default;
+    /// never in production).
+    pub bench_echo: bool,
 }
 
 /// Per-connection limits.
@@ -169,6 +178,7 @@ impl Default for Config {
             world: WorldRules::default(),
             coordinate_sessions: true,
             audit: crate::audit::AuditConfig::default(),
+            bench_echo: false,
         }
     }
 }
@@ -182,6 +192,8 @@ pub enum ConfigError {
     ShortSecret,
     #[error("{0} must be positive")]
     NotPositive(&'static str),
+    #[error("--production refuses --bench-echo (BANTER_BENCH_ECHO): the echo is for benchmarks")]
+    BenchInProduction,
 }
 
 impl Config {
@@ -209,6 +221,7 @@ impl Config {
                 retention: Duration::from_secs(args.audit_retention_days.saturating_mul(24 * 3600)),
                 ..crate::audit::AuditConfig::default()
             },
+            bench_echo: args.bench_echo,
         };
         config.validate()?;
         Ok(config)
@@ -226,6 +239,9 @@ impl Config {
                 "service key",
                 "BANTER_SERVICE_KEY",
             ));
+        }
+        if self.production && self.bench_echo {
+            return Err(ConfigError::BenchInProduction);
         }
         if self.auth_secret.len() < 32 {
             return Err(ConfigError::ShortSecret);

@@ -77,6 +77,9 @@ pub fn router(app: SharedApp) -> Router {
     if !app.config.production {
         router = router.route("/v1/auth/device", post(device_login));
     }
+    if app.config.bench_echo && !app.config.production {
+        router = router.route("/bench/echo", get(bench_echo));
+    }
     router.with_state(app)
 }
 
@@ -236,7 +239,26 @@ async fn upgrade(
     Query(query): Query<UpgradeQuery>,
     ws: WebSocketUpgrade,
 ) -> Result<Response, ApiError> {
-    let token = bearer(&headers).or(query.token).unwrap_or_default();
+    let claims = admit(&app, &headers, query)?;
+    let session_app = Arc::clone(&app);
+    Ok(configure(&app, ws).on_upgrade(move |socket| {
+        let tracker = session_app.sessions.clone();
+        tracker.track_future(crate::session::run(
+            session_app,
+            socket,
+            claims.sub,
+            claims.exp,
+        ))
+    }))
+}
+
+/// What an upgrade checks before it accepts: a valid token and room for one more session.
+fn admit(
+    app: &SharedApp,
+    headers: &HeaderMap,
+    query: UpgradeQuery,
+) -> Result<auth::Claims, ApiError> {
+    let token = bearer(headers).or(query.token).unwrap_or_default();
     let claims = app.tokens.verify(&token, unix_now()).map_err(|e| {
         app.metrics.auth_failed();
         ApiError::Unauthorized(e)
@@ -244,25 +266,72 @@ async fn upgrade(
     if app.metrics.open_sessions() >= app.config.limits.max_connections as i64 {
         return Err(ApiError::AtCapacity);
     }
+    Ok(claims)
+}
+
+/// The WebSocket settings every upgrade gets, the echo's included.
+fn configure(app: &SharedApp, ws: WebSocketUpgrade) -> WebSocketUpgrade {
     let limits = &app.config.limits;
-    let session_app = Arc::clone(&app);
-    let response = ws
-        .read_buffer_size(limits.read_buffer_bytes)
-        .write_buffer_size(0)
+    ws.read_buffer_size(limits.read_buffer_bytes)
+        // Frames wait in the write buffer until a flush (or 4 KiB): a session's writer flushes
+        // once per batch of queued messages; the echo flushes every frame.
+        .write_buffer_size(limits.read_buffer_bytes)
         // Frames past the protocol's limit get a typed error; this hard cap only stops a
         // peer from making the server buffer megabytes before the check can run.
         .max_message_size(limits.max_frame_bytes * 16)
         .max_frame_size(limits.max_frame_bytes * 16)
-        .on_upgrade(move |socket| {
-            let tracker = session_app.sessions.clone();
-            tracker.track_future(crate::session::run(
-                session_app,
-                socket,
-                claims.sub,
-                claims.exp,
-            ))
-        });
-    Ok(response)
+}
+
+/// `GET /bench/echo` (only with `--bench-echo`): the transport's limit. The same token check,
+/// upgrade settings and task tracking as `/v1/ws`; then every text frame goes straight back as
+/// a text frame, with no decoding, no session and no queue. `banter-sim bench` compares the
+/// validated dialogue step against it.
+async fn bench_echo(
+    State(app): State<SharedApp>,
+    headers: HeaderMap,
+    Query(query): Query<UpgradeQuery>,
+    ws: WebSocketUpgrade,
+) -> Result<Response, ApiError> {
+    admit(&app, &headers, query)?;
+    let tracker = app.sessions.clone();
+    let shutdown = app.shutdown.clone();
+    Ok(configure(&app, ws).on_upgrade(move |socket| {
+        tracker.track_future(async move {
+            tokio::select! {
+                () = echo(socket) => {}
+                () = shutdown.cancelled() => {}
+            }
+        })
+    }))
+}
+
+/// Echoes text frames. Every frame already received is echoed into the write buffer before one
+/// flush, as a session's writer does with its queue, so the two are compared on equal terms.
+async fn echo(mut socket: axum::extract::ws::WebSocket) {
+    use axum::extract::ws::Message;
+    use futures_util::{FutureExt, SinkExt};
+    'read: while let Some(Ok(first)) = socket.recv().await {
+        let mut frame = Some(first);
+        while let Some(next) = frame.take() {
+            let text = match next {
+                Message::Text(text) => text,
+                Message::Close(_) => break 'read,
+                // Pings are answered by the WebSocket layer; nothing else is echoed.
+                _ => continue,
+            };
+            if socket.feed(Message::Text(text)).await.is_err() {
+                break 'read;
+            }
+            frame = match socket.recv().now_or_never() {
+                Some(Some(Ok(frame))) => Some(frame),
+                Some(Some(Err(_)) | None) => break 'read,
+                None => None,
+            };
+        }
+        if socket.flush().await.is_err() {
+            break;
+        }
+    }
 }
 
 fn bearer(headers: &HeaderMap) -> Option<String> {

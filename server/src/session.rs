@@ -275,13 +275,26 @@ async fn claim(app: &SharedApp, player: &str, id: u64) {
     }
 }
 
+/// Drains the outgoing queue into the socket. Everything already queued when the writer wakes
+/// (an effect and its ack, the answers to pipelined requests) goes out in one write: frames are
+/// fed into the WebSocket's write buffer and flushed once, instead of a syscall per message.
 async fn write_frames(
     mut sink: futures_util::stream::SplitSink<WebSocket, Message>,
     mut queue: mpsc::Receiver<Message>,
 ) {
-    while let Some(message) = queue.recv().await {
-        let closing = matches!(message, Message::Close(_));
-        if sink.send(message).await.is_err() || closing {
+    'drain: while let Some(message) = queue.recv().await {
+        let mut closing = matches!(message, Message::Close(_));
+        if sink.feed(message).await.is_err() {
+            break;
+        }
+        while !closing {
+            let Ok(next) = queue.try_recv() else { break };
+            closing = matches!(next, Message::Close(_));
+            if sink.feed(next).await.is_err() {
+                break 'drain;
+            }
+        }
+        if sink.flush().await.is_err() || closing {
             break;
         }
     }

@@ -2,6 +2,7 @@
 
 pub mod attack;
 pub mod barks;
+pub mod bench;
 pub mod load;
 pub mod play;
 
