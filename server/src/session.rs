@@ -489,17 +489,16 @@ impl Session {
                 ),
             );
         }
-        let message = match serde_json::from_str::<ClientMessage>(bytes.as_str()) {
+        let message = match ClientMessage::decode(bytes.as_str()) {
             Ok(m) => m,
             Err(e) => {
                 self.app.metrics.message("invalid");
                 // A frame that is JSON with a numeric `id` but no valid message still gets its
                 // error under that id, so a client waiting on it does not hang.
-                let id = peek_id(bytes.as_str());
                 return self.refuse(
-                    id,
+                    e.id,
                     "invalid",
-                    Refusal::new(ErrorCode::Malformed, e.to_string()),
+                    Refusal::new(ErrorCode::Malformed, e.message),
                 );
             }
         };
@@ -1009,14 +1008,6 @@ impl Session {
 }
 
 /// The `id` of a frame that did not decode as a message, if it is a JSON object with one.
-fn peek_id(text: &str) -> Option<u64> {
-    #[derive(serde::Deserialize)]
-    struct IdOnly {
-        id: Option<u64>,
-    }
-    serde_json::from_str::<IdOnly>(text).ok().and_then(|x| x.id)
-}
-
 fn open_mut(conversation: &mut Option<OpenConversation>) -> Result<&mut OpenConversation, Refusal> {
     conversation
         .as_mut()

@@ -181,6 +181,22 @@ impl TestServer {
         http(self.addr, method, path, headers, body).await
     }
 
+    /// Posts a game event to `/internal/events` as the trusted game server (with the service
+    /// key); the status and the body.
+    pub async fn post_event(&self, body: &str) -> (u16, String) {
+        let auth = format!("Bearer {}", self.config.service_key);
+        self.http(
+            "POST",
+            "/internal/events",
+            &[
+                ("Content-Type", "application/json"),
+                ("Authorization", &auth),
+            ],
+            body,
+        )
+        .await
+    }
+
     /// Logs in a device through the development endpoint and returns its token.
     pub async fn login(&self, device: &str) -> String {
         self.login_player(device).await.0

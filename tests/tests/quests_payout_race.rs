@@ -29,18 +29,7 @@ async fn catch_three(server: &TestServer, event_id: &str, player: &str) {
         "amount": 3,
     })
     .to_string();
-    let auth = format!("Bearer {}", server.config.service_key);
-    let (status, text) = server
-        .http(
-            "POST",
-            "/internal/events",
-            &[
-                ("Content-Type", "application/json"),
-                ("Authorization", &auth),
-            ],
-            &body,
-        )
-        .await;
+    let (status, text) = server.post_event(&body).await;
     assert_eq!(status, 200, "{text}");
 }
 

@@ -77,18 +77,7 @@ fn a_tutorial_that_points_at_nobody_locks_out_on_no_node_or_ends_elsewhere_is_an
 }
 
 async fn post_event(server: &TestServer, body: serde_json::Value) -> serde_json::Value {
-    let auth = format!("Bearer {}", server.config.service_key);
-    let (status, text) = server
-        .http(
-            "POST",
-            "/internal/events",
-            &[
-                ("Content-Type", "application/json"),
-                ("Authorization", &auth),
-            ],
-            &body.to_string(),
-        )
-        .await;
+    let (status, text) = server.post_event(&body.to_string()).await;
     assert_eq!(status, 200, "{text}");
     serde_json::from_str(&text).expect("json")
 }
