@@ -2,16 +2,20 @@
 //! resolving forward jumps.
 //!
 //! Pass one makes a Prompt vertex for every node, so a `NextNode` may name a node that comes
-//! later. Pass two wires them: the root to `FirstNode`, each node to its responses (named
-//! `<key>_r<i>`, priority `i`, 1-based), each response or linear node to its `NextNode`. A name
-//! that does not exist yields a diagnostic and the edge is skipped; the rest still works.
+//! later, then every node's Response vertices (named `<key>_r<i>`, priority `i`, 1-based) and
+//! Branch vertices, and looks up every exit's target. Pass two wires them: the root to
+//! `FirstNode`, each node to its responses, each response or linear node to its `NextNode`. A
+//! name that does not exist yields a diagnostic and the edge is skipped; the rest still works.
+//! Diagnostics come out in pass two's order, node by node.
+//!
+//! Build cost is linear in nodes and edges; at scale it is memory-bound (see BENCHMARKS.md,
+//! "Graph load, merge and build"): each name is allocated once, every array once at its final
+//! size, and name lookups go in batches so their cache misses overlap.
 //!
 //! The graph is immutable once built and shared (`Arc`) by every conversation that walks it.
 //! Vertex ids are dense integers and edges live in one array (compressed sparse rows), so a walk
 //! step is a few index lookups. Each authored action's canonical payload is built here, once,
 //! so validating a client's action is a string comparison, not a rebuild.
-
-use std::collections::HashMap;
 
 use banter_protocol::{Action, ActionPayload, ActionType};
 
@@ -79,6 +83,22 @@ pub struct Vertex {
     condition: Option<u32>,
 }
 
+impl Vertex {
+    fn new(kind: VertexKind, name: Box<str>, text: &str, priority: u32) -> Self {
+        Vertex {
+            kind,
+            name,
+            text: text.into(),
+            priority,
+            close: false,
+            awaits_jump: false,
+            outputs: Span::default(),
+            actions: Span::default(),
+            condition: None,
+        }
+    }
+}
+
 /// An action as authored on a vertex, with its canonical payload built once.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AuthoredAction {
@@ -98,7 +118,7 @@ pub struct DialogueGraph {
     edges: Vec<VertexId>,
     actions: Vec<AuthoredAction>,
     conditions: Vec<Condition>,
-    by_name: HashMap<Box<str>, VertexId>,
+    by_name: NameIndex,
 }
 
 /// The index of an authored action in its graph; what the walk's arming counters key on.
@@ -143,7 +163,7 @@ impl DialogueGraph {
 
     /// The vertex of a node or response name (`Greet`, `Greet_r2`).
     pub fn find(&self, name: &str) -> Option<VertexId> {
-        self.by_name.get(name).copied()
+        self.by_name.get(name, &self.vertices)
     }
 
     /// The `FirstNode`, if the conversation has one that exists.
@@ -192,187 +212,572 @@ impl DialogueGraph {
     }
 }
 
+/// How many names [`NameIndex`] hashes and probes together: the cache misses of a batch
+/// overlap instead of following one another (at a million nodes the table is far larger than
+/// the caches, and one miss per name after another was most of the build).
+const BATCH: usize = 16;
+
+/// Vertex names to ids without a second copy of the names: an open-addressing table (linear
+/// probing, at most half full) of ids and 32-bit hash tags, whose keys are the vertices' own
+/// names. A slot is 8 bytes; a mismatched tag is skipped without reading a vertex.
+#[derive(Clone)]
+struct NameIndex {
+    /// A power of two long; `Slot::EMPTY` marks a free slot.
+    slots: Vec<Slot>,
+    len: usize,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Slot {
+    id: u32,
+    tag: u32,
+}
+
+impl Slot {
+    const EMPTY: Slot = Slot {
+        id: u32::MAX,
+        tag: 0,
+    };
+
+    fn is_empty(self) -> bool {
+        self.id == Slot::EMPTY.id
+    }
+}
+
+/// The index is a function of the vertices, which the graph compares: two graphs with equal
+/// vertices answer every lookup alike, whatever their tables' sizes.
+impl PartialEq for NameIndex {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for NameIndex {}
+
+impl std::fmt::Debug for NameIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NameIndex")
+            .field("len", &self.len)
+            .field("slots", &self.slots.len())
+            .finish()
+    }
+}
+
+impl NameIndex {
+    /// Room for `names` names without growing.
+    fn with_capacity(names: usize) -> Self {
+        NameIndex {
+            slots: vec![Slot::EMPTY; (names * 2).next_power_of_two().max(8)],
+            len: 0,
+        }
+    }
+
+    /// A name's tag: a fixed hash (no random state: the table is built from authored content,
+    /// and a lookup cannot make a probe run longer than the content made it). 64-bit words mixed
+    /// multiplicatively, then a murmur3 finalizer, folded to 32 bits.
+    fn tag(name: &str) -> u32 {
+        const K: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mix = |h: u64, word: u64| (h.rotate_left(5) ^ word).wrapping_mul(K);
+        let bytes = name.as_bytes();
+        let (words, rest) = bytes.as_chunks::<8>();
+        let mut h = bytes.len() as u64;
+        for word in words {
+            h = mix(h, u64::from_le_bytes(*word));
+        }
+        // The last 1 to 7 bytes, read without a copy: the final 8 bytes (overlapping the last
+        // whole word), or for a short name its first and last 4, or first, middle and last.
+        if !rest.is_empty() {
+            let tail = match (bytes.last_chunk::<8>(), bytes.first_chunk::<4>()) {
+                (Some(last), _) => u64::from_le_bytes(*last),
+                (None, Some(first)) => {
+                    let last = bytes
+                        .last_chunk::<4>()
+                        .map_or(0, |l| u32::from_le_bytes(*l));
+                    u64::from(u32::from_le_bytes(*first)) | u64::from(last) << 32
+                }
+                (None, None) => {
+                    let n = bytes.len();
+                    u64::from(bytes[0])
+                        | u64::from(bytes[n / 2]) << 8
+                        | u64::from(bytes[n - 1]) << 16
+                }
+            };
+            h = mix(h, tail);
+        }
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+        h ^= h >> 33;
+        (h >> 32) as u32
+    }
+
+    /// The first slot to probe for a tag: its top bits, so entries with one home slot still
+    /// differ in the low bits the tag comparison looks at, and growing needs no names.
+    fn home(&self, tag: u32) -> usize {
+        ((u64::from(tag) * self.slots.len() as u64) >> 32) as usize
+    }
+
+    fn get(&self, name: &str, vertices: &[Vertex]) -> Option<VertexId> {
+        self.probe(name, Self::tag(name), vertices).ok()
+    }
+
+    /// The id indexed under `name`, or the free slot where it would go.
+    fn probe(&self, name: &str, tag: u32, vertices: &[Vertex]) -> Result<VertexId, usize> {
+        let mask = self.slots.len() - 1;
+        let mut i = self.home(tag);
+        loop {
+            let slot = self.slots[i];
+            if slot.is_empty() {
+                return Err(i);
+            }
+            if slot.tag == tag
+                && vertices
+                    .get(slot.id as usize)
+                    .is_some_and(|v| *v.name == *name)
+            {
+                return Ok(VertexId(slot.id));
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Hashes a batch of names and reads each one's home slot, in two tight loops.
+    fn prepare<'n>(&self, names: impl Iterator<Item = &'n str>) -> ([u32; BATCH], [Slot; BATCH]) {
+        let mut tags = [0u32; BATCH];
+        for (tag, name) in tags.iter_mut().zip(names) {
+            *tag = Self::tag(name);
+        }
+        let mut homes = [Slot::EMPTY; BATCH];
+        for (home, &tag) in homes.iter_mut().zip(&tags) {
+            *home = self.slots[self.home(tag)];
+        }
+        (tags, homes)
+    }
+
+    /// Looks up at most `BATCH` names, appending what each names to `out`.
+    fn get_batch(&self, names: &[&str], vertices: &[Vertex], out: &mut Vec<Option<VertexId>>) {
+        let (tags, homes) = self.prepare(names.iter().copied());
+        for ((name, tag), home) in names.iter().zip(tags).zip(homes) {
+            // An empty home slot answers without probing.
+            let found = if home.is_empty() {
+                None
+            } else {
+                self.probe(name, tag, vertices).ok()
+            };
+            out.push(found);
+        }
+    }
+
+    /// Indexes `vertices[ids]` under their names, in id order and in batches; the ids of
+    /// vertices whose name an earlier vertex already has are appended to `taken` instead.
+    fn insert_all(&mut self, ids: std::ops::Range<u32>, vertices: &[Vertex], taken: &mut Vec<u32>) {
+        while (self.len + ids.len()) * 2 > self.slots.len() {
+            self.grow();
+        }
+        let mut start = ids.start;
+        while start < ids.end {
+            let end = ids.end.min(start + BATCH as u32);
+            let batch = &vertices[start as usize..end as usize];
+            let (tags, homes) = self.prepare(batch.iter().map(|v| &*v.name));
+            for (((id, v), tag), home) in (start..end).zip(batch).zip(tags).zip(homes) {
+                // A home slot that was free (and still is, after this batch's inserts) is taken
+                // without probing.
+                let free = self.home(tag);
+                let probed = if home.is_empty() && self.slots[free].is_empty() {
+                    Err(free)
+                } else {
+                    self.probe(&v.name, tag, vertices)
+                };
+                match probed {
+                    Ok(_) => taken.push(id),
+                    Err(free) => {
+                        self.slots[free] = Slot { id, tag };
+                        self.len += 1;
+                    }
+                }
+            }
+            start = end;
+        }
+    }
+
+    /// Doubles the table; the tags are enough to place every entry again.
+    fn grow(&mut self) {
+        let larger = vec![Slot::EMPTY; (self.slots.len() * 2).max(8)];
+        let old = std::mem::replace(&mut self.slots, larger);
+        let mask = self.slots.len() - 1;
+        for slot in old.into_iter().filter(|s| !s.is_empty()) {
+            let mut i = self.home(slot.tag);
+            while !self.slots[i].is_empty() {
+                i = (i + 1) & mask;
+            }
+            self.slots[i] = slot;
+        }
+    }
+}
+
+/// Exit targets waiting to be looked up a batch at a time, and the answers so far, in order.
+struct Lookups<'a> {
+    pending: Vec<&'a str>,
+    found: Vec<Option<VertexId>>,
+}
+
+impl<'a> Lookups<'a> {
+    fn add(&mut self, name: &'a str, index: &NameIndex, vertices: &[Vertex]) {
+        self.pending.push(name);
+        if self.pending.len() == BATCH {
+            self.flush(index, vertices);
+        }
+    }
+
+    fn flush(&mut self, index: &NameIndex, vertices: &[Vertex]) {
+        index.get_batch(&self.pending, vertices, &mut self.found);
+        self.pending.clear();
+    }
+}
+
+/// Where in a node a reference sits (`Responses[2].NextNode[1]`), rendered only when a
+/// diagnostic is reported.
+#[derive(Clone, Copy)]
+struct Field {
+    response: Option<usize>,
+    name: &'static str,
+    item: Option<usize>,
+}
+
+impl Field {
+    fn new(name: &'static str) -> Self {
+        Field {
+            response: None,
+            name,
+            item: None,
+        }
+    }
+
+    fn in_response(response: usize, name: &'static str) -> Self {
+        Field {
+            response: Some(response),
+            ..Field::new(name)
+        }
+    }
+
+    fn item(self, item: usize) -> Self {
+        Field {
+            item: Some(item),
+            ..self
+        }
+    }
+}
+
+impl std::fmt::Display for Field {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(response) = self.response {
+            write!(f, "Responses[{response}].")?;
+        }
+        f.write_str(self.name)?;
+        if let Some(item) = self.item {
+            write!(f, "[{item}]")?;
+        }
+        Ok(())
+    }
+}
+
+/// `<name><separator><n>` (`Greet_r2`, `Greet_b17`) in one exact-size allocation.
+fn numbered(name: &str, separator: &str, n: usize) -> Box<str> {
+    let mut digits = [0u8; 20];
+    let mut start = digits.len();
+    let mut rest = n;
+    loop {
+        start -= 1;
+        digits[start] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    let digits = &digits[start..];
+    let mut out = String::with_capacity(name.len() + separator.len() + digits.len());
+    out.push_str(name);
+    out.push_str(separator);
+    out.extend(digits.iter().map(|&d| char::from(d)));
+    out.into_boxed_str()
+}
+
+/// Upper bounds of the graph's arrays (exact when every target exists), so each is allocated
+/// once at its final size.
+#[derive(Default)]
+struct Sizes {
+    vertices: usize,
+    edges: usize,
+    actions: usize,
+    conditions: usize,
+}
+
+impl Sizes {
+    fn of(conversation: &Conversation) -> Sizes {
+        let mut sizes = Sizes {
+            vertices: 1 + conversation.nodes.len(),
+            edges: usize::from(conversation.first_node.is_some()),
+            ..Sizes::default()
+        };
+        for node in conversation.nodes.values() {
+            sizes.actions += node.actions.len();
+            sizes.conditions += usize::from(node.conditions.is_some());
+            match &node.exit {
+                Exit::End | Exit::Close => {}
+                Exit::Next(next) => sizes.next(next),
+                Exit::Responses(responses) => {
+                    sizes.vertices += responses.len();
+                    sizes.edges += responses.len();
+                    for response in responses {
+                        sizes.actions += response.actions.len();
+                        sizes.conditions += usize::from(response.conditions.is_some());
+                        if let Some(next) = &response.next {
+                            sizes.next(next);
+                        }
+                    }
+                }
+            }
+        }
+        sizes
+    }
+
+    fn next(&mut self, next: &Next) {
+        match next {
+            Next::One(_) => self.edges += 1,
+            Next::FirstOf(targets) => {
+                self.vertices += 1;
+                self.edges += 1 + targets.len();
+            }
+        }
+    }
+}
+
 struct Builder<'a> {
     conversation: &'a Conversation,
     diagnostics: &'a mut Vec<Diagnostic>,
     graph: DialogueGraph,
+    /// The Prompt each exit target names (`None`: no such node), in the order pass two wires
+    /// them.
+    targets: std::vec::IntoIter<Option<VertexId>>,
+    /// The next Response or Branch vertex pass two reaches (pass one made them in that order).
+    next_made: u32,
+    /// Vertices whose name an earlier vertex has, ascending; reported when pass two reaches them.
+    taken: std::iter::Peekable<std::vec::IntoIter<u32>>,
 }
 
 impl<'a> Builder<'a> {
     fn new(conversation: &'a Conversation, diagnostics: &'a mut Vec<Diagnostic>) -> Self {
-        let nodes = conversation.nodes.len();
+        let sizes = Sizes::of(conversation);
         let graph = DialogueGraph {
             name: conversation.name.clone(),
             speaker: conversation.speaker.clone(),
-            vertices: Vec::with_capacity(nodes * 2 + 1),
-            edges: Vec::with_capacity(nodes * 2 + 1),
-            actions: Vec::new(),
-            conditions: Vec::new(),
-            by_name: HashMap::with_capacity(nodes * 2),
+            vertices: Vec::with_capacity(sizes.vertices),
+            edges: Vec::with_capacity(sizes.edges),
+            actions: Vec::with_capacity(sizes.actions),
+            conditions: Vec::with_capacity(sizes.conditions),
+            by_name: NameIndex::with_capacity(sizes.vertices),
         };
         Builder {
             conversation,
             diagnostics,
             graph,
+            targets: Vec::new().into_iter(),
+            next_made: 0,
+            taken: Vec::new().into_iter().peekable(),
         }
     }
 
-    fn file(&self, node: &str) -> &str {
+    /// The file a node's final version came from; looked up only for a diagnostic.
+    fn file(&self, node: &str) -> String {
         self.conversation
             .origin
             .get(node)
-            .map_or(self.conversation.name.as_str(), String::as_str)
+            .map_or(&self.conversation.name, |file| file)
+            .clone()
     }
 
-    fn push_vertex(
-        &mut self,
-        kind: VertexKind,
-        name: String,
-        text: &str,
-        priority: u32,
-    ) -> VertexId {
-        let id = VertexId(self.graph.vertices.len() as u32);
-        self.graph.vertices.push(Vertex {
-            kind,
-            name: name.as_str().into(),
-            text: text.into(),
-            priority,
-            close: false,
-            awaits_jump: false,
-            outputs: Span::default(),
-            actions: Span::default(),
-            condition: None,
-        });
-        if kind != VertexKind::Root {
-            match self.graph.by_name.entry(name.into_boxed_str()) {
-                std::collections::hash_map::Entry::Occupied(taken) => {
-                    // A node literally named like a generated vertex (`Greet_r1`): names must
-                    // be unique because the wire refers to vertices by name.
-                    let name = taken.key().to_string();
-                    let file = self.file(&name).to_owned();
-                    self.diagnostics
-                        .push(Diagnostic::error(file, Problem::Duplicate(name.clone())).node(name));
-                }
-                std::collections::hash_map::Entry::Vacant(free) => {
-                    free.insert(id);
-                }
-            }
-        }
-        id
+    fn push_vertex(&mut self, kind: VertexKind, name: Box<str>, text: &str, priority: u32) {
+        self.graph
+            .vertices
+            .push(Vertex::new(kind, name, text, priority));
     }
 
     fn build(mut self) -> DialogueGraph {
-        // Pass one: a Prompt per node, so any name can be resolved in pass two.
-        self.push_vertex(VertexKind::Root, String::new(), "", 0);
-        for name in self.conversation.nodes.keys() {
-            self.push_vertex(VertexKind::Prompt, name.clone(), "", 0);
-        }
-
-        // Pass two: wire the root, then every node in id order.
-        let first = self.conversation.first_node.clone();
-        let root_targets: Vec<VertexId> = match &first {
-            Some(name) => self
-                .resolve(
-                    name,
-                    None,
-                    "FirstNode",
-                    &self.conversation.base_file.clone(),
-                )
-                .into_iter()
-                .collect(),
-            None => Vec::new(),
-        };
-        self.set_outputs(VertexId::ROOT, &root_targets);
-
         let conversation = self.conversation;
+        // Pass one makes every vertex. The root, then a Prompt per node...
+        self.push_vertex(VertexKind::Root, Box::default(), "", 0);
+        for (name, node) in &conversation.nodes {
+            self.push_vertex(VertexKind::Prompt, name.as_str().into(), &node.text, 0);
+            if let Some(v) = self.graph.vertices.last_mut() {
+                v.close = matches!(node.exit, Exit::Close);
+            }
+        }
+        let prompts = self.graph.vertices.len() as u32;
+        let mut taken = Vec::new();
+        let index = &mut self.graph.by_name;
+        index.insert_all(1..prompts, &self.graph.vertices, &mut taken);
+
+        // ...then each node's Responses and Branches, in the order pass two wires them, looking
+        // up every exit's target among the Prompts on the way.
+        let mut lookups = Lookups {
+            pending: Vec::with_capacity(BATCH),
+            found: Vec::with_capacity(self.graph.edges.capacity()),
+        };
+        for (name, node) in &conversation.nodes {
+            match &node.exit {
+                Exit::End | Exit::Close => {}
+                Exit::Next(next) => self.make_exit(name, next, &mut lookups),
+                Exit::Responses(responses) => {
+                    for (i, response) in responses.iter().enumerate() {
+                        let priority = i as u32 + 1;
+                        let name = numbered(name, "_r", i + 1);
+                        self.push_vertex(VertexKind::Response, name, &response.text, priority);
+                    }
+                    for next in responses.iter().filter_map(|r| r.next.as_ref()) {
+                        self.make_exit(name, next, &mut lookups);
+                    }
+                }
+            }
+        }
+        lookups.flush(&self.graph.by_name, &self.graph.vertices);
+        self.targets = lookups.found.into_iter();
+        let made = prompts..self.graph.vertices.len() as u32;
+        let index = &mut self.graph.by_name;
+        index.insert_all(made, &self.graph.vertices, &mut taken);
+        self.taken = taken.into_iter().peekable();
+        self.next_made = prompts;
+
+        // Pass two wires them: the root, then every node in id order.
+        let first = conversation.first_node.as_deref().and_then(|name| {
+            let found = self.graph.find(name);
+            self.resolved(found, name, None, Field::new("FirstNode"))
+        });
+        self.set_outputs(VertexId::ROOT, first.as_slice());
+
         for (i, (name, node)) in conversation.nodes.iter().enumerate() {
             let id = VertexId(i as u32 + 1);
-            let file = self.file(name).to_owned();
-            let v = &mut self.graph.vertices[id.index()];
-            v.text = node.text.as_str().into();
-            v.close = matches!(node.exit, Exit::Close);
             self.set_actions(id, &node.actions);
-            self.set_condition(id, node.conditions.as_deref(), &file, name, "Conditions");
+            self.set_condition(
+                id,
+                node.conditions.as_deref(),
+                name,
+                Field::new("Conditions"),
+            );
             match &node.exit {
                 Exit::End | Exit::Close => self.set_outputs(id, &[]),
                 Exit::Next(next) => {
-                    let target = self.wire_next(name, next, &file, "NextNode");
-                    self.set_outputs(id, &target);
+                    let target = self.wire_next(name, next, Field::new("NextNode"));
+                    self.set_outputs(id, target.as_slice());
                 }
-                Exit::Responses(responses) => self.wire_responses(id, name, responses, &file),
+                Exit::Responses(responses) => self.wire_responses(id, name, responses),
             }
         }
         self.graph
     }
 
-    fn wire_responses(&mut self, id: VertexId, name: &str, responses: &[Response], file: &str) {
-        let ids: Vec<VertexId> = responses
-            .iter()
-            .enumerate()
-            .map(|(i, r)| {
-                let priority = i as u32 + 1;
-                self.push_vertex(
-                    VertexKind::Response,
-                    format!("{name}_r{priority}"),
-                    &r.text,
-                    priority,
-                )
-            })
-            .collect();
-        self.set_outputs(id, &ids);
-        for (i, (response, rid)) in responses.iter().zip(ids).enumerate() {
-            let field = format!("Responses[{}]", i + 1);
+    /// Pass one for an exit: queues its targets for lookup and makes its Branch, if any.
+    fn make_exit(&mut self, from: &str, next: &'a Next, lookups: &mut Lookups<'a>) {
+        for target in next.targets() {
+            lookups.add(target, &self.graph.by_name, &self.graph.vertices);
+        }
+        if let Next::FirstOf(_) = next {
+            let name = numbered(from, "_b", self.graph.vertices.len());
+            self.push_vertex(VertexKind::Branch, name, "", 1);
+        }
+    }
+
+    /// Pass two reaches the next vertex pass one made after the Prompts; a name an earlier
+    /// vertex has is reported here, in the order the vertices were made.
+    fn reach_made(&mut self) -> VertexId {
+        let id = VertexId(self.next_made);
+        self.next_made += 1;
+        if self.taken.next_if_eq(&id.0).is_some() {
+            // A node literally named like a generated vertex (`Greet_r1`): names must be
+            // unique because the wire refers to vertices by name.
+            let name = self.graph.vertices[id.index()].name.to_string();
+            let file = self.file(&name);
+            self.diagnostics
+                .push(Diagnostic::error(file, Problem::Duplicate(name.clone())).node(name));
+        }
+        id
+    }
+
+    fn wire_responses(&mut self, id: VertexId, name: &str, responses: &[Response]) {
+        // The responses' vertices are consecutive, so the node's outputs are a range of ids.
+        let first = self.next_made;
+        for _ in responses {
+            self.reach_made();
+        }
+        let start = self.graph.edges.len() as u32;
+        let ids = (first..first + responses.len() as u32).map(VertexId);
+        self.graph.edges.extend(ids);
+        self.graph.vertices[id.index()].outputs = Span {
+            start,
+            len: responses.len() as u32,
+        };
+        for (i, response) in responses.iter().enumerate() {
+            let rid = VertexId(first + i as u32);
             self.set_actions(rid, &response.actions);
             self.set_condition(
                 rid,
                 response.conditions.as_deref(),
-                file,
                 name,
-                &format!("{field}.Conditions"),
+                Field::in_response(i + 1, "Conditions"),
             );
-            let targets = match &response.next {
-                Some(next) => self.wire_next(name, next, file, &format!("{field}.NextNode")),
-                None => Vec::new(),
+            let target = match &response.next {
+                Some(next) => self.wire_next(name, next, Field::in_response(i + 1, "NextNode")),
+                None => None,
             };
-            self.set_outputs(rid, &targets);
+            self.set_outputs(rid, target.as_slice());
         }
     }
 
-    /// Resolves an exit to the vertices it leads to: one Prompt, or a new Branch.
-    fn wire_next(&mut self, from: &str, next: &Next, file: &str, field: &str) -> Vec<VertexId> {
+    /// Resolves an exit to the vertex it leads to: one Prompt, or its Branch.
+    fn wire_next(&mut self, from: &str, next: &Next, field: Field) -> Option<VertexId> {
         match next {
-            Next::One(target) => self
-                .resolve(target, Some(from), field, file)
-                .into_iter()
-                .collect(),
+            Next::One(target) => self.resolve(target, from, field),
             Next::FirstOf(targets) => {
-                let branch_name = format!("{from}_b{}", self.graph.vertices.len());
-                let branch = self.push_vertex(VertexKind::Branch, branch_name, "", 1);
-                let children: Vec<VertexId> = targets
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(i, t)| {
-                        self.resolve(t, Some(from), &format!("{field}[{}]", i + 1), file)
-                    })
-                    .collect();
-                self.set_outputs(branch, &children);
-                vec![branch]
+                let branch = self.reach_made();
+                let start = self.graph.edges.len() as u32;
+                for (i, target) in targets.iter().enumerate() {
+                    if let Some(child) = self.resolve(target, from, field.item(i + 1)) {
+                        self.graph.edges.push(child);
+                    }
+                }
+                self.graph.vertices[branch.index()].outputs = Span {
+                    start,
+                    len: self.graph.edges.len() as u32 - start,
+                };
+                Some(branch)
             }
         }
     }
 
-    fn resolve(
+    /// The next exit target's Prompt, as pass one looked it up.
+    fn resolve(&mut self, target: &str, from: &str, field: Field) -> Option<VertexId> {
+        let found = self.targets.next().flatten();
+        self.resolved(found, target, Some(from), field)
+    }
+
+    /// `found` if it is a Prompt; otherwise a diagnostic (in `from`'s file, or the base file for
+    /// `FirstNode`) and no edge.
+    fn resolved(
         &mut self,
+        found: Option<VertexId>,
         target: &str,
         from: Option<&str>,
-        field: &str,
-        file: &str,
+        field: Field,
     ) -> Option<VertexId> {
-        match self.graph.by_name.get(target) {
-            Some(&id) if self.graph.vertices[id.index()].kind == VertexKind::Prompt => Some(id),
+        match found {
+            Some(id) if self.graph.vertices[id.index()].kind == VertexKind::Prompt => Some(id),
             _ => {
-                let mut d =
-                    Diagnostic::error(file, Problem::Dangling(target.to_owned())).field(field);
+                let file = match from {
+                    Some(node) => self.file(node),
+                    None => self.conversation.base_file.clone(),
+                };
+                let mut d = Diagnostic::error(file, Problem::Dangling(target.to_owned()))
+                    .field(field.to_string());
                 if let Some(from) = from {
                     d = d.node(from);
                 }
@@ -411,22 +816,16 @@ impl<'a> Builder<'a> {
         v.awaits_jump = awaits_jump;
     }
 
-    fn set_condition(
-        &mut self,
-        id: VertexId,
-        text: Option<&str>,
-        file: &str,
-        node: &str,
-        field: &str,
-    ) {
+    fn set_condition(&mut self, id: VertexId, text: Option<&str>, node: &str, field: Field) {
         let Some(text) = text else { return };
         let condition = match Condition::parse(text) {
             Ok(c) => c,
             Err(e) => {
+                let file = self.file(node);
                 self.diagnostics.push(
                     Diagnostic::error(file, Problem::BadCondition(e.to_string()))
                         .node(node)
-                        .field(field),
+                        .field(field.to_string()),
                 );
                 // Fail closed: a condition that cannot be read never holds.
                 Condition::Const(false)
@@ -434,5 +833,56 @@ impl<'a> Builder<'a> {
         };
         self.graph.vertices[id.index()].condition = Some(self.graph.conditions.len() as u32);
         self.graph.conditions.push(condition);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vertices(names: &[&str]) -> Vec<Vertex> {
+        names
+            .iter()
+            .map(|n| Vertex::new(VertexKind::Prompt, (*n).into(), "", 0))
+            .collect()
+    }
+
+    #[test]
+    fn the_name_index_grows_keeps_the_first_of_a_name_and_finds_names_of_every_length() {
+        let mut names: Vec<String> = (0..=40).map(|n| "x".repeat(n)).collect();
+        names.extend((0..3000).map(|i| format!("N{i}_r{}", i % 7)));
+        names.push("N5_r5".into()); // taken by the loop above
+        names.push(String::new()); // taken: the empty name is at 0
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        let vertices = vertices(&refs);
+        let mut index = NameIndex::with_capacity(0);
+        let mut taken = Vec::new();
+        index.insert_all(0..vertices.len() as u32, &vertices, &mut taken);
+        let last = vertices.len() as u32;
+        assert_eq!(taken, [last - 2, last - 1]);
+        assert!(index.slots.len() >= 2 * index.len && index.len == vertices.len() - 2);
+        for (i, name) in names.iter().enumerate().take(vertices.len() - 2) {
+            assert_eq!(
+                index.get(name, &vertices),
+                Some(VertexId(i as u32)),
+                "{name}"
+            );
+        }
+        for missing in ["N3000_r0", "x".repeat(41).as_str(), "N1_r2", "y"] {
+            assert_eq!(index.get(missing, &vertices), None, "{missing}");
+        }
+        let mut found = Vec::new();
+        index.get_batch(&["N1_r1", "nope", "xxx"], &vertices, &mut found);
+        assert_eq!(found, [Some(VertexId(42)), None, Some(VertexId(3))]);
+    }
+
+    #[test]
+    fn generated_names_and_field_paths_read_as_before() {
+        assert_eq!(&*numbered("Greet", "_r", 2), "Greet_r2");
+        assert_eq!(&*numbered("A", "_b", 0), "A_b0");
+        assert_eq!(&*numbered("", "_b", 1_234_567), "_b1234567");
+        let field = Field::in_response(2, "NextNode").item(1);
+        assert_eq!(field.to_string(), "Responses[2].NextNode[1]");
+        assert_eq!(Field::new("FirstNode").to_string(), "FirstNode");
     }
 }

@@ -55,6 +55,15 @@ pub struct ServeArgs {
     #[arg(long, env = "BANTER_MAX_CONNECTIONS", default_value_t = 50_000)]
     pub max_connections: usize,
 
+    /// Seconds a new connection has to send its whole request head (the WebSocket upgrade), and
+    /// an idle keep-alive connection its next one, before it is closed (slowloris).
+    #[arg(long, env = "BANTER_HANDSHAKE_TIMEOUT", default_value_t = 5)]
+    pub handshake_timeout_secs: u64,
+    /// Connections allowed in their handshake at once (accepted, request head not yet in);
+    /// past it, new connections are closed at accept.
+    #[arg(long, env = "BANTER_MAX_HANDSHAKES", default_value_t = 4096)]
+    pub max_handshakes: usize,
+
     /// Seconds a dropped connection's conversation waits for a `resume`.
     #[arg(long, env = "BANTER_RESUME_WINDOW", default_value_t = 30)]
     pub resume_window_secs: u64,
@@ -121,6 +130,10 @@ pub struct Limits {
     pub max_connections: usize,
     /// How long a dropped connection's conversation waits for a `resume`.
     pub resume_window: Duration,
+    /// How long a connection may take to send a request head (slowloris protection).
+    pub handshake_timeout: Duration,
+    /// Connections in their handshake at once.
+    pub max_handshakes: usize,
 }
 
 /// The world rules of article section 7.4.
@@ -150,6 +163,8 @@ impl Default for Limits {
             read_buffer_bytes: 4 * 1024,
             max_connections: 50_000,
             resume_window: Duration::from_secs(30),
+            handshake_timeout: Duration::from_secs(5),
+            max_handshakes: 4096,
         }
     }
 }
@@ -212,6 +227,8 @@ impl Config {
                 outgoing_queue: args.outgoing_queue,
                 max_connections: args.max_connections,
                 resume_window: Duration::from_secs(args.resume_window_secs),
+                handshake_timeout: Duration::from_secs(args.handshake_timeout_secs),
+                max_handshakes: args.max_handshakes,
                 ..Limits::default()
             },
             world: WorldRules::default(),
@@ -251,6 +268,12 @@ impl Config {
         }
         if self.limits.outgoing_queue == 0 {
             return Err(ConfigError::NotPositive("the outgoing queue"));
+        }
+        if self.limits.handshake_timeout.is_zero() {
+            return Err(ConfigError::NotPositive("the handshake timeout"));
+        }
+        if self.limits.max_handshakes == 0 {
+            return Err(ConfigError::NotPositive("the handshake cap"));
         }
         Ok(())
     }

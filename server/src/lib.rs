@@ -14,6 +14,7 @@ pub mod events;
 pub mod http;
 pub mod hub;
 pub mod library;
+pub mod listen;
 pub mod metrics;
 pub mod quests;
 pub mod resume;
@@ -82,13 +83,12 @@ pub async fn run(
     let addr = listener.local_addr()?;
     tracing::info!(%addr, "listening");
     let stop = app.shutdown.clone();
-    axum::serve(listener, router)
-        .with_graceful_shutdown(async move {
-            shutdown.await;
-            tracing::info!("shutting down: no new connections; telling sessions");
-            stop.cancel();
-        })
-        .await?;
+    listen::serve(app.clone(), listener, router, async move {
+        shutdown.await;
+        tracing::info!("shutting down: no new connections; telling sessions");
+        stop.cancel();
+    })
+    .await;
 
     // Upgraded WebSockets live outside the HTTP server's own drain; wait for them here.
     app.shutdown.cancel();

@@ -36,6 +36,9 @@ pub struct Metrics {
     sessions_total: AtomicU64,
     sessions_taken_over: AtomicU64,
     auth_failures: AtomicU64,
+    http_connections_open: AtomicI64,
+    handshakes_refused: AtomicU64,
+    handshakes_timed_out: AtomicU64,
     messages: [AtomicU64; MESSAGE_KINDS.len()],
     rejections: [AtomicU64; ErrorCode::ALL.len()],
     actions: [AtomicU64; ActionType::ALL.len()],
@@ -72,6 +75,25 @@ impl Metrics {
 
     pub fn auth_failed(&self) {
         bump(&self.auth_failures);
+    }
+
+    /// A TCP connection was accepted and is being served as HTTP (until it closes or upgrades).
+    pub fn http_connection_opened(&self) {
+        self.http_connections_open.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn http_connection_closed(&self) {
+        self.http_connections_open.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// A connection was closed at accept because too many were still in their handshake.
+    pub fn handshake_refused(&self) {
+        bump(&self.handshakes_refused);
+    }
+
+    /// A connection was closed because its request head did not arrive in time.
+    pub fn handshake_timed_out(&self) {
+        bump(&self.handshakes_timed_out);
     }
 
     pub fn message(&self, kind: &str) {
@@ -156,6 +178,21 @@ impl Metrics {
             "Upgrades refused for a missing or invalid token.",
         );
         family(
+            "banter_http_connections_open",
+            "gauge",
+            "TCP connections served as HTTP now: in their handshake, or a request in flight (upgraded sessions not included).",
+        );
+        family(
+            "banter_handshakes_refused_total",
+            "counter",
+            "Connections closed at accept because too many were still in their handshake.",
+        );
+        family(
+            "banter_handshakes_timed_out_total",
+            "counter",
+            "Connections closed because their request head did not arrive in time (slowloris).",
+        );
+        family(
             "banter_messages_total",
             "counter",
             "Client messages received, by type.",
@@ -200,6 +237,13 @@ impl Metrics {
             out,
             "banter_auth_failures_total {}",
             load(&self.auth_failures)
+        );
+        let _ = writeln!(
+            out,
+            "banter_http_connections_open {}\nbanter_handshakes_refused_total {}\nbanter_handshakes_timed_out_total {}",
+            self.http_connections_open.load(Ordering::Relaxed),
+            load(&self.handshakes_refused),
+            load(&self.handshakes_timed_out)
         );
         for (kind, n) in MESSAGE_KINDS.iter().zip(&self.messages) {
             let _ = writeln!(out, "banter_messages_total{{type=\"{kind}\"}} {}", load(n));

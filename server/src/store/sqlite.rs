@@ -19,8 +19,8 @@ use futures_util::stream::BoxStream;
 use sqlx::Row;
 use sqlx::migrate::Migrator;
 use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
-    SqliteRow, SqliteSynchronous,
+    Sqlite, SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool,
+    SqlitePoolOptions, SqliteRow, SqliteSynchronous,
 };
 use tokio::sync::broadcast;
 
@@ -38,6 +38,10 @@ pub const DEFAULT_MAX_CONNECTIONS: u32 = 4;
 
 /// How long a writer waits for SQLite's write lock before giving up with `Unavailable`.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Audit rows per INSERT statement: the statement cache keeps one plan per chunk length, so a
+/// full chunk (the common case under load) reuses its plan.
+const AUDIT_ROWS_PER_INSERT: usize = 128;
 
 /// The current time in Unix milliseconds, as SQL.
 const NOW_MS: &str = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)";
@@ -145,6 +149,10 @@ pub fn sqlite_options(url: &str) -> Result<SqliteConnectOptions, StoreError> {
         .journal_mode(SqliteJournalMode::Wal)
         .synchronous(SqliteSynchronous::Full)
         .foreign_keys(true)
+        // 16 MiB of page cache per connection instead of SQLite's 2 MiB: the audit log's
+        // indexes take a write per row at every step, and a small cache reads their pages back
+        // from the kernel at each batch.
+        .pragma("cache_size", "-16384")
         .busy_timeout(BUSY_TIMEOUT))
 }
 
@@ -676,18 +684,22 @@ impl Store for SqliteStore {
                 return Ok(());
             }
             let mut tx = self.begin_write().await?;
-            for record in records {
-                sqlx::query(
-                    "INSERT INTO audit_log (player_id, conversation, message, code, detail) \
-                     VALUES (?1, ?2, ?3, ?4, ?5)",
-                )
-                .bind(&record.player_id)
-                .bind(&record.conversation)
-                .bind(&record.message)
-                .bind(&record.code)
-                .bind(&record.detail)
-                .execute(&mut *tx)
-                .await?;
+            // One multi-row INSERT per chunk: each statement is a round trip to sqlx's SQLite
+            // worker thread, and one per record cost more than the rest of a conversation step
+            // (BENCHMARKS.md, "The transport's limit"). 5 binds a row stays far under SQLite's
+            // variable limit (32,766).
+            for chunk in records.chunks(AUDIT_ROWS_PER_INSERT) {
+                let mut insert = sqlx::QueryBuilder::<Sqlite>::new(
+                    "INSERT INTO audit_log (player_id, conversation, message, code, detail) ",
+                );
+                insert.push_values(chunk, |mut row, record| {
+                    row.push_bind(&record.player_id)
+                        .push_bind(&record.conversation)
+                        .push_bind(&record.message)
+                        .push_bind(&record.code)
+                        .push_bind(&record.detail);
+                });
+                insert.build().execute(&mut *tx).await?;
             }
             tx.commit().await?;
             Ok(())
