@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Before/after for a server change (BENCHMARKS.md, "Find and fix"): two server binaries take
+# turns on the same machine, each serving one `banter-sim bench --rounds 1` with its server CPU
+# per message, ROUNDS times. The server runs on core 1, the client on core 0.
+#
+#   scripts/bench-ab.sh BEFORE_BINARY AFTER_BINARY [ROUNDS] [-- extra server flags]
+#   (build each with `cargo build --release -p banter-server` from its own worktree)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BEFORE=$1 AFTER=$2 ROUNDS=${3:-2}
+shift $(( $# >= 3 ? 3 : 2 )); [ "${1:-}" = "--" ] && shift
+PORT=${PORT:-7351}
+SIM=${SIM:-${CARGO_TARGET_DIR:-target}/release/banter-sim}
+WORK=$(mktemp -d /tmp/banter-ab.XXXXXX)
+for round in $(seq 1 "$ROUNDS"); do
+    for side in before after; do
+        binary=$BEFORE; [ "$side" = after ] && binary=$AFTER
+        taskset -c 1 "$binary" serve --bind "127.0.0.1:$PORT" --database-url "$WORK/$side-$round.db" \
+            --content content --rate-per-sec 1000000 --burst 1000000 --bench-echo "$@" \
+            >"$WORK/server-$side-$round.log" 2>&1 &
+        server=$!
+        for _ in $(seq 100); do curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && break; sleep 0.1; done
+        taskset -c 0 "$SIM" bench --url "127.0.0.1:$PORT" --connections 32 --depth 8 --seconds 5 \
+            --rounds 1 --server-pid "$server" --json >"$WORK/$side-$round.json"
+        kill "$server"; wait "$server" || true
+        python3 - "$WORK/$side-$round.json" "$side" "$round" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+r = d["rounds"][0]
+print(f"{sys.argv[2]:6} round {sys.argv[3]}: echo {d['echo_msgs_per_sec']:>9,.0f}/s  step {d['step_msgs_per_sec']:>9,.0f}/s"
+      f"  ratio {d['ratio']:.2f}  server CPU echo {r['echo']['server_cpu_us_per_msg']} µs"
+      f"  step {r['step']['server_cpu_us_per_msg']} µs")
+PY
+    done
+done
+rm -rf "$WORK"
