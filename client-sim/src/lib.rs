@@ -14,8 +14,11 @@
 //! - [`bot`] and [`load`]: honest bots and the load test; [`attack`]: the cheat catalogue;
 //!   [`play`]: the interactive terminal client; [`report`]: tables and JSON;
 //! - [`barks`]: simulated play on a fake clock, driving the bark director;
-//! - [`bench`]: the server against its own stack (echo versus step, open-loop latency, scale).
+//! - [`bench`]: the server against its own stack (echo versus step, open-loop latency, scale);
+//!   [`abuse`]: slowloris, never-reading sessions, churn, malformed frames and token replay at
+//!   once.
 
+pub mod abuse;
 pub mod attack;
 pub mod auth;
 pub mod barks;

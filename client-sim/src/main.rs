@@ -34,6 +34,9 @@ enum Cmd {
     /// Measure the server against its own stack: echo versus validated step throughput,
     /// open-loop latency, and many sessions held open.
     Bench(commands::bench::Args),
+    /// Abuse a server (slowloris, never-reading sessions, connect churn, malformed frames,
+    /// expired-token replay) at once; fails if it stops answering or admits a bad token.
+    Abuse(banter_sim::abuse::Args),
 }
 
 fn main() -> ExitCode {
@@ -44,6 +47,9 @@ fn main() -> ExitCode {
         Cmd::Attack(args) => commands::attack::run(&args),
         Cmd::Barks(args) => commands::barks::run(&args).map(|()| true),
         Cmd::Bench(args) => commands::bench::run(&args),
+        Cmd::Abuse(args) => {
+            commands::runtime().and_then(|rt| rt.block_on(banter_sim::abuse::run_cli(&args)))
+        }
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,

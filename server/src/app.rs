@@ -37,11 +37,16 @@ pub struct App {
     pub instance: String,
     /// When the server started: the time base of bodies and cooldowns, which outlive sessions.
     pub started: tokio::time::Instant,
+    /// Sessions between their upgrade and their welcome (loading the player, claiming it), at
+    /// most `limits.max_session_starts`: a storm of connections cannot queue unbounded work on
+    /// the store pool ahead of the requests of players already in conversation.
+    pub session_starts: Arc<tokio::sync::Semaphore>,
 }
 
 impl App {
     pub fn new(config: Config, content: ContentHandle, store: Arc<dyn Store>) -> App {
         let (audit, audit_queue) = AuditLog::new(&config.audit);
+        let config_session_starts = config.limits.max_session_starts;
         App {
             audit,
             audit_queue: std::sync::Mutex::new(audit_queue),
@@ -57,6 +62,7 @@ impl App {
             next_session: AtomicU64::new(1),
             instance: instance_id(),
             started: tokio::time::Instant::now(),
+            session_starts: Arc::new(tokio::sync::Semaphore::new(config_session_starts)),
         }
     }
 

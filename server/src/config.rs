@@ -63,6 +63,11 @@ pub struct ServeArgs {
     /// past it, new connections are closed at accept.
     #[arg(long, env = "BANTER_MAX_HANDSHAKES", default_value_t = 4096)]
     pub max_handshakes: usize,
+    /// Sessions starting at once (loading and claiming their player in the store); past it, an
+    /// upgrade waits up to 2 s for a slot, then is refused with 503 `at_capacity`, so a connection storm cannot starve the store
+    /// pool that players in conversation need.
+    #[arg(long, env = "BANTER_MAX_SESSION_STARTS", default_value_t = 32)]
+    pub max_session_starts: usize,
 
     /// Seconds a dropped connection's conversation waits for a `resume`.
     #[arg(long, env = "BANTER_RESUME_WINDOW", default_value_t = 30)]
@@ -134,6 +139,9 @@ pub struct Limits {
     pub handshake_timeout: Duration,
     /// Connections in their handshake at once.
     pub max_handshakes: usize,
+    /// Sessions starting at once (upgraded, player being loaded and claimed); past it an upgrade
+    /// is refused with `503`.
+    pub max_session_starts: usize,
 }
 
 /// The world rules of article section 7.4.
@@ -165,6 +173,7 @@ impl Default for Limits {
             resume_window: Duration::from_secs(30),
             handshake_timeout: Duration::from_secs(5),
             max_handshakes: 4096,
+            max_session_starts: 32,
         }
     }
 }
@@ -229,6 +238,7 @@ impl Config {
                 resume_window: Duration::from_secs(args.resume_window_secs),
                 handshake_timeout: Duration::from_secs(args.handshake_timeout_secs),
                 max_handshakes: args.max_handshakes,
+                max_session_starts: args.max_session_starts,
                 ..Limits::default()
             },
             world: WorldRules::default(),
@@ -271,6 +281,9 @@ impl Config {
         }
         if self.limits.handshake_timeout.is_zero() {
             return Err(ConfigError::NotPositive("the handshake timeout"));
+        }
+        if self.limits.max_session_starts == 0 {
+            return Err(ConfigError::NotPositive("the session-start cap"));
         }
         if self.limits.max_handshakes == 0 {
             return Err(ConfigError::NotPositive("the handshake cap"));

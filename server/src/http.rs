@@ -240,6 +240,18 @@ async fn upgrade(
     ws: WebSocketUpgrade,
 ) -> Result<Response, ApiError> {
     let claims = admit(&app, &headers, query)?;
+    // Taken before the upgrade, so a refusal is a plain 503 the client retries with backoff. A
+    // burst (everyone reconnecting after a deploy) waits its turn briefly; a storm past what the
+    // store can start is refused instead of queueing without bound.
+    let starting = tokio::time::timeout(
+        SESSION_START_PATIENCE,
+        app.session_starts.clone().acquire_owned(),
+    )
+    .await;
+    let Ok(Ok(starting)) = starting else {
+        app.metrics.session_start_refused();
+        return Err(ApiError::AtCapacity);
+    };
     let session_app = Arc::clone(&app);
     Ok(configure(&app, ws).on_upgrade(move |socket| {
         let tracker = session_app.sessions.clone();
@@ -248,9 +260,13 @@ async fn upgrade(
             socket,
             claims.sub,
             claims.exp,
+            starting,
         ))
     }))
 }
+
+/// How long an upgrade waits for one of the `--max-session-starts` slots before `503`.
+const SESSION_START_PATIENCE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// What an upgrade checks before it accepts: a valid token and room for one more session.
 fn admit(

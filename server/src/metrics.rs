@@ -39,6 +39,7 @@ pub struct Metrics {
     http_connections_open: AtomicI64,
     handshakes_refused: AtomicU64,
     handshakes_timed_out: AtomicU64,
+    session_starts_refused: AtomicU64,
     messages: [AtomicU64; MESSAGE_KINDS.len()],
     rejections: [AtomicU64; ErrorCode::ALL.len()],
     actions: [AtomicU64; ActionType::ALL.len()],
@@ -89,6 +90,11 @@ impl Metrics {
     /// A connection was closed at accept because too many were still in their handshake.
     pub fn handshake_refused(&self) {
         bump(&self.handshakes_refused);
+    }
+
+    /// An upgrade was refused because too many sessions were starting.
+    pub fn session_start_refused(&self) {
+        bump(&self.session_starts_refused);
     }
 
     /// A connection was closed because its request head did not arrive in time.
@@ -193,6 +199,11 @@ impl Metrics {
             "Connections closed because their request head did not arrive in time (slowloris).",
         );
         family(
+            "banter_session_starts_refused_total",
+            "counter",
+            "Upgrades refused (503) because too many sessions were loading and claiming their player.",
+        );
+        family(
             "banter_messages_total",
             "counter",
             "Client messages received, by type.",
@@ -240,10 +251,11 @@ impl Metrics {
         );
         let _ = writeln!(
             out,
-            "banter_http_connections_open {}\nbanter_handshakes_refused_total {}\nbanter_handshakes_timed_out_total {}",
+            "banter_http_connections_open {}\nbanter_handshakes_refused_total {}\nbanter_handshakes_timed_out_total {}\nbanter_session_starts_refused_total {}",
             self.http_connections_open.load(Ordering::Relaxed),
             load(&self.handshakes_refused),
-            load(&self.handshakes_timed_out)
+            load(&self.handshakes_timed_out),
+            load(&self.session_starts_refused)
         );
         for (kind, n) in MESSAGE_KINDS.iter().zip(&self.messages) {
             let _ = writeln!(out, "banter_messages_total{{type=\"{kind}\"}} {}", load(n));

@@ -285,10 +285,33 @@ pub async fn execute(
         }),
     };
     if mutates_store(action) {
-        *record = store.load_player(player).await?;
-        advance_tutorial(store, content, player, record).await;
+        refresh_after_commit(store, content, player, record).await;
     }
     Ok(outcome)
+}
+
+/// Reads the player again after a committed change, and moves the tutorial on. The change stands
+/// whatever happens here and its effect must reach the client: refusing it now would tell the
+/// player `store_unavailable` for a quest already accepted or paid (found by the abuse run, where
+/// a starved pool timed this read out). So a failed read is logged and the session's facts stay
+/// as they were until the next read; the store, not this copy, decides every write.
+async fn refresh_after_commit(
+    store: &dyn crate::store::Store,
+    content: &Content,
+    player: &str,
+    record: &mut PlayerRecord,
+) {
+    match store.load_player(player).await {
+        Ok(fresh) => {
+            *record = fresh;
+            advance_tutorial(store, content, player, record).await;
+        }
+        Err(e) => tracing::warn!(
+            %player,
+            error = %e,
+            "cannot read the player after a committed change; facts stale until the next read"
+        ),
+    }
 }
 
 /// Moves the profile past every tutorial stage whose end now holds (after an accept or a
@@ -396,8 +419,7 @@ pub async fn finish_cutscene_quest(
     store
         .complete_quest(player, quest_id, coins, experience)
         .await?;
-    *record = store.load_player(player).await?;
-    advance_tutorial(store, content, player, record).await;
+    refresh_after_commit(store, content, player, record).await;
     Ok(Effect::QuestCompleted {
         quest: quest_id.to_owned(),
         coins,

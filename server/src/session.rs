@@ -142,7 +142,13 @@ struct Session {
 }
 
 /// Runs a session on an upgraded socket until it ends.
-pub async fn run(app: SharedApp, socket: WebSocket, player: String, token_expires: u64) {
+pub async fn run(
+    app: SharedApp,
+    socket: WebSocket,
+    player: String,
+    token_expires: u64,
+    starting: tokio::sync::OwnedSemaphorePermit,
+) {
     app.metrics.session_opened();
     let id = app.next_session_id();
     app.parked.session_started(&player);
@@ -154,6 +160,7 @@ pub async fn run(app: SharedApp, socket: WebSocket, player: String, token_expire
 
     let end = match app.store.load_player(&player).await {
         Err(e) => {
+            drop(starting);
             tracing::warn!(%player, error = %e, "cannot load the player; closing the session");
             let _ = out.try_send(text(&ServerMessage::Error {
                 id: None,
@@ -165,6 +172,8 @@ pub async fn run(app: SharedApp, socket: WebSocket, player: String, token_expire
         }
         Ok(record) => {
             claim(&app, &player, id).await;
+            // Started: the store work of a session start is done.
+            drop(starting);
             let (machine, handles) = PlayerStateMachine::new();
             let limits = &app.config.limits;
             let now = Instant::now();
