@@ -1129,30 +1129,33 @@ async fn slowloris_connection(
     }
 }
 
+/// Runs `n` workers, started evenly over the first tenth of the run (two seconds at most) rather
+/// than in one burst, each handed its index and start time; returns when all have ended.
+async fn ramped<W, F>(n: usize, duration: Duration, worker: W)
+where
+    W: Fn(usize, Instant) -> F,
+    F: std::future::Future<Output = ()> + Send + 'static,
+{
+    let ramp = duration.mul_f64(0.1).min(Duration::from_secs(2));
+    let start = Instant::now();
+    let tasks: Vec<_> = (0..n)
+        .map(|i| tokio::spawn(worker(i, start + ramp.mul_f64(i as f64 / n.max(1) as f64))))
+        .collect();
+    for task in tasks {
+        let _ = task.await;
+    }
+}
+
 async fn slowloris(
     ctx: Arc<Ctx>,
     options: &AbuseOptions,
     live: Arc<SlowlorisLive>,
 ) -> SlowlorisReport {
     let n = options.slowloris;
-    // Connections are opened over the first two seconds (or tenth of the run), not in one burst.
-    let ramp = options.duration.mul_f64(0.1).min(Duration::from_secs(2));
-    let start = Instant::now();
-    let tasks: Vec<_> = (0..n)
-        .map(|i| {
-            let at = start + ramp.mul_f64(i as f64 / n.max(1) as f64);
-            tokio::spawn(slowloris_connection(
-                ctx.clone(),
-                i,
-                at,
-                options.slowloris_interval,
-                live.clone(),
-            ))
-        })
-        .collect();
-    for task in tasks {
-        let _ = task.await;
-    }
+    ramped(n, options.duration, |i, at| {
+        slowloris_connection(ctx.clone(), i, at, options.slowloris_interval, live.clone())
+    })
+    .await;
     SlowlorisReport {
         connections: n,
         line_interval_s: options.slowloris_interval.as_secs_f64(),
@@ -1258,23 +1261,10 @@ async fn noread_slot(
 
 async fn noread(ctx: Arc<Ctx>, options: Arc<AbuseOptions>, live: Arc<NoReadLive>) -> NoReadReport {
     let n = options.noread;
-    let ramp = options.duration.mul_f64(0.1).min(Duration::from_secs(2));
-    let start = Instant::now();
-    let tasks: Vec<_> = (0..n)
-        .map(|i| {
-            let at = start + ramp.mul_f64(i as f64 / n.max(1) as f64);
-            tokio::spawn(noread_slot(
-                ctx.clone(),
-                i,
-                at,
-                options.clone(),
-                live.clone(),
-            ))
-        })
-        .collect();
-    for task in tasks {
-        let _ = task.await;
-    }
+    ramped(n, options.duration, |i, at| {
+        noread_slot(ctx.clone(), i, at, options.clone(), live.clone())
+    })
+    .await;
     NoReadReport {
         slots: n,
         request: (n > 0).then_some(options.noread_request),
@@ -1520,23 +1510,10 @@ async fn malformed(
     live: Arc<MalformedLive>,
 ) -> MalformedReport {
     let n = options.malformed;
-    let ramp = options.duration.mul_f64(0.1).min(Duration::from_secs(2));
-    let start = Instant::now();
-    let tasks: Vec<_> = (0..n)
-        .map(|i| {
-            let at = start + ramp.mul_f64(i as f64 / n.max(1) as f64);
-            tokio::spawn(malformed_session(
-                ctx.clone(),
-                i,
-                at,
-                options.clone(),
-                live.clone(),
-            ))
-        })
-        .collect();
-    for task in tasks {
-        let _ = task.await;
-    }
+    ramped(n, options.duration, |i, at| {
+        malformed_session(ctx.clone(), i, at, options.clone(), live.clone())
+    })
+    .await;
     MalformedReport {
         sessions: n,
         rate_per_session: options.malformed_rate,
