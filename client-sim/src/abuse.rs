@@ -271,14 +271,7 @@ impl Args {
 pub async fn run_cli(args: &Args) -> std::result::Result<bool, String> {
     let options = args.options()?;
     let report = run(options).await.map_err(|e| e.to_string())?;
-    if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?
-        );
-    } else {
-        print!("{}", report.table());
-    }
+    crate::report::print(args.json, &report, || report.table())?;
     Ok(report.ok)
 }
 

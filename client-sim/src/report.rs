@@ -6,6 +6,23 @@ use std::fmt::Write as _;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
+/// Prints a tool's report on stdout: pretty JSON with `--json`, else the table for people.
+pub fn print(
+    json: bool,
+    report: &impl Serialize,
+    table: impl FnOnce() -> String,
+) -> Result<(), String> {
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(report).map_err(|e| e.to_string())?
+        );
+    } else {
+        print!("{}", table());
+    }
+    Ok(())
+}
+
 /// Round-trip percentiles, in microseconds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Latency {

@@ -516,7 +516,10 @@ impl Session {
         let id = message.id();
         let step = audited_step(&message);
         // The conversation a step belongs to is the one open before it (a talk opens its own).
-        let before = self.conversation.as_ref().map(|c| c.name.clone());
+        // Copied only for a step the audit keeps: moves and AFK reports allocate nothing here.
+        let before = step
+            .as_ref()
+            .and_then(|_| self.conversation.as_ref().map(|c| c.name.clone()));
         let result = self.handle(message).await;
         let end = match result {
             Ok(()) => {

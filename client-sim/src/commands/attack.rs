@@ -38,13 +38,6 @@ pub fn run(args: &Args) -> Result<bool, String> {
         run_id: fresh_run_id(),
     };
     let report = super::runtime()?.block_on(run_attack(options));
-    if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?
-        );
-    } else {
-        print!("{}", report.table());
-    }
+    banter_sim::report::print(args.json, &report, || report.table())?;
     Ok(report.clean())
 }

@@ -88,13 +88,6 @@ pub fn run(args: &Args) -> Result<bool, String> {
             serde_json::to_string_pretty(&report.acknowledged_json()).map_err(|e| e.to_string())?;
         std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
     }
-    if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?
-        );
-    } else {
-        print!("{}", report.table());
-    }
+    banter_sim::report::print(args.json, &report, || report.table())?;
     Ok(report.clean())
 }
