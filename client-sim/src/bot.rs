@@ -316,6 +316,17 @@ impl Bot {
         let content = session.content().clone();
         let deadline = self.options.deadline;
         session.poll();
+        // A cutscene left unreported by a failed `cutscene_done` keeps the player busy: report it
+        // before anything else.
+        if session.cutscene_pending() {
+            let mut driver = BotDriver {
+                content: &content,
+                pace: self.options.pace,
+                deadline,
+                rng: &mut self.rng,
+            };
+            return session.play_cutscenes(&mut driver).await;
+        }
         // World progress first: the trusted game server reports the catches and finds.
         let owed = world::open_quests(&content, &session.facts)
             .into_iter()

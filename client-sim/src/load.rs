@@ -13,7 +13,7 @@ use crate::bot::{self, BotOptions};
 use crate::error::Result;
 use crate::http::Endpoint;
 use crate::pace::ReadingPace;
-use crate::report::{Latency, LoadReport};
+use crate::report::{KindLatency, Latency, LoadReport};
 use crate::session::{Live, SessionOptions, new_histogram};
 
 /// How a load test runs.
@@ -86,6 +86,7 @@ pub async fn run(options: LoadOptions) -> Result<LoadReport> {
     });
 
     let mut histogram = new_histogram()?;
+    let mut by_kind = std::collections::BTreeMap::new();
     let mut report = LoadReport {
         bots: options.bots,
         read_pace: options.pace != ReadingPace::INSTANT,
@@ -113,6 +114,16 @@ pub async fn run(options: LoadOptions) -> Result<LoadReport> {
         }
         report.messages += m.messages;
         let _ = histogram.add(&m.round_trips);
+        for (kind, round_trips) in m.round_trips_by_kind {
+            match by_kind.entry(kind) {
+                std::collections::btree_map::Entry::Vacant(slot) => {
+                    slot.insert(round_trips);
+                }
+                std::collections::btree_map::Entry::Occupied(mut slot) => {
+                    let _ = slot.get_mut().add(&round_trips);
+                }
+            }
+        }
         for (code, n) in m.rejections {
             report.rejections += n;
             *report
@@ -144,6 +155,16 @@ pub async fn run(options: LoadOptions) -> Result<LoadReport> {
         0.0
     };
     report.latency_us = Latency::from_histogram(&histogram);
+    report.latency_by_kind_us = by_kind
+        .into_iter()
+        .map(|(kind, h)| {
+            let latency = KindLatency {
+                messages: h.len(),
+                latency: Latency::from_histogram(&h),
+            };
+            (kind, latency)
+        })
+        .collect();
     Ok(report)
 }
 

@@ -34,6 +34,14 @@ pub struct Latency {
     pub mean: u64,
 }
 
+/// The round trips of one kind of request.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct KindLatency {
+    pub messages: u64,
+    #[serde(flatten)]
+    pub latency: Latency,
+}
+
 impl Latency {
     /// The percentiles of an HDR histogram of round trips recorded in microseconds.
     pub fn from_histogram(h: &Histogram<u64>) -> Latency {
@@ -61,6 +69,8 @@ pub struct LoadReport {
     pub messages: u64,
     pub messages_per_sec: f64,
     pub latency_us: Latency,
+    /// The round trips by request kind (`move`, `talk`, `action AcceptQuest`, ...).
+    pub latency_by_kind_us: BTreeMap<String, KindLatency>,
     /// Requests the server refused: an honest bot must get none.
     pub rejections: u64,
     pub rejections_by_code: BTreeMap<String, u64>,
@@ -126,6 +136,18 @@ impl LoadReport {
             ("rejections".into(), self.rejections.to_string()),
             ("errors".into(), self.errors.to_string()),
         ];
+        for (kind, k) in &self.latency_by_kind_us {
+            rows.push((
+                format!("  {kind}"),
+                format!(
+                    "{} msgs, p50 {}, p99 {}, max {}",
+                    k.messages,
+                    micros(k.latency.p50),
+                    micros(k.latency.p99),
+                    micros(k.latency.max)
+                ),
+            ));
+        }
         for (code, n) in &self.rejections_by_code {
             rows.push((format!("  rejected {code}"), n.to_string()));
         }

@@ -89,6 +89,9 @@ pub struct Metrics {
     pub messages: u64,
     /// Round trips (send to `ack`/`error`), in microseconds.
     pub round_trips: Histogram<u64>,
+    /// The same round trips by what was asked ([`request_kind`]), to tell which request a
+    /// tail belongs to.
+    pub round_trips_by_kind: BTreeMap<String, Histogram<u64>>,
     /// Refusals by error code.
     pub rejections: BTreeMap<&'static str, u64>,
     /// Requests that got no answer (connection lost, timeout) and other failures.
@@ -111,6 +114,15 @@ pub struct Acknowledged {
     pub progress: BTreeMap<(String, String), u32>,
 }
 
+/// What a request asks, for the latency breakdown: its `type`, and for an action its action
+/// type too (`action AcceptQuest`), since only some actions write to the store.
+pub fn request_kind(message: &ClientMessage) -> std::borrow::Cow<'static, str> {
+    match message {
+        ClientMessage::Action { action, .. } => format!("action {action:?}").into(),
+        other => other.kind().into(),
+    }
+}
+
 /// Builds an empty round-trip histogram: 1 µs to 1 hour, 3 significant figures.
 pub fn new_histogram() -> Result<Histogram<u64>> {
     Histogram::new_with_bounds(1, 3_600_000_000, 3).map_err(|e| SimError::Other(e.to_string()))
@@ -121,6 +133,7 @@ impl Metrics {
         Ok(Metrics {
             messages: 0,
             round_trips: new_histogram()?,
+            round_trips_by_kind: BTreeMap::new(),
             rejections: BTreeMap::new(),
             errors: 0,
             error_samples: Vec::new(),
@@ -331,6 +344,7 @@ impl Session {
     /// update the facts; a dropped connection is reconnected on the next request.
     pub async fn request(&mut self, message: ClientMessage) -> Result<Reply> {
         self.pacer.ready().await;
+        let kind = request_kind(&message);
         let connection = self.connect().await?;
         let result = connection.request(message).await;
         match result {
@@ -338,6 +352,14 @@ impl Session {
                 self.metrics.messages += 1;
                 let micros = u64::try_from(reply.round_trip.as_micros()).unwrap_or(u64::MAX);
                 self.metrics.round_trips.saturating_record(micros.max(1));
+                if !self.metrics.round_trips_by_kind.contains_key(kind.as_ref()) {
+                    self.metrics
+                        .round_trips_by_kind
+                        .insert(kind.clone().into_owned(), new_histogram()?);
+                }
+                if let Some(histogram) = self.metrics.round_trips_by_kind.get_mut(kind.as_ref()) {
+                    histogram.saturating_record(micros.max(1));
+                }
                 if let Some(live) = &self.live {
                     Live::add(&live.messages);
                 }
@@ -580,10 +602,17 @@ impl Session {
         Ok(graph)
     }
 
+    /// True while a cutscene the server started has not been reported done.
+    pub fn cutscene_pending(&self) -> bool {
+        !self.scenes.is_empty()
+    }
+
     /// Plays every pending cutscene with the driver, then tells the server it has finished.
     pub async fn play_cutscenes(&mut self, driver: &mut impl Driver) -> Result<()> {
-        while !self.scenes.is_empty() {
-            let scene = self.scenes.remove(0);
+        // A scene stays queued until the server has answered its `cutscene_done` for good: after
+        // a dropped connection or a retryable refusal (`store_unavailable`) the next call reports
+        // it again, as a real client must, or the player would stay busy in the cutscene.
+        while let Some(scene) = self.scenes.first().cloned() {
             driver.cutscene(&scene).await;
             let reply = self
                 .request(ClientMessage::CutsceneDone {
@@ -592,6 +621,10 @@ impl Session {
                 })
                 .await?;
             self.forward_effects(driver);
+            let retry = matches!(&reply.answer, Err(refusal) if refusal.code.retryable());
+            if !retry {
+                self.scenes.remove(0);
+            }
             refused(reply)?;
         }
         Ok(())

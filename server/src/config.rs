@@ -51,6 +51,14 @@ pub struct ServeArgs {
     /// Server messages queued for one connection before it counts as not reading.
     #[arg(long, env = "BANTER_OUTGOING_QUEUE", default_value_t = 128)]
     pub outgoing_queue: usize,
+    /// Bytes of server messages queued for one connection before it counts as not reading
+    /// (a message larger than this still goes out when nothing else is queued).
+    #[arg(long, env = "BANTER_OUTGOING_QUEUE_BYTES", default_value_t = 256 * 1024)]
+    pub outgoing_queue_bytes: usize,
+    /// The kernel send buffer of every accepted socket (SO_SNDBUF; Linux doubles it). Without
+    /// it the kernel autotunes up to megabytes per socket, all held for a peer that never reads.
+    #[arg(long, env = "BANTER_SOCKET_SEND_BUFFER", default_value_t = 64 * 1024)]
+    pub socket_send_buffer_bytes: usize,
     /// Maximum connections at once.
     #[arg(long, env = "BANTER_MAX_CONNECTIONS", default_value_t = 50_000)]
     pub max_connections: usize,
@@ -123,8 +131,12 @@ pub struct Limits {
     pub burst: f64,
     /// Consecutive rate-limited messages after which a client is disconnected as flooding.
     pub flood_strikes: u32,
-    /// Bounded outgoing queue per connection.
+    /// Bounded outgoing queue per connection, in messages.
     pub outgoing_queue: usize,
+    /// And in bytes.
+    pub outgoing_queue_bytes: usize,
+    /// SO_SNDBUF of accepted sockets.
+    pub socket_send_buffer_bytes: usize,
     /// How often the server pings a connection.
     pub ping_interval: Duration,
     /// A connection silent (no frame, no pong) for this long is dropped as dead.
@@ -166,6 +178,8 @@ impl Default for Limits {
             burst: 40.0,
             flood_strikes: 20,
             outgoing_queue: 128,
+            outgoing_queue_bytes: 256 * 1024,
+            socket_send_buffer_bytes: 64 * 1024,
             ping_interval: Duration::from_secs(15),
             idle_timeout: Duration::from_secs(45),
             read_buffer_bytes: 4 * 1024,
@@ -234,6 +248,8 @@ impl Config {
                 rate_per_sec: args.rate_per_sec,
                 burst: args.burst,
                 outgoing_queue: args.outgoing_queue,
+                outgoing_queue_bytes: args.outgoing_queue_bytes,
+                socket_send_buffer_bytes: args.socket_send_buffer_bytes,
                 max_connections: args.max_connections,
                 resume_window: Duration::from_secs(args.resume_window_secs),
                 handshake_timeout: Duration::from_secs(args.handshake_timeout_secs),
@@ -276,8 +292,11 @@ impl Config {
         if self.limits.rate_per_sec <= 0.0 || self.limits.burst < 1.0 {
             return Err(ConfigError::NotPositive("the rate limit"));
         }
-        if self.limits.outgoing_queue == 0 {
+        if self.limits.outgoing_queue == 0 || self.limits.outgoing_queue_bytes == 0 {
             return Err(ConfigError::NotPositive("the outgoing queue"));
+        }
+        if self.limits.socket_send_buffer_bytes == 0 {
+            return Err(ConfigError::NotPositive("the socket send buffer"));
         }
         if self.limits.handshake_timeout.is_zero() {
             return Err(ConfigError::NotPositive("the handshake timeout"));

@@ -16,6 +16,7 @@ pub mod hub;
 pub mod library;
 pub mod listen;
 pub mod metrics;
+pub mod outbox;
 pub mod quests;
 pub mod resume;
 pub mod session;

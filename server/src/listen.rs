@@ -75,6 +75,10 @@ pub async fn serve(
         };
         // Best effort: a socket that refuses the option still works, just with Nagle's delay.
         let _ = stream.set_nodelay(true);
+        // A fixed send buffer: the kernel would otherwise autotune it to megabytes, and a peer
+        // that never reads would hold all of it (RELIABILITY.md, scenario 6).
+        let _ =
+            socket2::SockRef::from(&stream).set_send_buffer_size(limits.socket_send_buffer_bytes);
         connections.spawn(serve_connection(
             app.clone(),
             stream,

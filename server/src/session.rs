@@ -30,6 +30,7 @@ use tokio::time::Instant;
 use crate::app::SharedApp;
 use crate::hub::Control;
 use crate::library::Library;
+use crate::outbox::{Outbox, OutboxReceiver};
 use crate::quests::{self, PlayerFacts};
 use crate::store::PlayerRecord;
 use crate::world::{self, Body, MoveError};
@@ -123,7 +124,7 @@ struct Session {
     app: SharedApp,
     player: String,
     id: u64,
-    out: mpsc::Sender<Message>,
+    out: Outbox,
     body: Body,
     machine: PlayerStateMachine,
     dialogue: OwnerHandle<owner::Dialogue>,
@@ -155,7 +156,10 @@ pub async fn run(
     let (control_tx, mut control_rx) = mpsc::channel(16);
     app.hub.register(&player, id, control_tx);
     let (sink, mut stream) = socket.split();
-    let (out, out_rx) = mpsc::channel::<Message>(app.config.limits.outgoing_queue);
+    let (out, out_rx) = Outbox::new(
+        app.config.limits.outgoing_queue,
+        app.config.limits.outgoing_queue_bytes,
+    );
     let writer = tokio::spawn(write_frames(sink, out_rx));
 
     let end = match app.store.load_player(&player).await {
@@ -289,7 +293,7 @@ async fn claim(app: &SharedApp, player: &str, id: u64) {
 /// fed into the WebSocket's write buffer and flushed once, instead of a syscall per message.
 async fn write_frames(
     mut sink: futures_util::stream::SplitSink<WebSocket, Message>,
-    mut queue: mpsc::Receiver<Message>,
+    mut queue: OutboxReceiver,
 ) {
     'drain: while let Some(message) = queue.recv().await {
         let mut closing = matches!(message, Message::Close(_));
@@ -297,7 +301,7 @@ async fn write_frames(
             break;
         }
         while !closing {
-            let Ok(next) = queue.try_recv() else { break };
+            let Some(next) = queue.try_recv() else { break };
             closing = matches!(next, Message::Close(_));
             if sink.feed(next).await.is_err() {
                 break 'drain;

@@ -285,13 +285,32 @@ async fn a_client_that_answers_pings_outlives_the_idle_timeout() {
 
 #[tokio::test]
 async fn a_client_that_stops_reading_is_disconnected_not_buffered() {
+    stops_reading(|c| c.limits.outgoing_queue = 4, "device-session-06").await;
+}
+
+/// The byte bound alone: a queue long enough for every answer in messages still cuts the reader
+/// off once the unread answers pass 16 KiB.
+#[tokio::test]
+async fn the_outgoing_queue_is_bounded_in_bytes_too() {
+    stops_reading(
+        |c| {
+            c.limits.outgoing_queue = 1_000_000;
+            c.limits.outgoing_queue_bytes = 16 * 1024;
+            c.limits.socket_send_buffer_bytes = 4096;
+        },
+        "device-session-07",
+    )
+    .await;
+}
+
+async fn stops_reading(limits: impl FnOnce(&mut banter_server::config::Config), player: &str) {
     let server = TestServer::start_with(|c| {
-        c.limits.outgoing_queue = 4;
         c.limits.rate_per_sec = 1_000_000.0;
         c.limits.burst = 1_000_000.0;
+        limits(c);
     })
     .await;
-    let token = server.login("device-session-06").await;
+    let token = server.login(player).await;
     // A small receive buffer, so what the client leaves unread backs up into the server soon.
     let mut client = server.connect_small_buffer(&token, 4096).await;
     let fetch = serde_json::to_string(&ClientMessage::FetchConversation {

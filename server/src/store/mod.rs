@@ -31,6 +31,7 @@
 mod error;
 pub mod postgres;
 pub mod sqlite;
+mod write_gate;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

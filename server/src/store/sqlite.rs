@@ -8,10 +8,15 @@
 //! `UNIQUE (player_id, quest_id)` key is the backstop should the state ever say otherwise.
 //! Readers never block writers (WAL); waiting for the lock is bounded by the busy timeout (5 s),
 //! after which the call fails with [`StoreError::Unavailable`].
+//!
+//! Inside one process, writers do not contend for that lock at all: each first takes its turn
+//! at the store's [`WriteGate`] (players' writes before housekeeping), so a write never sleeps
+//! in SQLite's busy handler behind another write of the same server. A turn is bounded by the
+//! pool's acquire timeout.
 
 use std::collections::BTreeMap;
 use std::str::FromStr;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
@@ -25,6 +30,7 @@ use sqlx::sqlite::{
 use tokio::sync::broadcast;
 
 use super::error::{is_unique_violation, map_sqlx};
+use super::write_gate::{Priority, WriteGate, WriteTurn};
 use super::{
     AuditEntry, AuditRecord, ClaimEvent, ConnectOptions, LedgerEntry, ObjectiveAdvance, Paid,
     PlayerRecord, ProfileRecord, QuestRecord, SessionClaim, Store, StoreError, StoredQuestStatus,
@@ -51,6 +57,9 @@ const NOW_MS: &str = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)
 pub struct SqliteStore {
     pool: SqlitePool,
     claims: Mutex<Option<broadcast::Sender<SessionClaim>>>,
+    writes: Arc<WriteGate>,
+    /// How long a writer waits for its turn at `writes`: the pool's acquire timeout.
+    write_patience: Duration,
 }
 
 impl SqliteStore {
@@ -76,6 +85,10 @@ impl SqliteStore {
                     .max(1),
             )
             .acquire_timeout(options.acquire_timeout)
+            // No ping before every acquire: it is a round trip to the connection's worker
+            // thread per store call, and a local file's connection does not go stale the way a
+            // network connection can (PostgreSQL keeps the check).
+            .test_before_acquire(false)
             .connect_with(connect_options.create_if_missing(true))
             .await
             .map_err(map_sqlx)?;
@@ -89,6 +102,8 @@ impl SqliteStore {
         Ok(SqliteStore {
             pool,
             claims: Mutex::new(Some(sender)),
+            writes: Arc::default(),
+            write_patience: options.acquire_timeout,
         })
     }
 
@@ -97,7 +112,19 @@ impl SqliteStore {
         &self.pool
     }
 
-    async fn begin_write(&self) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, StoreError> {
+    /// Waits for this writer's turn at the write gate; every write holds one.
+    async fn write_turn(&self, priority: Priority) -> Result<WriteTurn, StoreError> {
+        self.writes
+            .enter(priority, self.write_patience)
+            .await
+            .map_err(|_| StoreError::Unavailable("timed out waiting for the write turn".into()))
+    }
+
+    /// Begins a write transaction; the turn is asked for so that no write can skip the gate.
+    async fn begin_write(
+        &self,
+        _turn: &WriteTurn,
+    ) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, StoreError> {
         self.pool
             .begin_with("BEGIN IMMEDIATE")
             .await
@@ -315,7 +342,8 @@ impl Store for SqliteStore {
                 return Ok(record);
             }
             // First visit: create the profile (another call may race us; DO NOTHING covers it).
-            let mut tx = self.begin_write().await?;
+            let turn = self.write_turn(Priority::Housekeeping).await?;
+            let mut tx = self.begin_write(&turn).await?;
             ensure_profile(&mut tx, player).await?;
             let record = read_player(&mut tx, player).await?;
             tx.commit().await?;
@@ -335,7 +363,8 @@ impl Store for SqliteStore {
             super::check_id("player id", player)?;
             super::check_id("quest id", quest)?;
             super::check_objectives(objectives)?;
-            let mut tx = self.begin_write().await?;
+            let turn = self.write_turn(Priority::Player).await?;
+            let mut tx = self.begin_write(&turn).await?;
             ensure_profile(&mut tx, player).await?;
             if let Some(found) = quest_status(&mut tx, player, quest).await? {
                 return Err(StoreError::QuestState {
@@ -375,7 +404,8 @@ impl Store for SqliteStore {
     ) -> BoxFuture<'a, Result<Vec<u32>, StoreError>> {
         Box::pin(async move {
             let order = super::check_advances(player, event_id, advances)?;
-            let mut tx = self.begin_write().await?;
+            let turn = self.write_turn(Priority::Player).await?;
+            let mut tx = self.begin_write(&turn).await?;
             if !profile_exists(&mut tx, player).await? {
                 return Err(StoreError::UnknownPlayer(player.to_owned()));
             }
@@ -438,7 +468,8 @@ impl Store for SqliteStore {
             super::check_reward(coins, experience)?;
             // BEGIN IMMEDIATE: the write lock is ours before we read the quest's state, so no
             // other writer can complete it between our check and our write.
-            let mut tx = self.begin_write().await?;
+            let turn = self.write_turn(Priority::Player).await?;
+            let mut tx = self.begin_write(&turn).await?;
             let status = quest_status(&mut tx, player, quest).await?;
             if status != Some(StoredQuestStatus::Active) {
                 return Err(not_active(&mut tx, player, quest, status).await);
@@ -509,6 +540,7 @@ impl Store for SqliteStore {
             if let Some(quest) = quest {
                 super::check_id("quest id", quest)?;
             }
+            let _turn = self.write_turn(Priority::Player).await?;
             sqlx::query(&format!(
                 "INSERT INTO profiles (player_id, tracked_quest) VALUES (?1, ?2) \
                  ON CONFLICT (player_id) DO UPDATE SET tracked_quest = excluded.tracked_quest, updated_at = {NOW_MS}"
@@ -533,6 +565,7 @@ impl Store for SqliteStore {
                     "tutorial stage {stage} is negative"
                 )));
             }
+            let _turn = self.write_turn(Priority::Player).await?;
             sqlx::query(&format!(
                 "INSERT INTO profiles (player_id, tutorial_stage) VALUES (?1, ?2) \
                  ON CONFLICT (player_id) DO UPDATE SET tutorial_stage = excluded.tutorial_stage, updated_at = {NOW_MS}"
@@ -602,6 +635,7 @@ impl Store for SqliteStore {
             super::check_id("player id", player)?;
             super::check_id("session id", session_id)?;
             super::check_id("instance id", instance_id)?;
+            let _turn = self.write_turn(Priority::Housekeeping).await?;
             let row = sqlx::query(&format!(
                 "INSERT INTO session_claims (player_id, session_id, instance_id, epoch) VALUES (?1, ?2, ?3, 1) \
                  ON CONFLICT (player_id) DO UPDATE SET session_id = excluded.session_id, \
@@ -656,6 +690,7 @@ impl Store for SqliteStore {
         session_id: &'a str,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
         Box::pin(async move {
+            let _turn = self.write_turn(Priority::Housekeeping).await?;
             let done =
                 sqlx::query("DELETE FROM session_claims WHERE player_id = ?1 AND session_id = ?2")
                     .bind(player)
@@ -683,7 +718,8 @@ impl Store for SqliteStore {
             if records.is_empty() {
                 return Ok(());
             }
-            let mut tx = self.begin_write().await?;
+            let turn = self.write_turn(Priority::Housekeeping).await?;
+            let mut tx = self.begin_write(&turn).await?;
             // One multi-row INSERT per chunk: each statement is a round trip to sqlx's SQLite
             // worker thread, and one per record cost more than the rest of a conversation step
             // (BENCHMARKS.md, "The transport's limit"). 5 binds a row stays far under SQLite's
@@ -742,6 +778,7 @@ impl Store for SqliteStore {
     fn prune_audit(&self, max_age: Duration) -> BoxFuture<'_, Result<u64, StoreError>> {
         Box::pin(async move {
             let max_age_ms = i64::try_from(max_age.as_millis()).unwrap_or(i64::MAX);
+            let _turn = self.write_turn(Priority::Housekeeping).await?;
             let done = sqlx::query(&format!("DELETE FROM audit_log WHERE at < {NOW_MS} - ?1"))
                 .bind(max_age_ms)
                 .execute(&self.pool)
