@@ -26,6 +26,7 @@
 #
 #   scripts/abuse-under-load.sh                       # 100 bots, 45 s each run
 #   BOTS=100 DURATION=60 ABUSE_ARGS="--churn-rate 2000" scripts/abuse-under-load.sh
+#   SERVER_BIN=/path/to/other/banter-server scripts/abuse-under-load.sh   # another build, same run
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -54,7 +55,7 @@ ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
 cargo build --release -q -p banter-server -p banter-sim
 
-"$BIN/banter-server" serve --bind "127.0.0.1:$PORT" --database-url "sqlite://$WORK/banter.db" \
+"${SERVER_BIN:-$BIN/banter-server}" serve --bind "127.0.0.1:$PORT" --database-url "sqlite://$WORK/banter.db" \
     >"$WORK/server.log" 2>&1 &
 SERVER=$!
 SAMPLER=
