@@ -1,12 +1,18 @@
 //! The connection layer against abusive peers (server/src/listen.rs): a slowloris upgrade that
 //! never finishes its request head is closed at the handshake deadline, connections past the
-//! handshake cap are closed at accept, and honest players connect throughout.
+//! handshake cap are closed at accept, and honest players connect throughout; upgrades past the
+//! session-start cap wait, then are refused.
 
+use std::str::FromStr;
 use std::time::Duration;
 
 use banter_e2e::{PATIENCE, TestServer};
+use banter_protocol::ServerMessage;
+use sqlx::Connection;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite;
 
 /// Reads until the server closes the connection (end of stream or a reset); panics if it is
 /// still open after `PATIENCE`.
@@ -112,4 +118,51 @@ async fn connections_past_the_handshake_cap_are_closed_at_accept() {
     };
     assert_eq!(status, "200");
     assert!(server.metric("banter_handshakes_refused_total").await >= 1.0);
+}
+
+/// At most `--max-session-starts` sessions load and claim their player at once. Here the one
+/// start allowed is held in the store: another connection holds SQLite's write lock, as a storm
+/// of session starts would. The next upgrade waits for a slot (2 s), gets `503`, and is counted;
+/// once the lock is released the held session starts and the slot serves the next player.
+#[tokio::test]
+async fn an_upgrade_past_the_session_start_cap_is_refused_while_the_store_holds_a_start() {
+    let server = TestServer::start_with(|c| c.limits.max_session_starts = 1).await;
+    let first = server.login("device-starts-01").await;
+    let second = server.login("device-starts-02").await;
+    let options =
+        SqliteConnectOptions::from_str(&server.database().url()).expect("the test database URL");
+    let mut lock_holder = SqliteConnection::connect_with(&options)
+        .await
+        .expect("a raw SQLite connection");
+    sqlx::query("BEGIN IMMEDIATE")
+        .execute(&mut lock_holder)
+        .await
+        .expect("take the write lock");
+
+    // Upgraded at once; its start (the claim is a write) waits for the lock.
+    let mut held = server
+        .connect_raw(&first)
+        .await
+        .expect("the first upgrade takes the one slot");
+    match server.connect_raw(&second).await {
+        Err(tungstenite::Error::Http(response)) => assert_eq!(response.status().as_u16(), 503),
+        Ok(_) => panic!("a second session started past the cap"),
+        Err(other) => panic!("expected 503, got {other:?}"),
+    }
+    assert_eq!(
+        server.metric("banter_session_starts_refused_total").await,
+        1.0
+    );
+
+    sqlx::query("COMMIT")
+        .execute(&mut lock_holder)
+        .await
+        .expect("release the write lock");
+    match held.recv().await {
+        ServerMessage::Welcome { .. } => {}
+        other => panic!("expected welcome, got {other:?}"),
+    }
+    let _second = server.connect(&second).await;
+    assert_eq!(server.metric("banter_open_sessions").await, 2.0);
+    server.stop().await.expect("clean shutdown");
 }
