@@ -312,6 +312,16 @@ struct Bot {
 }
 
 impl Bot {
+    /// What plays conversations and cutscenes for this bot until its deadline.
+    fn driver<'a>(&'a mut self, content: &'a Content) -> BotDriver<'a> {
+        BotDriver {
+            content,
+            pace: self.options.pace,
+            deadline: self.options.deadline,
+            rng: &mut self.rng,
+        }
+    }
+
     async fn step(&mut self, session: &mut Session) -> Result<()> {
         let content = session.content().clone();
         let deadline = self.options.deadline;
@@ -319,13 +329,7 @@ impl Bot {
         // A cutscene left unreported by a failed `cutscene_done` keeps the player busy: report it
         // before anything else.
         if session.cutscene_pending() {
-            let mut driver = BotDriver {
-                content: &content,
-                pace: self.options.pace,
-                deadline,
-                rng: &mut self.rng,
-            };
-            return session.play_cutscenes(&mut driver).await;
+            return session.play_cutscenes(&mut self.driver(&content)).await;
         }
         // World progress first: the trusted game server reports the catches and finds.
         let owed = world::open_quests(&content, &session.facts)
@@ -382,12 +386,7 @@ impl Bot {
         }
         let talked = session.talk(npc).await?;
         self.last_npc = Some(npc.id.clone());
-        let mut driver = BotDriver {
-            content: &content,
-            pace: self.options.pace,
-            deadline,
-            rng: &mut self.rng,
-        };
+        let mut driver = self.driver(&content);
         match talked {
             Talked::Opened(open) => {
                 session.converse(&open, &mut driver).await?;

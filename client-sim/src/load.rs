@@ -86,7 +86,8 @@ pub async fn run(options: LoadOptions) -> Result<LoadReport> {
     });
 
     let mut histogram = new_histogram()?;
-    let mut by_kind = std::collections::BTreeMap::new();
+    let mut by_kind: std::collections::BTreeMap<String, hdrhistogram::Histogram<u64>> =
+        std::collections::BTreeMap::new();
     let mut report = LoadReport {
         bots: options.bots,
         read_pace: options.pace != ReadingPace::INSTANT,
@@ -115,12 +116,12 @@ pub async fn run(options: LoadOptions) -> Result<LoadReport> {
         report.messages += m.messages;
         let _ = histogram.add(&m.round_trips);
         for (kind, round_trips) in m.round_trips_by_kind {
-            match by_kind.entry(kind) {
-                std::collections::btree_map::Entry::Vacant(slot) => {
-                    slot.insert(round_trips);
+            match by_kind.get_mut(&kind) {
+                Some(merged) => {
+                    let _ = merged.add(&round_trips);
                 }
-                std::collections::btree_map::Entry::Occupied(mut slot) => {
-                    let _ = slot.get_mut().add(&round_trips);
+                None => {
+                    by_kind.insert(kind, round_trips);
                 }
             }
         }

@@ -58,8 +58,6 @@ pub struct SqliteStore {
     pool: SqlitePool,
     claims: Mutex<Option<broadcast::Sender<SessionClaim>>>,
     writes: Arc<WriteGate>,
-    /// How long a writer waits for its turn at `writes`: the pool's acquire timeout.
-    write_patience: Duration,
 }
 
 impl SqliteStore {
@@ -103,7 +101,6 @@ impl SqliteStore {
             pool,
             claims: Mutex::new(Some(sender)),
             writes: Arc::default(),
-            write_patience: options.acquire_timeout,
         })
     }
 
@@ -112,10 +109,11 @@ impl SqliteStore {
         &self.pool
     }
 
-    /// Waits for this writer's turn at the write gate; every write holds one.
+    /// Waits for this writer's turn at the write gate, as long as the pool waits for a
+    /// connection; every write holds one.
     async fn write_turn(&self, priority: Priority) -> Result<WriteTurn, StoreError> {
         self.writes
-            .enter(priority, self.write_patience)
+            .enter(priority, self.pool.options().get_acquire_timeout())
             .await
             .map_err(|_| StoreError::Unavailable("timed out waiting for the write turn".into()))
     }
