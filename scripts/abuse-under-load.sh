@@ -11,7 +11,7 @@
 #    until it is back within the tolerance (the allocator returns freed memory to the system
 #    over seconds, not at once), for at most RSS_SETTLE_TIMEOUT seconds.
 #
-# The abuser runs under `nice -n 10`: on 2 cores an abuser at full priority starves the honest
+# The abuser runs under `nice -n ABUSE_NICE` (10): on 2 cores an abuser at full priority starves the honest
 # client of CPU, and what is measured would be the client's queueing, not the server's.
 #
 # Exit 1 when an invariant fails:
@@ -40,6 +40,7 @@ WARMUP=${WARMUP:-10}
 # sessions are in place) and stop this many after it.
 ABUSE_LEAD=${ABUSE_LEAD:-3}
 ABUSE_ARGS=${ABUSE_ARGS:-}
+ABUSE_NICE=${ABUSE_NICE:-10}
 RATIO_MAX=${RATIO_MAX:-2}
 RSS_TOLERANCE_KIB=${RSS_TOLERANCE_KIB:-16384}
 # How long to wait for the server to let go of what the abusers held.
@@ -116,12 +117,12 @@ load calm
 CALM_RELEASE_S=$(wait_released)
 RSS_BASELINE=$(rss)
 
-echo "abuse run: the same load with banter-sim abuse beside it (nice -n 10)" >&2
+echo "abuse run: the same load with banter-sim abuse beside it (nice -n $ABUSE_NICE)" >&2
 ( while kill -0 "$SERVER" 2>/dev/null; do echo "$(rss) $(sendq)"; sleep 0.5; done ) >"$WORK/rss-abuse.txt" 2>/dev/null &
 SAMPLER=$!
 ABUSE_SECONDS=$((DURATION + 2 * ABUSE_LEAD))
 # shellcheck disable=SC2086 # ABUSE_ARGS is a list of flags
-nice -n 10 "$BIN/banter-sim" abuse --url "$URL" --seconds "$ABUSE_SECONDS" --json $ABUSE_ARGS \
+nice -n "$ABUSE_NICE" "$BIN/banter-sim" abuse --url "$URL" --seconds "$ABUSE_SECONDS" --json $ABUSE_ARGS \
     >"$WORK/abuse.json" 2>"$WORK/abuse.err" &
 ABUSER=$!
 sleep "$ABUSE_LEAD"
