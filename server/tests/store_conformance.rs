@@ -895,6 +895,58 @@ mod scenarios {
         assert!(end.is_ok(), "the claims stream ends when the store closes");
     }
 
+    /// Many sessions start and end at once (a connect storm): every claim gets its own epoch,
+    /// the newest holds, every release answers for its own session, and every first visit gets
+    /// its profile. On SQLite these are written many to a transaction; each caller must still
+    /// get its own answer.
+    pub async fn concurrent_claims_and_releases_each_get_their_own_answer(db: &TestDb) {
+        let store = db.open().await;
+        let tag = db.schema().unwrap_or("sqlite").to_owned();
+        let contested = format!("storm-{tag}");
+        let claims = futures_util::future::join_all((0..40).map(|i| {
+            let (store, player) = (store.clone(), contested.clone());
+            async move { store.claim_session(&player, &format!("s{i}"), "inst").await }
+        }))
+        .await;
+        let mut epochs: Vec<i64> = claims
+            .iter()
+            .map(|c| c.as_ref().expect("claim").epoch)
+            .collect();
+        let newest = claims
+            .iter()
+            .flatten()
+            .max_by_key(|c| c.epoch)
+            .cloned()
+            .expect("40 claims");
+        epochs.sort_unstable();
+        assert_eq!(epochs, (1..=40).collect::<Vec<i64>>(), "one epoch each");
+        assert_eq!(store.session_owner(&contested).await, Ok(Some(newest)));
+
+        let sessions = futures_util::future::join_all((0..40).map(|i| {
+            let store = store.clone();
+            let player = format!("storm-{tag}-{i}");
+            async move {
+                let record = store.load_player(&player).await;
+                let claim = store.claim_session(&player, "s", "inst").await;
+                let stale = store.release_session(&player, "other").await;
+                let released = store.release_session(&player, "s").await;
+                let owner = store.session_owner(&player).await;
+                (
+                    record.map(|r| r.profile.coins),
+                    claim.map(|c| c.epoch),
+                    stale,
+                    released,
+                    owner,
+                )
+            }
+        }))
+        .await;
+        for session in sessions {
+            assert_eq!(session, (Ok(0), Ok(1), Ok(false), Ok(true), Ok(None)));
+        }
+        store.close().await;
+    }
+
     pub async fn audit_records_round_trip_and_prune(db: &TestDb) {
         let store = db.open().await;
         let record = |message: &str, code: Option<&str>| AuditRecord {
@@ -983,6 +1035,7 @@ conformance!(
     connect_picks_the_backend_from_the_url,
     a_closed_store_answers_retryable_errors,
     session_claims_take_over,
+    concurrent_claims_and_releases_each_get_their_own_answer,
     audit_records_round_trip_and_prune,
 );
 
@@ -1308,6 +1361,101 @@ mod sqlite_only {
             Ok(9)
         );
         assert_eq!(store.ledger_count("q1").await, Ok(1));
+        store.close().await;
+    }
+
+    /// A connect storm's claims are committed together, one fsync for many (the group commit):
+    /// while another process holds the write lock they queue, and once it is free they land in
+    /// at most two transactions. A claim that fails (here a trigger refuses one player) fails
+    /// alone: the claims committed with it are not refused with it.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn claims_in_a_storm_share_a_commit_and_one_failure_stays_its_own() {
+        use banter_server::store::{SqliteStore, sqlite::sqlite_options};
+        use sqlx::Connection;
+        let db = TestDb::sqlite("group-commit");
+        let url = db.url();
+        let store = Arc::new(
+            SqliteStore::connect(&url, ConnectOptions::default())
+                .await
+                .expect("connect"),
+        );
+        let mut holder =
+            sqlx::sqlite::SqliteConnection::connect_with(&sqlite_options(&url).expect("options"))
+                .await
+                .expect("connect");
+        sqlx::query(
+            "CREATE TRIGGER poison BEFORE INSERT ON session_claims WHEN NEW.player_id = 'poison' \
+             BEGIN SELECT RAISE(ABORT, 'poisoned by the test'); END",
+        )
+        .execute(&mut holder)
+        .await
+        .expect("trigger");
+
+        // Holds SQLite's write lock until every job of the round is queued, then lets go.
+        async fn round(
+            store: &Arc<SqliteStore>,
+            holder: &mut sqlx::sqlite::SqliteConnection,
+            players: Vec<String>,
+        ) -> Vec<Result<store::SessionClaim, StoreError>> {
+            sqlx::query("BEGIN IMMEDIATE")
+                .execute(&mut *holder)
+                .await
+                .expect("take the write lock");
+            let queued_before = store.group_commit_stats().jobs;
+            let n = players.len() as u64;
+            let claims = tokio::spawn({
+                let store = store.clone();
+                async move {
+                    futures_util::future::join_all(
+                        players.iter().map(|p| store.claim_session(p, "s1", "inst")),
+                    )
+                    .await
+                }
+            });
+            let deadline = Instant::now() + WAIT;
+            while store.group_commit_stats().jobs < queued_before + n {
+                assert!(Instant::now() < deadline, "the claims were not queued");
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            sqlx::query("ROLLBACK")
+                .execute(&mut *holder)
+                .await
+                .expect("let go of the lock");
+            claims.await.expect("claims")
+        }
+
+        let before = store.group_commit_stats();
+        let storm: Vec<String> = (0..50).map(|i| format!("storm-{i}")).collect();
+        let claims = round(&store, &mut holder, storm).await;
+        assert!(
+            claims
+                .iter()
+                .all(|c| c.as_ref().is_ok_and(|c| c.epoch == 1)),
+            "{claims:?}"
+        );
+        let after = store.group_commit_stats();
+        assert_eq!(after.jobs - before.jobs, 50);
+        assert!(
+            after.transactions - before.transactions <= 2,
+            "50 claims in {} transactions",
+            after.transactions - before.transactions
+        );
+
+        let mut players: Vec<String> = (0..10).map(|i| format!("mixed-{i}")).collect();
+        players.insert(5, "poison".to_owned());
+        let claims = round(&store, &mut holder, players.clone()).await;
+        for (player, claim) in players.iter().zip(&claims) {
+            if player == "poison" {
+                assert!(claim.is_err(), "the poisoned claim fails: {claim:?}");
+            } else {
+                assert_eq!(claim.as_ref().map(|c| c.epoch), Ok(1), "{player}");
+                assert!(
+                    matches!(store.session_owner(player).await, Ok(Some(c)) if c.session_id == "s1")
+                );
+            }
+        }
+        assert_eq!(store.session_owner("poison").await, Ok(None));
+        holder.close().await.expect("close");
         store.close().await;
     }
 

@@ -29,6 +29,7 @@
 //! Graceful shutdown: [`Store::close`] after the last session has stopped writing.
 
 mod error;
+mod group_commit;
 pub mod postgres;
 pub mod sqlite;
 mod write_gate;
@@ -41,6 +42,7 @@ use futures_util::future::BoxFuture;
 use futures_util::stream::BoxStream;
 
 pub use error::{StoreError, StoredQuestStatus};
+pub use group_commit::GroupCommitStats;
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
 

@@ -30,6 +30,7 @@ use sqlx::sqlite::{
 use tokio::sync::broadcast;
 
 use super::error::{is_unique_violation, map_sqlx};
+use super::group_commit::{self, ClaimsSender, GroupCommit, GroupCommitStats};
 use super::write_gate::{Priority, WriteGate, WriteTurn};
 use super::{
     AuditEntry, AuditRecord, ClaimEvent, ConnectOptions, LedgerEntry, ObjectiveAdvance, Paid,
@@ -50,14 +51,16 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 const AUDIT_ROWS_PER_INSERT: usize = 128;
 
 /// The current time in Unix milliseconds, as SQL.
-const NOW_MS: &str = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)";
+pub(super) const NOW_MS: &str = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)";
 
 /// The SQLite-backed [`Store`].
 #[derive(Debug)]
 pub struct SqliteStore {
     pool: SqlitePool,
-    claims: Mutex<Option<broadcast::Sender<SessionClaim>>>,
+    claims: ClaimsSender,
     writes: Arc<WriteGate>,
+    /// Claims, releases and first visits' profiles, many to a commit.
+    housekeeping: GroupCommit,
 }
 
 impl SqliteStore {
@@ -97,16 +100,26 @@ impl SqliteStore {
             return Err(err.into());
         }
         let (sender, _) = broadcast::channel(1024);
+        let claims: ClaimsSender = Arc::new(Mutex::new(Some(sender)));
+        let writes = Arc::<WriteGate>::default();
+        let housekeeping = GroupCommit::start(pool.clone(), writes.clone(), claims.clone());
         Ok(SqliteStore {
             pool,
-            claims: Mutex::new(Some(sender)),
-            writes: Arc::default(),
+            claims,
+            writes,
+            housekeeping,
         })
     }
 
     /// The underlying pool (ops tools and tests).
     pub fn pool(&self) -> &SqlitePool {
         &self.pool
+    }
+
+    /// How many claims, releases and first visits' profiles went to the database in how many
+    /// transactions (tests and diagnostics).
+    pub fn group_commit_stats(&self) -> GroupCommitStats {
+        self.housekeeping.stats()
     }
 
     /// Waits for this writer's turn at the write gate, as long as the pool waits for a
@@ -130,10 +143,7 @@ impl SqliteStore {
     }
 
     fn claims_sender(&self) -> Option<broadcast::Sender<SessionClaim>> {
-        match self.claims.lock() {
-            Ok(guard) => guard.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
+        group_commit::current(&self.claims)
     }
 }
 
@@ -207,7 +217,10 @@ async fn profile_exists(conn: &mut SqliteConnection, player: &str) -> Result<boo
         .is_some())
 }
 
-async fn ensure_profile(conn: &mut SqliteConnection, player: &str) -> Result<(), StoreError> {
+pub(super) async fn ensure_profile(
+    conn: &mut SqliteConnection,
+    player: &str,
+) -> Result<(), StoreError> {
     sqlx::query("INSERT INTO profiles (player_id) VALUES (?1) ON CONFLICT (player_id) DO NOTHING")
         .bind(player)
         .execute(&mut *conn)
@@ -340,9 +353,8 @@ impl Store for SqliteStore {
                 return Ok(record);
             }
             // First visit: create the profile (another call may race us; DO NOTHING covers it).
-            let turn = self.write_turn(Priority::Housekeeping).await?;
-            let mut tx = self.begin_write(&turn).await?;
-            ensure_profile(&mut tx, player).await?;
+            self.housekeeping.ensure_profile(player).await?;
+            let mut tx = self.pool.begin().await?;
             let record = read_player(&mut tx, player).await?;
             tx.commit().await?;
             record.ok_or_else(|| {
@@ -633,29 +645,9 @@ impl Store for SqliteStore {
             super::check_id("player id", player)?;
             super::check_id("session id", session_id)?;
             super::check_id("instance id", instance_id)?;
-            let _turn = self.write_turn(Priority::Housekeeping).await?;
-            let row = sqlx::query(&format!(
-                "INSERT INTO session_claims (player_id, session_id, instance_id, epoch) VALUES (?1, ?2, ?3, 1) \
-                 ON CONFLICT (player_id) DO UPDATE SET session_id = excluded.session_id, \
-                 instance_id = excluded.instance_id, epoch = session_claims.epoch + 1, claimed_at = {NOW_MS} \
-                 RETURNING epoch"
-            ))
-            .bind(player)
-            .bind(session_id)
-            .bind(instance_id)
-            .fetch_one(&self.pool)
-            .await?;
-            let claim = SessionClaim {
-                player_id: player.to_owned(),
-                session_id: session_id.to_owned(),
-                instance_id: instance_id.to_owned(),
-                epoch: row.try_get(0)?,
-            };
-            if let Some(sender) = self.claims_sender() {
-                // No subscriber is fine: nobody hosts an older session to close.
-                let _ = sender.send(claim.clone());
-            }
-            Ok(claim)
+            self.housekeeping
+                .claim(player, session_id, instance_id)
+                .await
         })
     }
 
@@ -687,16 +679,7 @@ impl Store for SqliteStore {
         player: &'a str,
         session_id: &'a str,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
-        Box::pin(async move {
-            let _turn = self.write_turn(Priority::Housekeeping).await?;
-            let done =
-                sqlx::query("DELETE FROM session_claims WHERE player_id = ?1 AND session_id = ?2")
-                    .bind(player)
-                    .bind(session_id)
-                    .execute(&self.pool)
-                    .await?;
-            Ok(done.rows_affected() > 0)
-        })
+        Box::pin(async move { self.housekeeping.release(player, session_id).await })
     }
 
     fn session_claims(&self) -> BoxFuture<'_, Result<BoxStream<'static, ClaimEvent>, StoreError>> {

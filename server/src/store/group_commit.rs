@@ -1,0 +1,370 @@
+//! [`GroupCommit`]: the SQLite store's session claims, releases and first visits' profiles,
+//! many to a transaction.
+//!
+//! Every connection that starts a session writes its claim, and writes again when it ends (a
+//! first visit writes its profile too). With `synchronous = FULL` each commit is an fsync of
+//! the WAL, and SQLite has one writer: at 1,000 connects/s those commits were more than the
+//! writer could do, and upgrades queued for hundreds of milliseconds behind them (RELIABILITY.md,
+//! scenario 6, fourth round). So one task writes them all: it takes whatever is waiting, waits
+//! for a housekeeping turn at the [`WriteGate`], takes what arrived meanwhile, and commits the
+//! lot in one transaction, one fsync. A lone job runs on its own, in autocommit, as before.
+//!
+//! A caller is answered after the commit, so a claim it is told of is durable. A caller that
+//! stops waiting does not undo its job: a claim or a release lands or fails the same with
+//! nobody waiting for it, as it would if the caller were cancelled just after its own commit.
+//!
+//! Should a statement fail in a batch (nothing in these ever should, short of the store
+//! failing), the batch is rolled back and each job is run again on its own, so one job's
+//! failure is never another's.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use sqlx::Row;
+use sqlx::sqlite::{SqliteConnection, SqlitePool};
+use tokio::sync::{broadcast, mpsc, oneshot};
+
+use super::error::map_sqlx;
+use super::sqlite::{NOW_MS, ensure_profile};
+use super::write_gate::{Priority, WriteGate, WriteTurn};
+use super::{SessionClaim, StoreError};
+
+/// Jobs one transaction takes at most.
+pub const MAX_BATCH: usize = 256;
+
+/// Jobs waiting for the writer at most; a caller past it waits to queue.
+const QUEUE: usize = 4096;
+
+/// Where the claims made are announced (`Store::session_claims`); `None` once the store closed.
+pub type ClaimsSender = Arc<Mutex<Option<broadcast::Sender<SessionClaim>>>>;
+
+/// The claims' sender, unless the store closed.
+pub fn current(claims: &ClaimsSender) -> Option<broadcast::Sender<SessionClaim>> {
+    match claims.lock() {
+        Ok(guard) => guard.clone(),
+        Err(poisoned) => poisoned.into_inner().clone(),
+    }
+}
+
+/// A write waiting for the group commit, with where its answer goes.
+#[derive(Debug)]
+enum Job {
+    Claim {
+        player: String,
+        session_id: String,
+        instance_id: String,
+        reply: oneshot::Sender<Result<SessionClaim, StoreError>>,
+    },
+    Release {
+        player: String,
+        session_id: String,
+        reply: oneshot::Sender<Result<bool, StoreError>>,
+    },
+    Profile {
+        player: String,
+        reply: oneshot::Sender<Result<(), StoreError>>,
+    },
+}
+
+/// What a job did, kept until its transaction commits.
+enum Done {
+    Claimed(SessionClaim),
+    Released(bool),
+    Profile,
+}
+
+/// The handle the store writes through; the writer task ends when it is dropped.
+#[derive(Debug)]
+pub struct GroupCommit {
+    jobs: mpsc::Sender<Job>,
+    counts: Arc<Counts>,
+}
+
+/// What the group commit has done since the store opened.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct GroupCommitStats {
+    /// Jobs handed to the writer.
+    pub jobs: u64,
+    /// Transactions the writer ran for them (a lone job's autocommit counts as one).
+    pub transactions: u64,
+}
+
+#[derive(Debug, Default)]
+struct Counts {
+    jobs: AtomicU64,
+    transactions: AtomicU64,
+}
+
+impl GroupCommit {
+    /// Starts the writer task on the current runtime.
+    pub fn start(pool: SqlitePool, gate: Arc<WriteGate>, claims: ClaimsSender) -> Self {
+        let (jobs, queue) = mpsc::channel(QUEUE);
+        let counts = Arc::<Counts>::default();
+        tokio::spawn(
+            Writer {
+                pool,
+                gate,
+                claims,
+                counts: counts.clone(),
+            }
+            .run(queue),
+        );
+        GroupCommit { jobs, counts }
+    }
+
+    pub fn stats(&self) -> GroupCommitStats {
+        GroupCommitStats {
+            jobs: self.counts.jobs.load(Ordering::Relaxed),
+            transactions: self.counts.transactions.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Claims `player` for `session_id` on `instance_id`: the claim's epoch grows by one.
+    pub async fn claim(
+        &self,
+        player: &str,
+        session_id: &str,
+        instance_id: &str,
+    ) -> Result<SessionClaim, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.submit(
+            Job::Claim {
+                player: player.to_owned(),
+                session_id: session_id.to_owned(),
+                instance_id: instance_id.to_owned(),
+                reply,
+            },
+            answer,
+        )
+        .await
+    }
+
+    /// Deletes `player`'s claim if `session_id` still holds it; whether it did.
+    pub async fn release(&self, player: &str, session_id: &str) -> Result<bool, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.submit(
+            Job::Release {
+                player: player.to_owned(),
+                session_id: session_id.to_owned(),
+                reply,
+            },
+            answer,
+        )
+        .await
+    }
+
+    /// Creates `player`'s profile unless it exists.
+    pub async fn ensure_profile(&self, player: &str) -> Result<(), StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.submit(
+            Job::Profile {
+                player: player.to_owned(),
+                reply,
+            },
+            answer,
+        )
+        .await
+    }
+
+    async fn submit<T>(
+        &self,
+        job: Job,
+        answer: oneshot::Receiver<Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
+        let gone = || StoreError::Unavailable("the store's writer has stopped".into());
+        self.jobs.send(job).await.map_err(|_| gone())?;
+        self.counts.jobs.fetch_add(1, Ordering::Relaxed);
+        answer.await.map_err(|_| gone())?
+    }
+}
+
+struct Writer {
+    pool: SqlitePool,
+    gate: Arc<WriteGate>,
+    claims: ClaimsSender,
+    counts: Arc<Counts>,
+}
+
+impl Writer {
+    async fn run(self, mut queue: mpsc::Receiver<Job>) {
+        let mut batch = Vec::with_capacity(MAX_BATCH);
+        while let Some(job) = queue.recv().await {
+            batch.push(job);
+            take_waiting(&mut queue, &mut batch);
+            let patience = self.pool.options().get_acquire_timeout();
+            let turn = match self.gate.enter(Priority::Housekeeping, patience).await {
+                Ok(turn) => turn,
+                Err(_) => {
+                    let err =
+                        StoreError::Unavailable("timed out waiting for the write turn".into());
+                    for job in batch.drain(..) {
+                        answer(job, Err(err.clone()));
+                    }
+                    continue;
+                }
+            };
+            // What arrived while the turn was busy joins this commit: that is the grouping.
+            take_waiting(&mut queue, &mut batch);
+            self.write(&turn, &mut batch).await;
+            drop(turn);
+        }
+    }
+
+    /// Writes and answers every job of `batch`, leaving it empty.
+    async fn write(&self, turn: &WriteTurn, batch: &mut Vec<Job>) {
+        if batch.len() > 1 {
+            match self.write_together(turn, batch).await {
+                Ok(done) => {
+                    for (job, done) in batch.drain(..).zip(done) {
+                        self.announce(&done);
+                        answer(job, Ok(done));
+                    }
+                    return;
+                }
+                Err(Failed::Commit(err)) => {
+                    // Whether the commit landed is unknown: every job is told so, none retried.
+                    for job in batch.drain(..) {
+                        answer(job, Err(err.clone()));
+                    }
+                    return;
+                }
+                // Rolled back: nothing of the batch landed. Each job goes on its own below.
+                Err(Failed::Statement) => {}
+            }
+        }
+        for job in batch.drain(..) {
+            let done = self.write_alone(turn, &job).await;
+            if let Ok(done) = &done {
+                self.announce(done);
+            }
+            answer(job, done);
+        }
+    }
+
+    /// Every job in one transaction.
+    async fn write_together(&self, _turn: &WriteTurn, batch: &[Job]) -> Result<Vec<Done>, Failed> {
+        self.counts.transactions.fetch_add(1, Ordering::Relaxed);
+        let mut tx = self
+            .pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(|e| Failed::Commit(map_sqlx(e)))?;
+        let mut done = Vec::with_capacity(batch.len());
+        for job in batch {
+            match apply(&mut tx, job).await {
+                Ok(d) => done.push(d),
+                Err(_) => return Err(Failed::Statement),
+            }
+        }
+        tx.commit().await.map_err(|e| Failed::Commit(map_sqlx(e)))?;
+        Ok(done)
+    }
+
+    /// One job, in autocommit.
+    async fn write_alone(&self, _turn: &WriteTurn, job: &Job) -> Result<Done, StoreError> {
+        self.counts.transactions.fetch_add(1, Ordering::Relaxed);
+        let mut conn = self.pool.acquire().await.map_err(map_sqlx)?;
+        apply(&mut conn, job).await
+    }
+
+    fn announce(&self, done: &Done) {
+        let Done::Claimed(claim) = done else {
+            return;
+        };
+        // No subscriber is fine: nobody hosts an older session to close.
+        if let Some(sender) = current(&self.claims) {
+            let _ = sender.send(claim.clone());
+        }
+    }
+}
+
+/// Why a batch did not commit.
+enum Failed {
+    /// A statement failed; the transaction was rolled back.
+    Statement,
+    /// BEGIN or COMMIT failed: for COMMIT, whether it landed is unknown.
+    Commit(StoreError),
+}
+
+/// Moves the jobs already queued into `batch`, up to [`MAX_BATCH`].
+fn take_waiting(queue: &mut mpsc::Receiver<Job>, batch: &mut Vec<Job>) {
+    while batch.len() < MAX_BATCH {
+        match queue.try_recv() {
+            Ok(job) => batch.push(job),
+            Err(_) => return,
+        }
+    }
+}
+
+async fn apply(conn: &mut SqliteConnection, job: &Job) -> Result<Done, StoreError> {
+    match job {
+        Job::Claim {
+            player,
+            session_id,
+            instance_id,
+            ..
+        } => {
+            let row = sqlx::query(&format!(
+                "INSERT INTO session_claims (player_id, session_id, instance_id, epoch) VALUES (?1, ?2, ?3, 1) \
+                 ON CONFLICT (player_id) DO UPDATE SET session_id = excluded.session_id, \
+                 instance_id = excluded.instance_id, epoch = session_claims.epoch + 1, claimed_at = {NOW_MS} \
+                 RETURNING epoch"
+            ))
+            .bind(player)
+            .bind(session_id)
+            .bind(instance_id)
+            .fetch_one(&mut *conn)
+            .await?;
+            Ok(Done::Claimed(SessionClaim {
+                player_id: player.clone(),
+                session_id: session_id.clone(),
+                instance_id: instance_id.clone(),
+                epoch: row.try_get(0)?,
+            }))
+        }
+        Job::Release {
+            player, session_id, ..
+        } => {
+            let done =
+                sqlx::query("DELETE FROM session_claims WHERE player_id = ?1 AND session_id = ?2")
+                    .bind(player)
+                    .bind(session_id)
+                    .execute(&mut *conn)
+                    .await?;
+            Ok(Done::Released(done.rows_affected() > 0))
+        }
+        Job::Profile { player, .. } => {
+            ensure_profile(conn, player).await?;
+            Ok(Done::Profile)
+        }
+    }
+}
+
+/// Sends a job its answer; a caller that stopped waiting is fine.
+fn answer(job: Job, result: Result<Done, StoreError>) {
+    match job {
+        Job::Claim { reply, .. } => {
+            let _ = reply.send(result.and_then(|done| match done {
+                Done::Claimed(claim) => Ok(claim),
+                _ => Err(mismatch()),
+            }));
+        }
+        Job::Release { reply, .. } => {
+            let _ = reply.send(result.and_then(|done| match done {
+                Done::Released(released) => Ok(released),
+                _ => Err(mismatch()),
+            }));
+        }
+        Job::Profile { reply, .. } => {
+            let _ = reply.send(result.and_then(|done| match done {
+                Done::Profile => Ok(()),
+                _ => Err(mismatch()),
+            }));
+        }
+    }
+}
+
+/// A job answered with another kind's outcome: a bug in this module, reported, not panicked.
+fn mismatch() -> StoreError {
+    StoreError::Corrupt("group commit: a job got another kind's outcome".into())
+}
