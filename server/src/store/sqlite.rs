@@ -253,53 +253,58 @@ async fn read_player(
     conn: &mut SqliteConnection,
     player: &str,
 ) -> Result<Option<PlayerRecord>, StoreError> {
-    let Some(row) =
-        sqlx::query("SELECT coins, experience, tutorial_stage, tracked_quest FROM profiles WHERE player_id = ?1")
-            .bind(player)
-            .fetch_optional(&mut *conn)
-            .await?
-    else {
-        return Ok(None);
-    };
-    let profile = ProfileRecord {
-        coins: row.try_get("coins")?,
-        experience: row.try_get("experience")?,
-        tutorial_stage: row.try_get("tutorial_stage")?,
-        tracked_quest: row.try_get("tracked_quest")?,
-    };
-    let mut quests = BTreeMap::new();
-    for row in sqlx::query("SELECT quest_id, status FROM quest_states WHERE player_id = ?1")
-        .bind(player)
-        .fetch_all(&mut *conn)
-        .await?
-    {
-        let status = StoredQuestStatus::parse(&row.try_get::<String, _>("status")?)?;
-        quests.insert(
-            row.try_get::<String, _>("quest_id")?,
-            QuestRecord {
-                status,
-                progress: BTreeMap::new(),
-            },
-        );
-    }
-    for row in sqlx::query(
-        "SELECT quest_id, objective_id, progress FROM objective_progress WHERE player_id = ?1",
+    // One statement, so one snapshot without a transaction around it and one round trip to
+    // the connection's worker thread instead of five (BEGIN, three SELECTs, COMMIT): every
+    // session start runs this (RELIABILITY.md, scenario 6, fourth round). Column `kind` says
+    // which table a row is from: 0 the profile, 1 a quest's state, 2 an objective's progress.
+    let rows = sqlx::query(
+        "SELECT 0 AS kind, NULL AS quest_id, NULL AS item, coins AS a, experience AS b, \
+                tutorial_stage AS c, tracked_quest AS d FROM profiles WHERE player_id = ?1 \
+         UNION ALL SELECT 1, quest_id, status, NULL, NULL, NULL, NULL \
+                FROM quest_states WHERE player_id = ?1 \
+         UNION ALL SELECT 2, quest_id, objective_id, progress, NULL, NULL, NULL \
+                FROM objective_progress WHERE player_id = ?1 \
+         ORDER BY kind",
     )
     .bind(player)
     .fetch_all(&mut *conn)
-    .await?
-    {
-        let quest: String = row.try_get("quest_id")?;
-        let objective: String = row.try_get("objective_id")?;
-        let progress = super::progress_from_db(&quest, &objective, row.try_get("progress")?)?;
-        let Some(record) = quests.get_mut(&quest) else {
-            return Err(StoreError::Corrupt(format!(
-                "progress for quest {quest:?} that has no state"
-            )));
-        };
-        record.progress.insert(objective, progress);
+    .await?;
+    let mut profile = None;
+    let mut quests = BTreeMap::new();
+    for row in rows {
+        match row.try_get::<i64, _>("kind")? {
+            0 => {
+                profile = Some(ProfileRecord {
+                    coins: row.try_get("a")?,
+                    experience: row.try_get("b")?,
+                    tutorial_stage: row.try_get("c")?,
+                    tracked_quest: row.try_get("d")?,
+                });
+            }
+            1 => {
+                let status = StoredQuestStatus::parse(&row.try_get::<String, _>("item")?)?;
+                quests.insert(
+                    row.try_get::<String, _>("quest_id")?,
+                    QuestRecord {
+                        status,
+                        progress: BTreeMap::new(),
+                    },
+                );
+            }
+            _ => {
+                let quest: String = row.try_get("quest_id")?;
+                let objective: String = row.try_get("item")?;
+                let progress = super::progress_from_db(&quest, &objective, row.try_get("a")?)?;
+                let Some(record) = quests.get_mut(&quest) else {
+                    return Err(StoreError::Corrupt(format!(
+                        "progress for quest {quest:?} that has no state"
+                    )));
+                };
+                record.progress.insert(objective, progress);
+            }
+        }
     }
-    Ok(Some(PlayerRecord { profile, quests }))
+    Ok(profile.map(|profile| PlayerRecord { profile, quests }))
 }
 
 fn ledger_entry(row: &SqliteRow) -> Result<LedgerEntry, StoreError> {
@@ -345,18 +350,12 @@ impl Store for SqliteStore {
     ) -> BoxFuture<'a, Result<PlayerRecord, StoreError>> {
         Box::pin(async move {
             super::check_id("player id", player)?;
-            // A deferred transaction: its first read pins one WAL snapshot for all three queries.
-            let mut tx = self.pool.begin().await?;
-            let found = read_player(&mut tx, player).await?;
-            tx.commit().await?;
-            if let Some(record) = found {
+            if let Some(record) = read_player(&mut *self.pool.acquire().await?, player).await? {
                 return Ok(record);
             }
             // First visit: create the profile (another call may race us; DO NOTHING covers it).
             self.housekeeping.ensure_profile(player).await?;
-            let mut tx = self.pool.begin().await?;
-            let record = read_player(&mut tx, player).await?;
-            tx.commit().await?;
+            let record = read_player(&mut *self.pool.acquire().await?, player).await?;
             record.ok_or_else(|| {
                 StoreError::Corrupt(format!("profile of {player:?} vanished after insert"))
             })
