@@ -845,6 +845,13 @@ mod scenarios {
         store.close().await;
         let err = store.load_player("p1").await.expect_err("closed");
         assert!(err.retryable(), "{err:?}");
+        let err = store
+            .claim_session("p1", "s1", "inst")
+            .await
+            .expect_err("closed");
+        assert!(err.retryable(), "{err:?}");
+        let err = store.release_session("p1", "s1").await.expect_err("closed");
+        assert!(err.retryable(), "{err:?}");
         let err = store.ping().await.expect_err("closed");
         assert!(matches!(err, StoreError::Unavailable(_)), "{err:?}");
     }

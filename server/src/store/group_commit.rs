@@ -7,7 +7,16 @@
 //! writer could do, and upgrades queued for hundreds of milliseconds behind them (RELIABILITY.md,
 //! scenario 6, fourth round). So one task writes them all: it takes whatever is waiting, waits
 //! for a housekeeping turn at the [`WriteGate`], takes what arrived meanwhile, and commits the
-//! lot in one transaction, one fsync. A lone job runs on its own, in autocommit, as before.
+//! lot in one transaction. A lone job runs on its own, in autocommit.
+//!
+//! The writer has a connection of its own, with `synchronous = NORMAL`: its commits are not
+//! fsynced. None of these rows is worth an fsync. After a power loss every session is gone with
+//! the machine, a claim or a release lost with it is overwritten by the next claim, and a lost
+//! first-visit profile (all zeros) is created again at the next visit. A process crash loses
+//! nothing (the WAL is in the kernel's page cache), and WAL keeps the file consistent either
+//! way. Everything that is worth an fsync, quest state, the ledger, the audit log, goes through
+//! the pool, whose connections stay `synchronous = FULL`; each such commit syncs the WAL up to
+//! its own frames, so whatever this writer committed before it is durable from then on too.
 //!
 //! A caller is answered after the commit, so a claim it is told of is durable. A caller that
 //! stops waiting does not undo its job: a claim or a release lands or fails the same with
@@ -20,9 +29,10 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use sqlx::Row;
-use sqlx::sqlite::{SqliteConnection, SqlitePool};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection, SqlitePool, SqliteSynchronous};
+use sqlx::{Connection, Row};
 use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
 
 use super::error::map_sqlx;
 use super::sqlite::{NOW_MS, ensure_profile};
@@ -78,6 +88,7 @@ enum Done {
 pub struct GroupCommit {
     jobs: mpsc::Sender<Job>,
     counts: Arc<Counts>,
+    closed: CancellationToken,
 }
 
 /// What the group commit has done since the store opened.
@@ -100,16 +111,32 @@ impl GroupCommit {
     pub fn start(pool: SqlitePool, gate: Arc<WriteGate>, claims: ClaimsSender) -> Self {
         let (jobs, queue) = mpsc::channel(QUEUE);
         let counts = Arc::<Counts>::default();
+        let closed = CancellationToken::new();
+        let options = (*pool.connect_options())
+            .clone()
+            .synchronous(SqliteSynchronous::Normal);
         tokio::spawn(
             Writer {
                 pool,
+                options,
+                conn: None,
                 gate,
                 claims,
                 counts: counts.clone(),
+                closed: closed.clone(),
             }
             .run(queue),
         );
-        GroupCommit { jobs, counts }
+        GroupCommit {
+            jobs,
+            counts,
+            closed,
+        }
+    }
+
+    /// The store is closing: the writer lets go of its connection, and refuses every later job.
+    pub fn close(&self) {
+        self.closed.cancel();
     }
 
     pub fn stats(&self) -> GroupCommitStats {
@@ -179,18 +206,42 @@ impl GroupCommit {
 }
 
 struct Writer {
+    /// The store's pool, for its acquire timeout.
     pool: SqlitePool,
+    /// The pool's connect options with `synchronous = NORMAL`.
+    options: SqliteConnectOptions,
+    /// The writer's own connection, opened at the first job and again after a failure.
+    conn: Option<SqliteConnection>,
     gate: Arc<WriteGate>,
     claims: ClaimsSender,
     counts: Arc<Counts>,
+    closed: CancellationToken,
 }
 
 impl Writer {
-    async fn run(self, mut queue: mpsc::Receiver<Job>) {
+    async fn run(mut self, mut queue: mpsc::Receiver<Job>) {
         let mut batch = Vec::with_capacity(MAX_BATCH);
-        while let Some(job) = queue.recv().await {
+        loop {
+            let job = tokio::select! {
+                _ = self.closed.cancelled(), if self.conn.is_some() => {
+                    // The store closed: the file is let go of now, not when the store is dropped.
+                    if let Some(conn) = self.conn.take() {
+                        let _ = conn.close().await;
+                    }
+                    continue;
+                }
+                job = queue.recv() => job,
+            };
+            let Some(job) = job else { return };
             batch.push(job);
             take_waiting(&mut queue, &mut batch);
+            if self.closed.is_cancelled() {
+                let err = StoreError::Unavailable("the store is closed".into());
+                for job in batch.drain(..) {
+                    answer(job, Err(err.clone()));
+                }
+                continue;
+            }
             let patience = self.pool.options().get_acquire_timeout();
             let turn = match self.gate.enter(Priority::Housekeeping, patience).await {
                 Ok(turn) => turn,
@@ -211,7 +262,7 @@ impl Writer {
     }
 
     /// Writes and answers every job of `batch`, leaving it empty.
-    async fn write(&self, turn: &WriteTurn, batch: &mut Vec<Job>) {
+    async fn write(&mut self, turn: &WriteTurn, batch: &mut Vec<Job>) {
         if batch.len() > 1 {
             match self.write_together(turn, batch).await {
                 Ok(done) => {
@@ -223,6 +274,8 @@ impl Writer {
                 }
                 Err(Failed::Commit(err)) => {
                     // Whether the commit landed is unknown: every job is told so, none retried.
+                    // The connection is opened afresh for the next batch.
+                    self.conn = None;
                     for job in batch.drain(..) {
                         answer(job, Err(err.clone()));
                     }
@@ -234,18 +287,37 @@ impl Writer {
         }
         for job in batch.drain(..) {
             let done = self.write_alone(turn, &job).await;
-            if let Ok(done) = &done {
-                self.announce(done);
+            match &done {
+                Ok(done) => self.announce(done),
+                Err(StoreError::Unavailable(_)) => self.conn = None,
+                Err(_) => {}
             }
             answer(job, done);
         }
     }
 
+    /// The writer's connection, opened if it has none.
+    async fn connection(&mut self) -> Result<&mut SqliteConnection, StoreError> {
+        match &mut self.conn {
+            Some(conn) => Ok(conn),
+            slot => {
+                let conn = SqliteConnection::connect_with(&self.options)
+                    .await
+                    .map_err(map_sqlx)?;
+                Ok(slot.insert(conn))
+            }
+        }
+    }
+
     /// Every job in one transaction.
-    async fn write_together(&self, _turn: &WriteTurn, batch: &[Job]) -> Result<Vec<Done>, Failed> {
+    async fn write_together(
+        &mut self,
+        _turn: &WriteTurn,
+        batch: &[Job],
+    ) -> Result<Vec<Done>, Failed> {
         self.counts.transactions.fetch_add(1, Ordering::Relaxed);
-        let mut tx = self
-            .pool
+        let conn = self.connection().await.map_err(Failed::Commit)?;
+        let mut tx = conn
             .begin_with("BEGIN IMMEDIATE")
             .await
             .map_err(|e| Failed::Commit(map_sqlx(e)))?;
@@ -261,10 +333,9 @@ impl Writer {
     }
 
     /// One job, in autocommit.
-    async fn write_alone(&self, _turn: &WriteTurn, job: &Job) -> Result<Done, StoreError> {
+    async fn write_alone(&mut self, _turn: &WriteTurn, job: &Job) -> Result<Done, StoreError> {
         self.counts.transactions.fetch_add(1, Ordering::Relaxed);
-        let mut conn = self.pool.acquire().await.map_err(map_sqlx)?;
-        apply(&mut conn, job).await
+        apply(self.connection().await?, job).await
     }
 
     fn announce(&self, done: &Done) {

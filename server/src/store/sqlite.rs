@@ -774,6 +774,7 @@ impl Store for SqliteStore {
                 Ok(mut guard) => drop(guard.take()),
                 Err(poisoned) => drop(poisoned.into_inner().take()),
             }
+            self.housekeeping.close();
             self.pool.close().await;
         })
     }
