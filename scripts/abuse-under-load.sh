@@ -1,31 +1,40 @@
 #!/usr/bin/env bash
 # Abuse under load (RELIABILITY.md, scenario 6). On one release server and a fresh SQLite file:
 #
-# 0. warm-up: a short honest load, not measured, so the calm run meets a warm server (statement
-#    caches, SQLite's page cache) as the abuse run does;
-# 1. calm run: an honest `banter-sim load` alone; then the server's VmRSS is the baseline;
-# 2. abuse run: the same load again with `banter-sim abuse` beside it (slowloris, never-reading
-#    sessions, 1,000 connects/s churn, malformed frames, expired-token replay), the server's
-#    VmRSS sampled throughout for the peak;
-# 3. after: wait until /metrics shows every session and HTTP connection gone, then poll VmRSS
-#    until it is back within the tolerance (the allocator returns freed memory to the system
-#    over seconds, not at once), for at most RSS_SETTLE_TIMEOUT seconds.
+# 0. warm-up: a short honest load, not measured, so the calm runs meet a warm server (statement
+#    caches, SQLite's page cache) as the abuse runs do;
+# 1. ROUNDS (3) rounds, each of
+#    - a calm run: an honest `banter-sim load` alone (after the first, the server's VmRSS is the
+#      baseline);
+#    - an abuse run: the same load again with `banter-sim abuse` beside it (slowloris,
+#      never-reading sessions, 1,000 connects/s churn, malformed frames, expired-token replay),
+#      the server's VmRSS sampled throughout for the peak, then a wait until /metrics shows
+#      every session and HTTP connection gone;
+# 2. after the last round: poll VmRSS until it is back within the tolerance (the allocator
+#    returns freed memory to the system over seconds, not at once), for at most
+#    RSS_SETTLE_TIMEOUT seconds.
+#
+# Why rounds: the honest p99 of one 45 s run moves from 9 to 22 ms between runs of the same
+# build with nothing else running (its 100 bots read at the same pace, so their quest writes
+# arrive together and queue at SQLite's one writer), which is as much as the abuse adds. The
+# latency verdict compares the median of the rounds' p99s, calm against abuse; every round's
+# own ratio is printed too.
 #
 # The abuser runs under `nice -n ABUSE_NICE` (10): on 2 cores an abuser at full priority starves the honest
 # client of CPU, and what is measured would be the client's queueing, not the server's.
 #
 # Exit 1 when an invariant fails:
-#   - the honest p99 under abuse is more than RATIO_MAX (2) times the calm p99;
+#   - the median honest p99 under abuse is more than RATIO_MAX (2) times the median calm p99;
 #   - the server's RSS after is more than the baseline + RSS_TOLERANCE_KIB (16 MiB: allocator
 #     slack for a process whose calm baseline is a few tens of MiB);
 #   - a reward acknowledged is missing from the ledger, paid twice, paid with other coins, or a
 #     ledger row no bot was told about (nothing crashes here, so the two must be equal);
-#   - any honest rejection or error, in either run;
+#   - any honest rejection or error, in any run;
 #   - the server stopped answering /healthz (banter-sim abuse checks during and after) or an
 #     expired or foreign token got a session (banter-sim abuse exits non-zero for both).
 #
-#   scripts/abuse-under-load.sh                       # 100 bots, 45 s each run
-#   BOTS=100 DURATION=60 ABUSE_ARGS="--churn-rate 2000" scripts/abuse-under-load.sh
+#   scripts/abuse-under-load.sh                       # 3 rounds of 100 bots, 45 s each run
+#   BOTS=100 DURATION=60 ROUNDS=1 ABUSE_ARGS="--churn-rate 2000" scripts/abuse-under-load.sh
 #   SERVER_BIN=/path/to/other/banter-server scripts/abuse-under-load.sh   # another build, same run
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,6 +45,7 @@ PORT=${PORT:-7380}
 BOTS=${BOTS:-100}
 DURATION=${DURATION:-45}
 WARMUP=${WARMUP:-10}
+ROUNDS=${ROUNDS:-3}
 # The abusers start this many seconds before the honest load (so slowloris and the never-reading
 # sessions are in place) and stop this many after it.
 ABUSE_LEAD=${ABUSE_LEAD:-3}
@@ -112,27 +122,34 @@ RSS_START=$(rss)
 echo "warm-up: $BOTS bots for $WARMUP s (not measured)" >&2
 load warmup "$WARMUP"
 wait_released >/dev/null
-echo "calm run: $BOTS bots for $DURATION s" >&2
-load calm
-CALM_RELEASE_S=$(wait_released)
-RSS_BASELINE=$(rss)
+: >"$WORK/rss-abuse.txt"
+ABUSE_RCS=
+RELEASES=
+RSS_BASELINE=
+for ROUND in $(seq 1 "$ROUNDS"); do
+    echo "round $ROUND of $ROUNDS: calm run, $BOTS bots for $DURATION s" >&2
+    load "calm-$ROUND"
+    CALM_RELEASE_S=$(wait_released)
+    [ -n "$RSS_BASELINE" ] || RSS_BASELINE=$(rss)
 
-echo "abuse run: the same load with banter-sim abuse beside it (nice -n $ABUSE_NICE)" >&2
-( while kill -0 "$SERVER" 2>/dev/null; do echo "$(rss) $(sendq)"; sleep 0.5; done ) >"$WORK/rss-abuse.txt" 2>/dev/null &
-SAMPLER=$!
-ABUSE_SECONDS=$((DURATION + 2 * ABUSE_LEAD))
-# shellcheck disable=SC2086 # ABUSE_ARGS is a list of flags
-nice -n "$ABUSE_NICE" "$BIN/banter-sim" abuse --url "$URL" --seconds "$ABUSE_SECONDS" --json $ABUSE_ARGS \
-    >"$WORK/abuse.json" 2>"$WORK/abuse.err" &
-ABUSER=$!
-sleep "$ABUSE_LEAD"
-load abuse
-ABUSE_RC=0
-wait "$ABUSER" || ABUSE_RC=$?
-RELEASE_S=$(wait_released)
-kill "$SAMPLER" 2>/dev/null || true
-wait "$SAMPLER" 2>/dev/null || true
-SAMPLER=
+    echo "round $ROUND of $ROUNDS: abuse run, the same load with banter-sim abuse beside it (nice -n $ABUSE_NICE)" >&2
+    ( while kill -0 "$SERVER" 2>/dev/null; do echo "$(rss) $(sendq)"; sleep 0.5; done ) >>"$WORK/rss-abuse.txt" 2>/dev/null &
+    SAMPLER=$!
+    ABUSE_SECONDS=$((DURATION + 2 * ABUSE_LEAD))
+    # shellcheck disable=SC2086 # ABUSE_ARGS is a list of flags
+    nice -n "$ABUSE_NICE" "$BIN/banter-sim" abuse --url "$URL" --seconds "$ABUSE_SECONDS" --json $ABUSE_ARGS \
+        >"$WORK/abuse-$ROUND.json" 2>"$WORK/abuse-$ROUND.err" &
+    ABUSER=$!
+    sleep "$ABUSE_LEAD"
+    load "abuse-$ROUND"
+    ABUSE_RC=0
+    wait "$ABUSER" || ABUSE_RC=$?
+    ABUSE_RCS="$ABUSE_RCS $ABUSE_RC"
+    RELEASES="$RELEASES $CALM_RELEASE_S $(wait_released)"
+    kill "$SAMPLER" 2>/dev/null || true
+    wait "$SAMPLER" 2>/dev/null || true
+    SAMPLER=
+done
 RSS_RELEASED=$(rss)
 SETTLE_START=$SECONDS
 RSS_AFTER=$RSS_RELEASED
@@ -150,18 +167,22 @@ sqlite3 -separator '|' "$WORK/banter.db" "SELECT player_id, quest_id, coins FROM
     >"$WORK/ledger.txt"
 
 python3 - "$WORK" <<PY
-import collections, json, sys
+import collections, json, statistics, sys
 work = sys.argv[1]
 def load(path):
     with open(path) as f:
         return json.load(f)
-calm, abuse = load(f"{work}/calm-load.json"), load(f"{work}/abuse-load.json")
-acknowledged = [r for run in ("warmup", "calm", "abuse")
-                for r in load(f"{work}/{run}-acknowledged.json")["rewards"]]
-try:
-    abuser = load(f"{work}/abuse.json")
-except (OSError, ValueError):
-    abuser = None
+rounds = int("$ROUNDS")
+calms = [load(f"{work}/calm-{r}-load.json") for r in range(1, rounds + 1)]
+abuses = [load(f"{work}/abuse-{r}-load.json") for r in range(1, rounds + 1)]
+runs = ["warmup"] + [f"{kind}-{r}" for r in range(1, rounds + 1) for kind in ("calm", "abuse")]
+acknowledged = [r for run in runs for r in load(f"{work}/{run}-acknowledged.json")["rewards"]]
+abusers = []
+for r in range(1, rounds + 1):
+    try:
+        abusers.append(load(f"{work}/abuse-{r}.json"))
+    except (OSError, ValueError):
+        abusers.append(None)
 ledger = [l.split("|") for l in open(f"{work}/ledger.txt").read().split("\n") if l]
 paid = collections.Counter((p, q) for p, q, _ in ledger)
 coins = {(p, q): int(c) for p, q, c in ledger}
@@ -174,71 +195,86 @@ untold = [k for k in paid if k not in told]
 
 ratio_max, tolerance = float("$RATIO_MAX"), int("$RSS_TOLERANCE_KIB")
 baseline, peak, after = int("$RSS_BASELINE"), int("$RSS_PEAK"), int("$RSS_AFTER")
-ratio = lambda k: abuse["latency_us"][k] / max(calm["latency_us"][k], 1)
 ms = lambda us: f"{us / 1000:.1f} ms"
+median = lambda runs, k: statistics.median(run["latency_us"][k] for run in runs)
+ratio = lambda k: median(abuses, k) / max(median(calms, k), 1)
 
 failures = []
 if ratio("p99") > ratio_max:
-    failures.append(f"honest p99 under abuse is {ratio('p99'):.2f}x the calm p99 (limit {ratio_max}x)")
+    failures.append(f"median honest p99 under abuse is {ratio('p99'):.2f}x the median calm p99 (limit {ratio_max}x)")
 if after > baseline + tolerance:
     failures.append(f"server RSS {after} KiB > baseline {baseline} + {tolerance} KiB, {int('$RSS_SETTLE_TIMEOUT')} s after the release")
 if missing or twice or wrong or untold:
     failures.append(f"ledger: {len(missing)} missing, {len(twice)} twice, {len(wrong)} other coins, {len(untold)} untold")
-warmup = load(f"{work}/warmup-load.json")
-for name, run in (("warm-up", warmup), ("calm", calm), ("abuse", abuse)):
+for name in runs:
+    run = load(f"{work}/{name}-load.json")
     if run["rejections"] or run["errors"]:
         failures.append(f"{name} run: {run['rejections']} honest rejections {run['rejections_by_code']}, "
                         f"{run['errors']} errors {run['error_samples'][:3]}")
-if "$ABUSE_RC" != "0":
-    failures.append(f"banter-sim abuse exited $ABUSE_RC (healthz failed or a bad token got a session; see abuse.json)")
+for r, rc in enumerate("$ABUSE_RCS".split(), 1):
+    if rc != "0":
+        failures.append(f"round {r}: banter-sim abuse exited {rc} (healthz failed or a bad token got a session; see abuse-{r}.json)")
 if "$HEALTHY" != "1":
     failures.append("the server does not answer /healthz at the end")
-if int("$RELEASE_S") < 0:
-    failures.append(f"the server still held sessions or connections {int('$RELEASE_TIMEOUT')} s after the abusers stopped")
+releases = [int(x) for x in "$RELEASES".split()]
+if any(x < 0 for x in releases):
+    failures.append(f"the server still held sessions or connections {int('$RELEASE_TIMEOUT')} s after a run")
 
+total = lambda runs, k: str(sum(run[k] for run in runs))
 rows = [
-    ("", "calm", "abuse", "ratio"),
-    ("honest bots", str(calm["bots"]), str(abuse["bots"]), ""),
-    ("honest messages", str(calm["messages"]), str(abuse["messages"]), ""),
-    ("honest msgs/s", str(calm["messages_per_sec"]), str(abuse["messages_per_sec"]), ""),
-    ("latency p50", ms(calm["latency_us"]["p50"]), ms(abuse["latency_us"]["p50"]), f"{ratio('p50'):.2f}"),
-    ("latency p99", ms(calm["latency_us"]["p99"]), ms(abuse["latency_us"]["p99"]), f"{ratio('p99'):.2f}"),
-    ("latency p99.9", ms(calm["latency_us"]["p999"]), ms(abuse["latency_us"]["p999"]), f"{ratio('p999'):.2f}"),
-    ("latency max", ms(calm["latency_us"]["max"]), ms(abuse["latency_us"]["max"]), ""),
-    ("honest rejections", str(calm["rejections"]), str(abuse["rejections"]), ""),
-    ("honest errors", str(calm["errors"]), str(abuse["errors"]), ""),
-    ("quests completed", str(calm["quests_completed"]), str(abuse["quests_completed"]), ""),
+    ("", f"calm (median of {rounds})", f"abuse (median of {rounds})", "ratio"),
+    ("honest bots", str(calms[0]["bots"]), str(abuses[0]["bots"]), ""),
+    ("honest messages, all rounds", total(calms, "messages"), total(abuses, "messages"), ""),
+    ("latency p50", ms(median(calms, "p50")), ms(median(abuses, "p50")), f"{ratio('p50'):.2f}"),
+    ("latency p99", ms(median(calms, "p99")), ms(median(abuses, "p99")), f"{ratio('p99'):.2f}"),
+    ("latency p99.9", ms(median(calms, "p999")), ms(median(abuses, "p999")), f"{ratio('p999'):.2f}"),
+    ("latency max", ms(median(calms, "max")), ms(median(abuses, "max")), ""),
+    ("honest rejections, all rounds", total(calms, "rejections"), total(abuses, "rejections"), ""),
+    ("honest errors, all rounds", total(calms, "errors"), total(abuses, "errors"), ""),
+    ("quests completed, all rounds", total(calms, "quests_completed"), total(abuses, "quests_completed"), ""),
 ]
-# Which requests the tail belongs to: the p99 of each kind, calm and under abuse.
-for kind in sorted(set(calm.get("latency_by_kind_us", {})) | set(abuse.get("latency_by_kind_us", {}))):
-    c, a = calm["latency_by_kind_us"].get(kind), abuse["latency_by_kind_us"].get(kind)
-    cell = lambda k: f"{ms(k['p99'])} ({k['messages']})" if k else "-"
-    rows.append((f"  p99 {kind} (msgs)", cell(c), cell(a), ""))
+for r, (c, a) in enumerate(zip(calms, abuses), 1):
+    rows.append((f"  round {r} p99", ms(c["latency_us"]["p99"]), ms(a["latency_us"]["p99"]),
+                 f"{a['latency_us']['p99'] / max(c['latency_us']['p99'], 1):.2f}"))
+# Which requests the tail belongs to: the p99 of each kind, calm and under abuse (medians).
+kinds = sorted({k for run in calms + abuses for k in run.get("latency_by_kind_us", {})})
+for kind in kinds:
+    def cell(runs):
+        found = [run["latency_by_kind_us"][kind] for run in runs if kind in run.get("latency_by_kind_us", {})]
+        if not found:
+            return "-"
+        return f"{ms(statistics.median(f['p99'] for f in found))} ({found[0]['messages']})"
+    rows.append((f"  p99 {kind} (msgs)", cell(calms), cell(abuses), ""))
 width = [max(len(r[i]) for r in rows) for i in range(4)]
 for r in rows:
     print("  ".join(c.ljust(width[i]) for i, c in enumerate(r)).rstrip())
 print()
-print(f"server RSS: start {int('$RSS_START')} KiB, baseline after calm {baseline} KiB, "
+print(f"server RSS: start {int('$RSS_START')} KiB, baseline after the first calm run {baseline} KiB, "
       f"peak under abuse {peak} KiB, {int('$RSS_RELEASED')} KiB when every connection was gone, "
       f"{after} KiB {int('$RSS_SETTLE_S')} s later (tolerance +{tolerance} KiB)")
 print(f"server sockets' kernel send queues: peak {int('$SENDQ_PEAK') // 1024} KiB under abuse (not in RSS)")
-print(f"released: calm run {'$CALM_RELEASE_S'} s, abuse run {'$RELEASE_S'} s after the abusers stopped "
+print(f"released (s after each run, calm and abuse by round): {releases} "
       "(open sessions and HTTP connections back to 0)")
 print(f"rewards acknowledged {len(acknowledged)}, ledger rows {len(ledger)}: "
       f"{len(missing)} missing, {len(twice)} twice, {len(wrong)} other coins, {len(untold)} untold")
-if abuser:
-    s, n, c, m, r, h = (abuser[k] for k in ("slowloris", "noread", "churn", "malformed", "replay", "health"))
-    print(f"slowloris: {s['connected']} connected, {s['closed_by_server']} closed by the server "
+for r, abuser in enumerate(abusers, 1):
+    if not abuser:
+        print(f"round {r}: no abuser report")
+        continue
+    s, n, c, m, rp, h = (abuser[k] for k in ("slowloris", "noread", "churn", "malformed", "replay", "health"))
+    print(f"round {r}:")
+    print(f"  slowloris: {s['connected']} connected, {s['closed_by_server']} closed by the server "
           f"after p50 {s['closed_after_s']['p50']} s (max {s['closed_after_s']['max']}), open at end {s['open_at_end']}")
-    print(f"never-reading: {n['sessions_opened']} sessions, {n['requests_sent']} requests, "
+    print(f"  never-reading: {n['sessions_opened']} sessions, {n['requests_sent']} requests, "
           f"{n['closed_by_server']} dropped after p50 {n['closed_after_s']['p50']} s, open at end {n['open_at_end']}")
-    print(f"churn: {c['attempted']} upgrades, {c['achieved_per_sec']}/s; valid {c['valid']}; garbage {c['garbage']}")
-    print(f"malformed: {m['frames_total']} frames on {m['connects']} connects; errors {m['errors_received']}; "
+    print(f"  churn: {c['attempted']} upgrades, {c['achieved_per_sec']}/s ({c['skipped_client_behind']} skipped, "
+          f"client behind); valid {c['valid']}; garbage {c['garbage']}; upgrade p50 {c['upgrade_ms']['p50']} ms")
+    print(f"  malformed: {m['frames_total']} frames on {m['connects']} connects; errors {m['errors_received']}; "
           f"byes {m['byes']}; closed by server {m['closed_by_server']}")
-    print(f"replay: {r['attempted']} upgrades; {r['answers']}; admitted {r['admitted']}")
-    print(f"healthz: {h['probes']} probes, {h['failures']} failed, slowest {h['slowest_ms']} ms")
+    print(f"  replay: {rp['attempted']} upgrades; {rp['answers']}; admitted {rp['admitted']}")
+    print(f"  healthz: {h['probes']} probes, {h['failures']} failed, slowest {h['slowest_ms']} ms")
     for f in abuser["findings"]:
-        print(("FAIL: " if f["fail"] else "note: ") + f["what"])
+        print(("  FAIL: " if f["fail"] else "  note: ") + f["what"])
 print(f"files: {work}")
 for f in failures:
     print(f"INVARIANT FAILED: {f}")
