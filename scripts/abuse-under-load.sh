@@ -4,15 +4,18 @@
 # 0. warm-up: a short honest load, not measured, so the calm runs meet a warm server (statement
 #    caches, SQLite's page cache) as the abuse runs do;
 # 1. ROUNDS (3) rounds, each of
-#    - a calm run: an honest `banter-sim load` alone (after the first, the server's VmRSS is the
-#      baseline);
+#    - a calm run: an honest `banter-sim load` alone, after which the server's VmRSS is that
+#      round's baseline;
 #    - an abuse run: the same load again with `banter-sim abuse` beside it (slowloris,
 #      never-reading sessions, 1,000 connects/s churn, malformed frames, expired-token replay),
 #      the server's VmRSS sampled throughout for the peak, then a wait until /metrics shows
 #      every session and HTTP connection gone;
-# 2. after the last round: poll VmRSS until it is back within the tolerance (the allocator
-#    returns freed memory to the system over seconds, not at once), for at most
-#    RSS_SETTLE_TIMEOUT seconds.
+# 2. after the last round: poll VmRSS until it is back within the tolerance of the last round's
+#    baseline (the allocator returns freed memory to the system over seconds, not at once), for
+#    at most RSS_SETTLE_TIMEOUT seconds. The last round's, because the database grows by about
+#    8 MB a round (mostly the audit log's rows for the abusers' refusals) and SQLite's page caches
+#    (16 MiB a connection) grow with it; every round's baseline is printed, so growth from round
+#    to round shows.
 #
 # Why rounds: the honest p99 of one 45 s run moves from 9 to 22 ms between runs of the same
 # build with nothing else running (its 100 bots read at the same pace, so their quest writes
@@ -25,7 +28,7 @@
 #
 # Exit 1 when an invariant fails:
 #   - the median honest p99 under abuse is more than RATIO_MAX (2) times the median calm p99;
-#   - the server's RSS after is more than the baseline + RSS_TOLERANCE_KIB (16 MiB: allocator
+#   - the server's RSS after is more than the last baseline + RSS_TOLERANCE_KIB (16 MiB: allocator
 #     slack for a process whose calm baseline is a few tens of MiB);
 #   - a reward acknowledged is missing from the ledger, paid twice, paid with other coins, or a
 #     ledger row no bot was told about (nothing crashes here, so the two must be equal);
@@ -125,12 +128,13 @@ wait_released >/dev/null
 : >"$WORK/rss-abuse.txt"
 ABUSE_RCS=
 RELEASES=
-RSS_BASELINE=
+BASELINES=
 for ROUND in $(seq 1 "$ROUNDS"); do
     echo "round $ROUND of $ROUNDS: calm run, $BOTS bots for $DURATION s" >&2
     load "calm-$ROUND"
     CALM_RELEASE_S=$(wait_released)
-    [ -n "$RSS_BASELINE" ] || RSS_BASELINE=$(rss)
+    RSS_BASELINE=$(rss)
+    BASELINES="$BASELINES $RSS_BASELINE"
 
     echo "round $ROUND of $ROUNDS: abuse run, the same load with banter-sim abuse beside it (nice -n $ABUSE_NICE)" >&2
     ( while kill -0 "$SERVER" 2>/dev/null; do echo "$(rss) $(sendq)"; sleep 0.5; done ) >>"$WORK/rss-abuse.txt" 2>/dev/null &
@@ -249,7 +253,8 @@ width = [max(len(r[i]) for r in rows) for i in range(4)]
 for r in rows:
     print("  ".join(c.ljust(width[i]) for i, c in enumerate(r)).rstrip())
 print()
-print(f"server RSS: start {int('$RSS_START')} KiB, baseline after the first calm run {baseline} KiB, "
+print(f"server RSS: start {int('$RSS_START')} KiB, after each round's calm run {[int(x) for x in '$BASELINES'.split()]} KiB "
+      f"(the last is the baseline), "
       f"peak under abuse {peak} KiB, {int('$RSS_RELEASED')} KiB when every connection was gone, "
       f"{after} KiB {int('$RSS_SETTLE_S')} s later (tolerance +{tolerance} KiB)")
 print(f"server sockets' kernel send queues: peak {int('$SENDQ_PEAK') // 1024} KiB under abuse (not in RSS)")
