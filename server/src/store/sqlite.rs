@@ -12,7 +12,8 @@
 //! Inside one process, writers do not contend for that lock at all: each first takes its turn
 //! at the store's [`WriteGate`] (players' writes before housekeeping), so a write never sleeps
 //! in SQLite's busy handler behind another write of the same server. A turn is bounded by the
-//! pool's acquire timeout.
+//! pool's acquire timeout. Session claims, releases and first visits' profiles are written many
+//! to a transaction by the [`GroupCommit`] task.
 
 use std::collections::BTreeMap;
 use std::str::FromStr;
@@ -66,8 +67,9 @@ pub struct SqliteStore {
 impl SqliteStore {
     /// Opens (creating the file and its parent folder if missing) the database `url` names:
     /// `sqlite://data/banter.db` (relative), `sqlite:///abs/path.db`, `sqlite::memory:`, or a
-    /// plain path. WAL mode, synchronous FULL, foreign keys on, 5 s busy timeout. Runs the
-    /// migrations unless `options.run_migrations` is false.
+    /// plain path. WAL mode, synchronous FULL, foreign keys on, 5 s busy timeout (the group
+    /// commit's own connection for claims, releases and first-visit profiles is synchronous
+    /// NORMAL: see [`GroupCommit`]). Runs the migrations unless `options.run_migrations` is false.
     pub async fn connect(url: &str, options: ConnectOptions) -> Result<Self, StoreError> {
         Self::connect_with(sqlite_options(url)?, options).await
     }
