@@ -27,7 +27,7 @@
 //! failure is never another's.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection, SqlitePool, SqliteSynchronous};
 use sqlx::{Connection, Row};
@@ -56,27 +56,32 @@ pub fn current(claims: &ClaimsSender) -> Option<broadcast::Sender<SessionClaim>>
     }
 }
 
-/// A write waiting for the group commit, with where its answer goes.
+/// A write waiting for the group commit, with where its outcome goes.
 #[derive(Debug)]
-enum Job {
+struct Job {
+    write: Write,
+    reply: oneshot::Sender<Result<Done, StoreError>>,
+}
+
+/// What a job writes.
+#[derive(Debug)]
+enum Write {
     Claim {
         player: String,
         session_id: String,
         instance_id: String,
-        reply: oneshot::Sender<Result<SessionClaim, StoreError>>,
     },
     Release {
         player: String,
         session_id: String,
-        reply: oneshot::Sender<Result<bool, StoreError>>,
     },
     Profile {
         player: String,
-        reply: oneshot::Sender<Result<(), StoreError>>,
     },
 }
 
 /// What a job did, kept until its transaction commits.
+#[derive(Debug)]
 enum Done {
     Claimed(SessionClaim),
     Released(bool),
@@ -139,6 +144,7 @@ impl GroupCommit {
         self.closed.cancel();
     }
 
+    /// What the writer has done since the store opened.
     pub fn stats(&self) -> GroupCommitStats {
         GroupCommitStats {
             jobs: self.counts.jobs.load(Ordering::Relaxed),
@@ -153,55 +159,49 @@ impl GroupCommit {
         session_id: &str,
         instance_id: &str,
     ) -> Result<SessionClaim, StoreError> {
-        let (reply, answer) = oneshot::channel();
-        self.submit(
-            Job::Claim {
-                player: player.to_owned(),
-                session_id: session_id.to_owned(),
-                instance_id: instance_id.to_owned(),
-                reply,
-            },
-            answer,
-        )
-        .await
+        let write = Write::Claim {
+            player: player.to_owned(),
+            session_id: session_id.to_owned(),
+            instance_id: instance_id.to_owned(),
+        };
+        match self.submit(write).await? {
+            Done::Claimed(claim) => Ok(claim),
+            other => Err(mismatch(other)),
+        }
     }
 
     /// Deletes `player`'s claim if `session_id` still holds it; whether it did.
     pub async fn release(&self, player: &str, session_id: &str) -> Result<bool, StoreError> {
-        let (reply, answer) = oneshot::channel();
-        self.submit(
-            Job::Release {
-                player: player.to_owned(),
-                session_id: session_id.to_owned(),
-                reply,
-            },
-            answer,
-        )
-        .await
+        let write = Write::Release {
+            player: player.to_owned(),
+            session_id: session_id.to_owned(),
+        };
+        match self.submit(write).await? {
+            Done::Released(released) => Ok(released),
+            other => Err(mismatch(other)),
+        }
     }
 
     /// Creates `player`'s profile unless it exists.
     pub async fn ensure_profile(&self, player: &str) -> Result<(), StoreError> {
-        let (reply, answer) = oneshot::channel();
-        self.submit(
-            Job::Profile {
-                player: player.to_owned(),
-                reply,
-            },
-            answer,
-        )
-        .await
+        let write = Write::Profile {
+            player: player.to_owned(),
+        };
+        match self.submit(write).await? {
+            Done::Profile => Ok(()),
+            other => Err(mismatch(other)),
+        }
     }
 
-    async fn submit<T>(
-        &self,
-        job: Job,
-        answer: oneshot::Receiver<Result<T, StoreError>>,
-    ) -> Result<T, StoreError> {
+    async fn submit(&self, write: Write) -> Result<Done, StoreError> {
         let gone = || StoreError::Unavailable("the store's writer has stopped".into());
-        self.jobs.send(job).await.map_err(|_| gone())?;
+        let (reply, outcome) = oneshot::channel();
+        self.jobs
+            .send(Job { write, reply })
+            .await
+            .map_err(|_| gone())?;
         self.counts.jobs.fetch_add(1, Ordering::Relaxed);
-        answer.await.map_err(|_| gone())?
+        outcome.await.map_err(|_| gone())?
     }
 }
 
@@ -323,7 +323,7 @@ impl Writer {
             .map_err(|e| Failed::Commit(map_sqlx(e)))?;
         let mut done = Vec::with_capacity(batch.len());
         for job in batch {
-            match apply(&mut tx, job).await {
+            match apply(&mut tx, &job.write).await {
                 Ok(d) => done.push(d),
                 Err(_) => return Err(Failed::Statement),
             }
@@ -335,7 +335,7 @@ impl Writer {
     /// One job, in autocommit.
     async fn write_alone(&mut self, _turn: &WriteTurn, job: &Job) -> Result<Done, StoreError> {
         self.counts.transactions.fetch_add(1, Ordering::Relaxed);
-        apply(self.connection().await?, job).await
+        apply(self.connection().await?, &job.write).await
     }
 
     fn announce(&self, done: &Done) {
@@ -367,25 +367,29 @@ fn take_waiting(queue: &mut mpsc::Receiver<Job>, batch: &mut Vec<Job>) {
     }
 }
 
-async fn apply(conn: &mut SqliteConnection, job: &Job) -> Result<Done, StoreError> {
-    match job {
-        Job::Claim {
+/// The claim's upsert, built once: every session start runs it.
+static CLAIM: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "INSERT INTO session_claims (player_id, session_id, instance_id, epoch) VALUES (?1, ?2, ?3, 1) \
+         ON CONFLICT (player_id) DO UPDATE SET session_id = excluded.session_id, \
+         instance_id = excluded.instance_id, epoch = session_claims.epoch + 1, claimed_at = {NOW_MS} \
+         RETURNING epoch"
+    )
+});
+
+async fn apply(conn: &mut SqliteConnection, write: &Write) -> Result<Done, StoreError> {
+    match write {
+        Write::Claim {
             player,
             session_id,
             instance_id,
-            ..
         } => {
-            let row = sqlx::query(&format!(
-                "INSERT INTO session_claims (player_id, session_id, instance_id, epoch) VALUES (?1, ?2, ?3, 1) \
-                 ON CONFLICT (player_id) DO UPDATE SET session_id = excluded.session_id, \
-                 instance_id = excluded.instance_id, epoch = session_claims.epoch + 1, claimed_at = {NOW_MS} \
-                 RETURNING epoch"
-            ))
-            .bind(player)
-            .bind(session_id)
-            .bind(instance_id)
-            .fetch_one(&mut *conn)
-            .await?;
+            let row = sqlx::query(CLAIM.as_str())
+                .bind(player)
+                .bind(session_id)
+                .bind(instance_id)
+                .fetch_one(&mut *conn)
+                .await?;
             Ok(Done::Claimed(SessionClaim {
                 player_id: player.clone(),
                 session_id: session_id.clone(),
@@ -393,9 +397,7 @@ async fn apply(conn: &mut SqliteConnection, job: &Job) -> Result<Done, StoreErro
                 epoch: row.try_get(0)?,
             }))
         }
-        Job::Release {
-            player, session_id, ..
-        } => {
+        Write::Release { player, session_id } => {
             let done =
                 sqlx::query("DELETE FROM session_claims WHERE player_id = ?1 AND session_id = ?2")
                     .bind(player)
@@ -404,38 +406,21 @@ async fn apply(conn: &mut SqliteConnection, job: &Job) -> Result<Done, StoreErro
                     .await?;
             Ok(Done::Released(done.rows_affected() > 0))
         }
-        Job::Profile { player, .. } => {
+        Write::Profile { player } => {
             ensure_profile(conn, player).await?;
             Ok(Done::Profile)
         }
     }
 }
 
-/// Sends a job its answer; a caller that stopped waiting is fine.
+/// Sends a job its outcome; a caller that stopped waiting is fine.
 fn answer(job: Job, result: Result<Done, StoreError>) {
-    match job {
-        Job::Claim { reply, .. } => {
-            let _ = reply.send(result.and_then(|done| match done {
-                Done::Claimed(claim) => Ok(claim),
-                _ => Err(mismatch()),
-            }));
-        }
-        Job::Release { reply, .. } => {
-            let _ = reply.send(result.and_then(|done| match done {
-                Done::Released(released) => Ok(released),
-                _ => Err(mismatch()),
-            }));
-        }
-        Job::Profile { reply, .. } => {
-            let _ = reply.send(result.and_then(|done| match done {
-                Done::Profile => Ok(()),
-                _ => Err(mismatch()),
-            }));
-        }
-    }
+    let _ = job.reply.send(result);
 }
 
 /// A job answered with another kind's outcome: a bug in this module, reported, not panicked.
-fn mismatch() -> StoreError {
-    StoreError::Corrupt("group commit: a job got another kind's outcome".into())
+fn mismatch(done: Done) -> StoreError {
+    StoreError::Corrupt(format!(
+        "group commit: a job got another kind's outcome, {done:?}"
+    ))
 }
