@@ -32,10 +32,54 @@ pub enum ApiError {
     NotFound(String),
     #[error("{0}")]
     Duplicate(String),
-    #[error("store unavailable: {0}")]
-    StoreUnavailable(String),
-    #[error("internal error: {0}")]
-    Internal(String),
+    /// The store's own text is logged under the reference; the client sees only the reference.
+    #[error("the store is unavailable; nothing was applied, retry later (ref {reference})")]
+    StoreUnavailable { reference: String },
+    #[error("something went wrong on the server; nothing was applied (ref {reference})")]
+    Internal { reference: String },
+}
+
+impl From<AuthError> for ApiError {
+    fn from(e: AuthError) -> ApiError {
+        ApiError::Unauthorized(e)
+    }
+}
+
+/// The one mapping from store errors to HTTP errors: the caller's own mistakes are said plainly,
+/// everything else is logged with a reference and answered without its text.
+impl From<crate::store::StoreError> for ApiError {
+    fn from(e: crate::store::StoreError) -> ApiError {
+        use crate::store::StoreError;
+        match e {
+            StoreError::InvalidInput(_) | StoreError::InvalidAmount { .. } => {
+                ApiError::BadRequest(e.to_string())
+            }
+            StoreError::UnknownPlayer(_) => ApiError::NotFound(e.to_string()),
+            StoreError::DuplicateEvent { .. } => ApiError::Duplicate(e.to_string()),
+            StoreError::Unavailable(_) => ApiError::StoreUnavailable {
+                reference: crate::incident::report_outage("http", &e),
+            },
+            StoreError::QuestState { .. }
+            | StoreError::AlreadyPaid { .. }
+            | StoreError::Config(_)
+            | StoreError::Migration(_)
+            | StoreError::Corrupt(_)
+            | StoreError::Database(_) => ApiError::Internal {
+                reference: crate::incident::report("http", &e),
+            },
+        }
+    }
+}
+
+impl From<crate::events::EventError> for ApiError {
+    fn from(e: crate::events::EventError) -> ApiError {
+        use crate::events::EventError;
+        match e {
+            EventError::UnknownPlayer(_) => ApiError::NotFound(e.to_string()),
+            EventError::Duplicate(_) => ApiError::Duplicate(e.to_string()),
+            EventError::Store(store) => ApiError::from(store),
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -54,8 +98,10 @@ impl IntoResponse for ApiError {
             ApiError::AtCapacity => (StatusCode::SERVICE_UNAVAILABLE, "at_capacity"),
             ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "unknown_player"),
             ApiError::Duplicate(_) => (StatusCode::CONFLICT, "duplicate"),
-            ApiError::StoreUnavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "store_unavailable"),
-            ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+            ApiError::StoreUnavailable { .. } => {
+                (StatusCode::SERVICE_UNAVAILABLE, "store_unavailable")
+            }
+            ApiError::Internal { .. } => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         };
         let body = ErrorBody {
             error,
@@ -109,7 +155,10 @@ async fn readyz(State(app): State<SharedApp>) -> Response {
     let body = Readiness {
         store: match &store {
             Ok(()) => "ok".to_owned(),
-            Err(e) => e.to_string(),
+            Err(e) => format!(
+                "unavailable (ref {})",
+                crate::incident::report_outage("readyz", e)
+            ),
         },
         backend: app.store.backend(),
         content_version: app.content.current().version,
@@ -168,15 +217,7 @@ async fn audit_trail(
     crate::store::check_id("player", &query.player)
         .map_err(|e| ApiError::BadRequest(e.to_string()))?;
     let limit = query.limit.unwrap_or(100).clamp(1, 1000);
-    let rows = app
-        .store
-        .audit_for_player(&query.player, limit)
-        .await
-        .map_err(|e| match e {
-            crate::store::StoreError::InvalidInput(m) => ApiError::BadRequest(m),
-            e if e.retryable() => ApiError::StoreUnavailable(e.to_string()),
-            e => ApiError::Internal(e.to_string()),
-        })?;
+    let rows = app.store.audit_for_player(&query.player, limit).await?;
     Ok(Json(
         rows.into_iter()
             .map(|row| AuditRow {
@@ -428,23 +469,7 @@ async fn game_event(
     let Json(body) = body.map_err(|e| ApiError::BadRequest(e.body_text()))?;
     let event = body.validate().map_err(ApiError::BadRequest)?;
     let library = app.content.current();
-    let applied = crate::events::apply(app.store.as_ref(), &library.content, &event)
-        .await
-        .map_err(|e| match e {
-            crate::events::EventError::UnknownPlayer(_) => ApiError::NotFound(e.to_string()),
-            crate::events::EventError::Duplicate(_) => ApiError::Duplicate(e.to_string()),
-            crate::events::EventError::Store(s) if s.retryable() => {
-                ApiError::StoreUnavailable(s.to_string())
-            }
-            crate::events::EventError::Store(
-                s @ (crate::store::StoreError::InvalidAmount { .. }
-                | crate::store::StoreError::InvalidInput(_)),
-            ) => ApiError::BadRequest(s.to_string()),
-            crate::events::EventError::Store(s) => {
-                tracing::warn!(error = %s, event = %event.event_id, "game event failed");
-                ApiError::Internal(s.to_string())
-            }
-        })?;
+    let applied = crate::events::apply(app.store.as_ref(), &library.content, &event).await?;
     if !applied.advanced.is_empty() || applied.tutorial_stage.is_some() {
         // The session reloads the player's record (a new stage changes every NPC's entry) and
         // pushes one effect per advanced objective.

@@ -1,13 +1,16 @@
-//! Which session serves which player, in this process.
+//! Which sessions serve which player, in this process, and which of them stays.
 //!
-//! A player who connects again replaces the older session: the hub tells the old one (it says
-//! goodbye with the reason and closes) and hands the player to the new one.
+//! One source of truth decides which of a player's sessions stays: the store's claim. Every
+//! session claims its player in the store (`Store::claim_session`, a row whose epoch grows with
+//! every claim), and the session with the highest epoch is the player's session; every other one,
+//! on this instance or any other, is told it was replaced (it says goodbye with the reason and
+//! closes). Arrival order decides nothing: two connections racing on one instance may finish
+//! their claims in either order, and the hub waits for the epochs instead of replacing the older
+//! arrival on sight (which, disagreeing with the store, could close both).
 //!
-//! Across processes the database coordinates, not this map: every session claims its player in
-//! the store (`Store::claim_session`, a row with an epoch that grows with every claim), and the
-//! store tells every instance of every claim (PostgreSQL LISTEN/NOTIFY). [`Hub::on_claim`] then
-//! closes a local session that a newer claim replaced. Epochs, not arrival order, decide which
-//! claim is newer, so a late notification of an older claim never closes a newer session.
+//! Across processes the store tells every instance of every claim (PostgreSQL LISTEN/NOTIFY);
+//! [`Hub::on_claim`] then closes a local session that a newer claim replaced. A late notification
+//! of an older claim never closes a newer session.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -26,15 +29,62 @@ pub enum Control {
     Progress(Vec<banter_protocol::Effect>),
 }
 
+/// One local session of a player.
 #[derive(Debug)]
 struct Entry {
     session: u64,
     control: mpsc::Sender<Control>,
     /// This session's claim in the store, once it has one: its session key and epoch.
     claim: Option<(String, i64)>,
-    /// The newest claim of another session heard before this one's own claim was known; it is
-    /// compared when that claim arrives ([`Hub::claimed`]).
-    heard: Option<SessionClaim>,
+    /// Already told it was replaced.
+    replaced: bool,
+}
+
+/// A player's local sessions (usually one; several while a reconnect races an older session)
+/// and the newest claim heard from anywhere.
+#[derive(Debug, Default)]
+struct Local {
+    sessions: Vec<Entry>,
+    newest: Option<(String, i64)>,
+}
+
+impl Local {
+    /// Tells every claimed local session older than the newest claim known that it was
+    /// replaced. Returns how many were told.
+    fn settle(&mut self) -> usize {
+        let Some((key, epoch)) = &self.newest else {
+            return 0;
+        };
+        let mut told = 0;
+        for entry in &mut self.sessions {
+            let older = entry
+                .claim
+                .as_ref()
+                .is_some_and(|(k, e)| k != key && e < epoch);
+            if older && !entry.replaced {
+                entry.replaced = true;
+                // A full control queue means the session is already on its way out.
+                let _ = entry.control.try_send(Control::Replaced);
+                told += 1;
+            }
+        }
+        told
+    }
+
+    fn hear(&mut self, key: &str, epoch: i64) {
+        if self.newest.as_ref().is_none_or(|(_, e)| epoch > *e) {
+            self.newest = Some((key.to_owned(), epoch));
+        }
+    }
+
+    /// The session that serves the player now: the newest claim's, else the latest arrival.
+    fn current(&self) -> Option<&Entry> {
+        let live = self.sessions.iter().filter(|e| !e.replaced);
+        live.clone()
+            .filter(|e| e.claim.is_some())
+            .max_by_key(|e| e.claim.as_ref().map(|(_, epoch)| *epoch))
+            .or_else(|| live.max_by_key(|e| e.session))
+    }
 }
 
 /// What the world remembers of a player between sessions, so reconnecting neither respawns the
@@ -48,75 +98,63 @@ pub struct PlayerMemory {
 
 #[derive(Debug, Default)]
 pub struct Hub {
-    players: Mutex<HashMap<String, Entry>>,
+    players: Mutex<HashMap<String, Local>>,
     memory: Mutex<HashMap<String, PlayerMemory>>,
 }
 
 impl Hub {
-    /// Registers `session` as the player's current one, telling any older session to go.
+    /// Registers a new session of the player. It replaces nobody yet: its claim will decide.
     pub fn register(&self, player: &str, session: u64, control: mpsc::Sender<Control>) {
-        let old = self.lock().insert(
-            player.to_owned(),
-            Entry {
+        self.lock()
+            .entry(player.to_owned())
+            .or_default()
+            .sessions
+            .push(Entry {
                 session,
                 control,
                 claim: None,
-                heard: None,
-            },
-        );
-        if let Some(old) = old {
-            // A full control queue means the old session is already on its way out.
-            let _ = old.control.try_send(Control::Replaced);
-        }
+                replaced: false,
+            });
     }
 
-    /// Forgets the player's session, if it is still this one (a replaced session must not
-    /// unregister its successor).
+    /// Forgets this session of the player.
     pub fn unregister(&self, player: &str, session: u64) {
         let mut players = self.lock();
-        if players.get(player).is_some_and(|e| e.session == session) {
-            players.remove(player);
+        if let Some(local) = players.get_mut(player) {
+            local.sessions.retain(|e| e.session != session);
+            if local.sessions.is_empty() {
+                players.remove(player);
+            }
         }
     }
 
-    /// Records the store claim the player's session `session` now holds. If a newer claim of
-    /// another session was heard meanwhile, the session is told it was replaced.
+    /// Records the store claim the player's session `session` now holds (key and epoch), and
+    /// settles: every local session whose claim is older than the newest one known (this one,
+    /// another local one, or one heard from another instance) is told it was replaced, this one
+    /// included if a newer claim was heard first.
     pub fn claimed(&self, player: &str, session: u64, key: &str, epoch: i64) {
         let mut players = self.lock();
-        let Some(entry) = players.get_mut(player).filter(|e| e.session == session) else {
+        let Some(local) = players.get_mut(player) else {
+            return;
+        };
+        let Some(entry) = local.sessions.iter_mut().find(|e| e.session == session) else {
             return;
         };
         entry.claim = Some((key.to_owned(), epoch));
-        if let Some(heard) = entry.heard.take()
-            && heard.session_id != key
-            && heard.epoch > epoch
-        {
-            let _ = entry.control.try_send(Control::Replaced);
-        }
+        local.hear(key, epoch);
+        local.settle();
     }
 
-    /// A claim made anywhere (this instance or another): the player's local session, if it is
-    /// another session with an older claim, is told it was replaced. Returns whether it was.
+    /// A claim made anywhere (this instance or another): every local session of the player with
+    /// an older claim is told it was replaced; unclaimed ones compare when their claim arrives.
+    /// Returns whether a session was told.
     pub fn on_claim(&self, claim: &SessionClaim) -> bool {
         let mut players = self.lock();
-        let Some(entry) = players.get_mut(&claim.player_id) else {
+        let Some(local) = players.get_mut(&claim.player_id) else {
             return false;
         };
-        match &entry.claim {
-            Some((key, epoch)) => {
-                if *key != claim.session_id && claim.epoch > *epoch {
-                    return entry.control.try_send(Control::Replaced).is_ok();
-                }
-                false
-            }
-            None => {
-                // Not claimed yet: keep the newest claim heard, for `claimed` to compare.
-                if entry.heard.as_ref().is_none_or(|h| claim.epoch > h.epoch) {
-                    entry.heard = Some(claim.clone());
-                }
-                false
-            }
-        }
+        local.hear(&claim.session_id, claim.epoch);
+        local.settle() > 0
     }
 
     /// Every local session's claim: (player, session key, epoch), for a resync after missed
@@ -124,10 +162,12 @@ impl Hub {
     pub fn claims(&self) -> Vec<(String, String, i64)> {
         self.lock()
             .iter()
-            .filter_map(|(player, e)| {
-                e.claim
-                    .as_ref()
-                    .map(|(key, epoch)| (player.clone(), key.clone(), *epoch))
+            .flat_map(|(player, local)| {
+                local.sessions.iter().filter_map(|e| {
+                    e.claim
+                        .as_ref()
+                        .map(|(key, epoch)| (player.clone(), key.clone(), *epoch))
+                })
             })
             .collect()
     }
@@ -148,14 +188,19 @@ impl Hub {
     pub fn notify(&self, player: &str, control: Control) -> bool {
         self.lock()
             .get(player)
+            .and_then(Local::current)
             .is_some_and(|e| e.control.try_send(control).is_ok())
     }
 
+    /// The session serving the player on this server now, if any.
     pub fn current(&self, player: &str) -> Option<u64> {
-        self.lock().get(player).map(|e| e.session)
+        self.lock()
+            .get(player)
+            .and_then(Local::current)
+            .map(|e| e.session)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Local>> {
         lock(&self.players)
     }
 }
@@ -210,5 +255,78 @@ mod tests {
         assert!(!hub.on_claim(&claim("q", "b:1", 2)));
         hub.claimed("q", 2, "a:2", 3);
         assert!(rx.try_recv().is_err(), "the claim heard early was older");
+    }
+    #[test]
+    fn two_local_sessions_racing_leave_the_higher_epoch_whatever_order_the_claims_finish_in() {
+        for newer_claims_first in [false, true] {
+            let hub = Hub::default();
+            let (tx1, mut rx1) = mpsc::channel(4);
+            let (tx2, mut rx2) = mpsc::channel(4);
+            // Session 1 arrived first but its claim got the higher epoch.
+            hub.register("p", 1, tx1);
+            hub.register("p", 2, tx2);
+            if newer_claims_first {
+                hub.claimed("p", 1, "a:1", 9);
+                hub.claimed("p", 2, "a:2", 8);
+            } else {
+                hub.claimed("p", 2, "a:2", 8);
+                hub.claimed("p", 1, "a:1", 9);
+            }
+            assert!(rx1.try_recv().is_err(), "the newest claim stays");
+            assert_eq!(rx2.try_recv().ok(), Some(Control::Replaced));
+            assert_eq!(hub.current("p"), Some(1));
+        }
+    }
+
+    /// Sessions register, claim (epochs in a shuffled order) and hear other instances' claims in
+    /// every interleaving a small seeded generator makes: exactly one session is never told it
+    /// was replaced, and it is the one with the highest epoch among all claims, if local.
+    #[test]
+    fn any_interleaving_of_claims_leaves_exactly_the_newest_session() {
+        let mut state: u64 = 0x5EED;
+        let mut next = |n: usize| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((state >> 33) as usize) % n
+        };
+        for _ in 0..500 {
+            let hub = Hub::default();
+            let sessions = 2 + next(15);
+            let mut epochs: Vec<i64> = (1..=sessions as i64).collect();
+            for i in (1..epochs.len()).rev() {
+                epochs.swap(i, next(i + 1));
+            }
+            let mut receivers = Vec::new();
+            for s in 0..sessions {
+                let (tx, rx) = mpsc::channel(4);
+                hub.register("p", s as u64, tx);
+                receivers.push(rx);
+            }
+            let mut order: Vec<usize> = (0..sessions).collect();
+            for i in (1..order.len()).rev() {
+                order.swap(i, next(i + 1));
+            }
+            for &s in &order {
+                // Each claim is also heard back as a notification, sometimes first.
+                let key = format!("a:{s}");
+                if next(2) == 0 {
+                    hub.on_claim(&SessionClaim {
+                        player_id: "p".into(),
+                        session_id: key.clone(),
+                        instance_id: "a".into(),
+                        epoch: epochs[s],
+                    });
+                }
+                hub.claimed("p", s as u64, &key, epochs[s]);
+            }
+            let alive: Vec<usize> = receivers
+                .iter_mut()
+                .enumerate()
+                .filter_map(|(s, rx)| rx.try_recv().is_err().then_some(s))
+                .collect();
+            let newest = (0..sessions).max_by_key(|&s| epochs[s]);
+            assert_eq!(alive, newest.into_iter().collect::<Vec<_>>());
+        }
     }
 }

@@ -13,6 +13,7 @@ pub mod config;
 pub mod events;
 pub mod http;
 pub mod hub;
+pub mod incident;
 pub mod library;
 pub mod listen;
 pub mod metrics;

@@ -13,7 +13,8 @@
 //! still running.
 //!
 //! Parked conversations live in this process's memory: a resume on another instance is refused,
-//! and the client talks again.
+//! and the client talks again. A client that closes the connection itself (a WebSocket Close)
+//! chose to leave: nothing is parked.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -109,16 +110,16 @@ impl<T> ParkingLot<T> {
         self.len() == 0
     }
 
-    /// Takes the player's parked conversation if `token` is the one it was parked under and its
-    /// window is open at `now()`. While another session of the player is still running (it may
-    /// be about to park), waits for it, at most `patience`.
+    /// Takes the player's parked conversation, with the end of its window, if `token` is the one
+    /// it was parked under and its window is open at `now()`. While another session of the player
+    /// is still running (it may be about to park), waits for it, at most `patience`.
     pub async fn take(
         &self,
         player: &str,
         token: &str,
         now: impl Fn() -> Duration,
         patience: Duration,
-    ) -> Option<T> {
+    ) -> Option<(T, Duration)> {
         let deadline = tokio::time::Instant::now() + patience;
         loop {
             let notified = self.changed.notified();
@@ -131,7 +132,7 @@ impl<T> ParkingLot<T> {
                         return None;
                     }
                     let parked = inner.parked.remove(player)?;
-                    return (parked.until > now()).then_some(parked.value);
+                    return (parked.until > now()).then_some((parked.value, parked.until));
                 }
                 // Only this session runs: nothing will be parked for it.
                 if inner.live.get(player).copied().unwrap_or(0) <= 1 {
@@ -158,7 +159,10 @@ mod tests {
         lot.park("p", "t1".into(), 30 * SEC, SEC, "walk");
         assert_eq!(lot.take("p", "wrong", || 2 * SEC, SEC).await, None);
         assert_eq!(lot.take("q", "t1", || 2 * SEC, SEC).await, None);
-        assert_eq!(lot.take("p", "t1", || 2 * SEC, SEC).await, Some("walk"));
+        assert_eq!(
+            lot.take("p", "t1", || 2 * SEC, SEC).await,
+            Some(("walk", 30 * SEC))
+        );
         assert_eq!(lot.take("p", "t1", || 2 * SEC, SEC).await, None, "once");
     }
 
@@ -190,7 +194,7 @@ mod tests {
             })
         };
         let taken = lot.take("p", "old", || 2 * SEC, 10 * SEC).await;
-        assert_eq!(taken, Some("walk"));
+        assert_eq!(taken, Some(("walk", 30 * SEC)));
         parker.await.expect("parker");
         // With no older session left, a miss answers at once.
         assert_eq!(lot.take("p", "old", || 2 * SEC, 10 * SEC).await, None);

@@ -1,0 +1,695 @@
+//! The command layer: one player's session state, driven by decoded messages and the time.
+//!
+//! After quinn-proto: no socket and no clock in here. [`SessionCore::handle`] takes a
+//! `ClientMessage` and the server time, checks it against the world and the walk, applies it
+//! through the quest engine and the store, and returns every `ServerMessage` the step caused,
+//! ending with its `ack` or `error`. The socket task (`socket.rs`) only moves frames; the unit
+//! tests (`tests.rs`) drive this directly on a real SQLite store with a fake clock.
+//!
+//! Every way into a conversation or an action checks the world at that moment (ARCHITECTURE.md
+//! lists them): `talk`, `resume`, `cutscene_done` ending into an open conversation, and every
+//! `action` check a body, the NPC's reach (with the NPC where the content served *now* puts it,
+//! so a reload is covered) and availability.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use banter_dialogue::content::{NpcDef, QuestDef};
+use banter_dialogue::{DialogueGraph, Walk};
+use banter_player::availability;
+use banter_player::{
+    DialogueState, OwnerHandle, OwnerHandles, PlayerStateMachine, StoryState, TagHandle, owner, tag,
+};
+use banter_protocol::{
+    Action, ActionType, ClientMessage, CloseReason, Effect, PROTOCOL_VERSION, Position,
+    ServerMessage,
+};
+
+use super::refusal::{FrameError, Refusal, SessionError};
+use crate::app::SharedApp;
+use crate::library::Library;
+use crate::quests::{self, PlayerFacts};
+use crate::store::PlayerRecord;
+use crate::world::{self, Body, WorldError};
+
+/// How long a `resume` waits for an older session of the player to wind down and park.
+const RESUME_PATIENCE: Duration = Duration::from_secs(2);
+
+/// An open conversation: the content version it opened with and the walk over it.
+pub struct OpenConversation {
+    name: String,
+    npc: NpcDef,
+    /// The content version the conversation opened with: its graph and the quest definitions
+    /// its conditions are checked against, whatever a reload swaps in meanwhile. Held here so a
+    /// step does not take the content lock.
+    library: Arc<Library>,
+    graph: Arc<DialogueGraph>,
+    walk: Walk,
+}
+
+impl OpenConversation {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// One player's session: what the server knows of the player between messages.
+pub struct SessionCore {
+    app: SharedApp,
+    player: String,
+    id: u64,
+    body: Body,
+    machine: PlayerStateMachine,
+    dialogue: OwnerHandle<owner::Dialogue>,
+    story: OwnerHandle<owner::Story>,
+    afk: TagHandle<tag::Afk>,
+    record: PlayerRecord,
+    conversation: Option<OpenConversation>,
+    /// When the player last opened a conversation, in server time.
+    last_talk: Option<Duration>,
+    cutscene: Option<String>,
+    /// The cutscene quest whose reward lands when `cutscene` is reported done.
+    cutscene_quest: Option<String>,
+    /// What the step being handled has caused so far.
+    out: Vec<ServerMessage>,
+}
+
+impl SessionCore {
+    /// A session for `player`, whose record was just loaded, continuing from what the world
+    /// remembers of the player (body, time of the last conversation).
+    pub fn new(app: SharedApp, player: String, id: u64, record: PlayerRecord) -> SessionCore {
+        let (machine, handles) = PlayerStateMachine::new();
+        // The server writes only what it knows: talking, cutscenes, and the Afk tag the client
+        // reports. The other owners' handles are dropped here.
+        let OwnerHandles {
+            dialogue,
+            story,
+            tags,
+            ..
+        } = handles;
+        let memory = app.hub.recall(&player);
+        SessionCore {
+            app,
+            player,
+            id,
+            body: memory.body,
+            machine,
+            dialogue,
+            story,
+            afk: tags.afk,
+            record,
+            conversation: None,
+            last_talk: memory.last_talk,
+            cutscene: None,
+            cutscene_quest: None,
+            out: Vec::new(),
+        }
+    }
+
+    pub fn welcome(&self) -> ServerMessage {
+        ServerMessage::Welcome {
+            protocol: PROTOCOL_VERSION,
+            player: self.player.clone(),
+            session: self.id,
+            profile: quests::profile(&self.record),
+            resume_token: self.resume_token(),
+            position: self.body.position(),
+        }
+    }
+
+    /// The open conversation's name, if any.
+    pub fn conversation(&self) -> Option<&str> {
+        self.conversation.as_ref().map(|c| c.name.as_str())
+    }
+
+    fn resume_token(&self) -> String {
+        self.app
+            .tokens
+            .resume_token(&self.player, &self.app.session_key(self.id))
+    }
+
+    /// One client message at server time `now`: every message it caused, then its `ack` (if it
+    /// had an id) or its `error`. A refused message changes nothing, except that an `action` out
+    /// of the NPC's reach closes the conversation (`closed` `walked_away`) before its `error`.
+    pub async fn handle(&mut self, message: ClientMessage, now: Duration) -> Vec<ServerMessage> {
+        let kind = message.kind();
+        self.app.metrics.message(kind);
+        let id = message.id();
+        let step = audited_step(&message);
+        // The conversation a step belongs to is the one open before it (a talk opens its own).
+        // Copied only for a step the audit keeps: moves and AFK reports allocate nothing here.
+        let before = step
+            .as_ref()
+            .and_then(|_| self.conversation().map(str::to_owned));
+        match self.command(message, now).await {
+            Ok(()) => {
+                if let Some(detail) = step {
+                    let conversation = before.as_deref().or(self.conversation());
+                    self.app
+                        .audit
+                        .record(&self.player, conversation, kind, None, Some(&detail));
+                }
+                if let Some(id) = id {
+                    self.out.push(ServerMessage::Ack { id });
+                }
+            }
+            Err(refusal) => {
+                let error = self.refusal(id, kind, refusal);
+                self.out.push(error);
+            }
+        }
+        std::mem::take(&mut self.out)
+    }
+
+    /// A frame the frame layer refused: counted, audited, answered.
+    pub fn refuse_frame(
+        &mut self,
+        id: Option<u64>,
+        kind: &'static str,
+        error: FrameError,
+    ) -> ServerMessage {
+        self.refusal(id, kind, Refusal::from(error))
+    }
+
+    fn refusal(&mut self, id: Option<u64>, kind: &str, refusal: Refusal) -> ServerMessage {
+        self.app.metrics.rejected(refusal.code);
+        self.app.audit.record(
+            &self.player,
+            self.conversation(),
+            kind,
+            Some(refusal.code.name()),
+            Some(&refusal.message),
+        );
+        refusal.to_message(id)
+    }
+
+    /// A game event advanced the player's objectives: reload the record (so checks see the new
+    /// progress) and tell the client.
+    pub async fn on_progress(&mut self, effects: Vec<Effect>) -> Vec<ServerMessage> {
+        match self.app.store.load_player(&self.player).await {
+            Ok(record) => self.record = record,
+            Err(e) => {
+                // Checks and completions reload from the store anyway; only the push is late.
+                tracing::warn!(player = %self.player, error = %e, "cannot reload after an event");
+            }
+        }
+        let profile = quests::profile(&self.record);
+        effects
+            .into_iter()
+            .map(|effect| ServerMessage::Effect {
+                action: ActionType::AdvanceObjective,
+                effect,
+                profile: profile.clone(),
+            })
+            .collect()
+    }
+
+    /// Parks the open conversation for a `resume` within the grace window (the session ended
+    /// without the client choosing to).
+    pub fn park(&mut self, now: Duration) {
+        if let Some(conversation) = self.conversation.take() {
+            self.app.parked.park(
+                &self.player,
+                self.resume_token(),
+                now + self.app.config.limits.resume_window,
+                now,
+                conversation,
+            );
+        }
+    }
+
+    async fn command(&mut self, message: ClientMessage, now: Duration) -> Result<(), Refusal> {
+        match message {
+            ClientMessage::Move { position, .. } => self.on_move(position, now),
+            ClientMessage::Talk {
+                npc,
+                instance,
+                cached,
+                ..
+            } => {
+                self.on_talk(&npc, instance.as_deref(), cached.as_deref(), now)
+                    .await
+            }
+            ClientMessage::Advance { node, .. } => {
+                let open = open_mut(&mut self.conversation)?;
+                let vertex = open
+                    .graph
+                    .find(&node)
+                    .ok_or(SessionError::UnknownVertex(node))?;
+                let facts = PlayerFacts {
+                    record: &self.record,
+                    machine: &self.machine,
+                    content: &open.library.content,
+                };
+                open.walk.advance(&open.graph, vertex, &facts)?;
+                Ok(())
+            }
+            ClientMessage::Choose { response, .. } => {
+                let open = open_mut(&mut self.conversation)?;
+                let vertex = open
+                    .graph
+                    .find(&response)
+                    .ok_or(SessionError::UnknownVertex(response))?;
+                let facts = PlayerFacts {
+                    record: &self.record,
+                    machine: &self.machine,
+                    content: &open.library.content,
+                };
+                open.walk.choose(&open.graph, vertex, &facts)?;
+                Ok(())
+            }
+            ClientMessage::Action {
+                action, payload, ..
+            } => self.on_action(action, &payload).await,
+            ClientMessage::Close { .. } => {
+                if self.conversation.is_none() {
+                    return Err(SessionError::NoConversation.into());
+                }
+                self.close_conversation(CloseReason::Client);
+                Ok(())
+            }
+            ClientMessage::SetAfk { afk, .. } => {
+                self.afk.set(&mut self.machine, afk);
+                Ok(())
+            }
+            ClientMessage::FetchConversation { conversation, .. } => {
+                let library = self.app.content.current();
+                let published = library
+                    .conversations
+                    .get(&conversation)
+                    .ok_or_else(|| SessionError::UnknownConversation(conversation.clone()))?;
+                self.out.push(ServerMessage::Conversation {
+                    conversation,
+                    hash: published.hash.clone(),
+                    content: published.json.to_string(),
+                });
+                Ok(())
+            }
+            ClientMessage::CutsceneDone { scene, .. } => self.on_cutscene_done(&scene).await,
+            ClientMessage::Resume { token, .. } => self.on_resume(&token, now).await,
+        }
+    }
+
+    fn on_move(&mut self, position: Position, now: Duration) -> Result<(), Refusal> {
+        self.body.move_to(&self.app.config.world, position, now)?;
+        self.remember();
+        // Walking out of the NPC's reach ends the conversation.
+        self.close_if_out_of_reach();
+        Ok(())
+    }
+
+    /// The world checks a player must pass to start anything: a body, not busy. The Dialogue
+    /// region is left out: an open conversation is checked on its own (`conversation_open`).
+    fn check_free(&self) -> Result<Position, WorldError> {
+        let position = self.body.position().ok_or(WorldError::NoBody)?;
+        let mut others = self.machine;
+        self.dialogue.clear(&mut others);
+        match availability::interruption(&others) {
+            Some(busy) => Err(WorldError::Busy(busy.message())),
+            None => Ok(position),
+        }
+    }
+
+    /// Whether the player can still reach the open conversation's NPC, where the content served
+    /// now puts it (a reload may have moved it; a removed NPC keeps the place it opened with).
+    fn reach_now(&self, npc: &NpcDef) -> Result<(), WorldError> {
+        let library = self.app.content.current();
+        let npc = library.npcs.by_id(&npc.id).unwrap_or(npc);
+        world::check_reach(&self.app.config.world, npc, &self.body)
+    }
+
+    /// Closes the open conversation as walked away if its NPC is out of reach now; the reason
+    /// as an error if it was.
+    fn close_if_out_of_reach(&mut self) -> Option<WorldError> {
+        let open = self.conversation.as_ref()?;
+        let error = self.reach_now(&open.npc).err()?;
+        self.close_conversation(CloseReason::WalkedAway);
+        Some(error)
+    }
+
+    async fn on_talk(
+        &mut self,
+        name: &str,
+        hint: Option<&str>,
+        cached: Option<&str>,
+        now: Duration,
+    ) -> Result<(), Refusal> {
+        if self.conversation.is_some() {
+            return Err(SessionError::ConversationOpen.into());
+        }
+        let position = self.check_free()?;
+        let cooldown = self.app.config.world.talk_cooldown;
+        if self
+            .last_talk
+            .is_some_and(|t| now.saturating_sub(t) < cooldown)
+        {
+            return Err(WorldError::TalkCooldown(cooldown).into());
+        }
+        let library = self.app.content.current();
+        let npc = library
+            .npcs
+            .resolve(name, hint, position)
+            .ok_or_else(|| WorldError::UnknownNpc(name.to_owned()))?
+            .clone();
+        world::check_reach(&self.app.config.world, &npc, &self.body)?;
+        self.open_conversation(library, npc, cached, now).await
+    }
+
+    async fn open_conversation(
+        &mut self,
+        library: Arc<Library>,
+        npc: NpcDef,
+        cached: Option<&str>,
+        now: Duration,
+    ) -> Result<(), Refusal> {
+        let published = library
+            .conversations
+            .get(&npc.conversation)
+            .ok_or_else(|| SessionError::UnknownConversation(npc.conversation.clone()))?;
+        let graph = published.graph.clone();
+        let first = graph
+            .first_node()
+            .and_then(|v| graph.vertex(v))
+            .map(|v| &*v.name);
+        // During the tutorial every NPC but the one it points at opens on the stage's lockout
+        // line; the pointed NPC comes from the function clients use too.
+        let lockout = banter_dialogue::tutorial::lockout_entry(
+            &library.content,
+            self.record.profile.tutorial_stage,
+            &npc.id,
+        );
+        let resolved = match lockout {
+            Some(node) => Some(node),
+            None => quests::resolve_entry(&library.content, &npc.id, first, &self.record),
+        };
+        let entry_name = resolved.ok_or_else(|| {
+            SessionError::Content(format!("`{}` has no entry for this player", npc.id))
+        })?;
+        if lockout.is_none()
+            && let Some(quest) = banter_dialogue::resolver::cutscene_offer(
+                &library.content,
+                &npc.id,
+                entry_name,
+                |q| quests::quest_status(&self.record, &library.content, &q.id),
+            )
+        {
+            // A cutscene quest opens no conversation: accept, play, pay when it ends.
+            let quest = quest.clone();
+            return self.start_cutscene_quest(&library, &quest, now).await;
+        }
+        // The player is talking from here on: the facts the client gets say so, as do the ones
+        // the server checks later conditions against. Undone if the walk cannot open.
+        let was = self.machine;
+        self.dialogue
+            .enter(&mut self.machine, DialogueState::Talking);
+        let facts = PlayerFacts {
+            record: &self.record,
+            machine: &self.machine,
+            content: &library.content,
+        };
+        let opened = match graph.find(entry_name) {
+            Some(entry) => Walk::open(&graph, entry, &facts).map_err(Refusal::from),
+            None => Err(SessionError::Content(format!(
+                "the entry node `{entry_name}` is not in `{}`",
+                npc.conversation
+            ))
+            .into()),
+        };
+        let walk = match opened {
+            Ok((walk, _)) => walk,
+            Err(refusal) => {
+                self.machine = was;
+                return Err(refusal);
+            }
+        };
+        let sheet = facts.sheet();
+        let entry_name = entry_name.to_owned();
+        self.last_talk = Some(now);
+        self.remember();
+        self.app.metrics.conversation_opened();
+        self.out.push(ServerMessage::Opened {
+            conversation: npc.conversation.clone(),
+            npc: world::npc_ref(&npc),
+            speaker: graph.speaker().map(str::to_owned),
+            entry: entry_name,
+            hash: published.hash.clone(),
+            content: (cached != Some(published.hash.as_str())).then(|| published.json.to_string()),
+            facts: sheet,
+        });
+        self.conversation = Some(OpenConversation {
+            name: npc.conversation.clone(),
+            npc,
+            library,
+            graph,
+            walk,
+        });
+        // A new conversation supersedes one a dropped connection left for a resume.
+        self.app.parked.discard(&self.player);
+        Ok(())
+    }
+
+    /// Talking to the giver of an available cutscene quest: the quest is accepted, the client is
+    /// told to play the scene, and the session enters `Story.Cutscene` until `cutscene_done`.
+    /// Answered before (instead of) any `opened`.
+    async fn start_cutscene_quest(
+        &mut self,
+        library: &Library,
+        quest: &QuestDef,
+        now: Duration,
+    ) -> Result<(), Refusal> {
+        let scene = quest.cutscene.clone().ok_or_else(|| {
+            SessionError::Content(format!("quest `{}` has no cutscene", quest.id))
+        })?;
+        let accept = Action::AcceptQuest {
+            quest_id: quest.id.clone(),
+        };
+        let outcome = quests::execute(
+            self.app.store.as_ref(),
+            &library.content,
+            &self.player,
+            &mut self.record,
+            &accept,
+        )
+        .await?;
+        self.app.metrics.action_run(ActionType::AcceptQuest);
+        self.app.metrics.action_run(ActionType::PlayCutscene);
+        self.last_talk = Some(now);
+        self.remember();
+        self.cutscene = Some(scene.clone());
+        self.cutscene_quest = Some(quest.id.clone());
+        self.story.enter(&mut self.machine, StoryState::Cutscene);
+        let profile = quests::profile(&self.record);
+        self.out.push(ServerMessage::Effect {
+            action: ActionType::AcceptQuest,
+            effect: outcome.effect,
+            profile: profile.clone(),
+        });
+        self.out.push(ServerMessage::Effect {
+            action: ActionType::PlayCutscene,
+            effect: Effect::PlayCutscene { scene },
+            profile,
+        });
+        Ok(())
+    }
+
+    /// The client finished playing the scene the server started. A cutscene quest's objectives
+    /// complete and its reward is paid (exactly once, by the store); then the cutscene ends. A
+    /// retryable store failure keeps the cutscene, so the client can report it again. A
+    /// conversation the cutscene played in continues only if its NPC is still within reach.
+    async fn on_cutscene_done(&mut self, scene: &str) -> Result<(), Refusal> {
+        if self.cutscene.as_deref() != Some(scene) {
+            return Err(SessionError::NoCutscene(scene.to_owned()).into());
+        }
+        if let Some(quest) = self.cutscene_quest.clone() {
+            let library = self.app.content.current();
+            let finished = quests::finish_cutscene_quest(
+                self.app.store.as_ref(),
+                &library.content,
+                &self.player,
+                &mut self.record,
+                &quest,
+            )
+            .await;
+            match finished {
+                Ok(effect) => {
+                    self.app.metrics.action_run(ActionType::CompleteQuest);
+                    self.out.push(ServerMessage::Effect {
+                        action: ActionType::CompleteQuest,
+                        effect,
+                        profile: quests::profile(&self.record),
+                    });
+                }
+                Err(e) => {
+                    let refusal = Refusal::from(e);
+                    if !refusal.code.retryable() {
+                        self.end_cutscene();
+                    }
+                    return Err(refusal);
+                }
+            }
+        }
+        self.end_cutscene();
+        // The cutscene ends back in the conversation it played in: the world is checked again.
+        self.close_if_out_of_reach();
+        Ok(())
+    }
+
+    fn end_cutscene(&mut self) {
+        self.cutscene = None;
+        self.cutscene_quest = None;
+        self.story.clear(&mut self.machine);
+    }
+
+    /// Takes back the conversation a dropped session of this player parked under `token`, if
+    /// the player can talk to its NPC now. Out of reach, the conversation stays parked for the
+    /// rest of its window: the player may walk back and resume.
+    async fn on_resume(&mut self, token: &str, now: Duration) -> Result<(), Refusal> {
+        if self.conversation.is_some() {
+            return Err(SessionError::ConversationOpen.into());
+        }
+        self.check_free()?;
+        let app = self.app.clone();
+        let (conversation, until) = app
+            .parked
+            .take(&self.player, token, || now, RESUME_PATIENCE)
+            .await
+            .ok_or(SessionError::ResumeRefused)?;
+        if let Err(far) = self.reach_now(&conversation.npc) {
+            app.parked
+                .park(&self.player, token.to_owned(), until, now, conversation);
+            return Err(far.into());
+        }
+        let hash = conversation
+            .library
+            .conversations
+            .get(&conversation.name)
+            .map(|p| p.hash.clone())
+            .unwrap_or_default();
+        self.dialogue
+            .enter(&mut self.machine, DialogueState::Talking);
+        self.out.push(ServerMessage::Resumed {
+            conversation: conversation.name.clone(),
+            hash,
+        });
+        self.conversation = Some(conversation);
+        Ok(())
+    }
+
+    /// Keeps the body and talk time in the hub, so a reconnect continues from them.
+    fn remember(&self) {
+        self.app.hub.remember(
+            &self.player,
+            crate::hub::PlayerMemory {
+                body: self.body,
+                last_talk: self.last_talk,
+            },
+        );
+    }
+
+    fn close_conversation(&mut self, reason: CloseReason) {
+        if let Some(mut open) = self.conversation.take() {
+            open.walk.close();
+            tracing::debug!(player = %self.player, conversation = %open.name, npc = %open.npc.id, "conversation closed");
+        }
+        self.dialogue.clear(&mut self.machine);
+        self.out.push(ServerMessage::Closed { reason });
+    }
+
+    async fn on_action(&mut self, action_type: ActionType, payload: &str) -> Result<(), Refusal> {
+        let open = open_mut(&mut self.conversation)?;
+        let graph = open.graph.clone();
+        let library = open.library.clone();
+        // The world at this moment: out of reach, the conversation ends and nothing runs.
+        if let Some(far) = self.close_if_out_of_reach() {
+            return Err(far.into());
+        }
+        self.check_free()?;
+        let open = open_mut(&mut self.conversation)?;
+        let index = open.walk.check_action(&graph, action_type, payload)?;
+        let authored = graph
+            .action(index)
+            .ok_or_else(|| SessionError::Content("armed action missing from its graph".into()))?
+            .action
+            .clone();
+        // A server-decided jump must land on a line of this graph: check before committing.
+        if let Action::CheckQuest {
+            success_node,
+            failure_node,
+            ..
+        } = &authored
+        {
+            for node in [success_node, failure_node] {
+                graph
+                    .find(node)
+                    .ok_or_else(|| SessionError::UnknownVertex(node.clone()))?;
+            }
+        }
+        let outcome = quests::execute(
+            self.app.store.as_ref(),
+            &library.content,
+            &self.player,
+            &mut self.record,
+            &authored,
+        )
+        .await?;
+        // Committed: only now is the arming spent.
+        self.app.metrics.action_run(action_type);
+        let open = open_mut(&mut self.conversation)?;
+        open.walk.spend(index);
+        if let Some(node) = &outcome.jump {
+            let target = graph
+                .find(node)
+                .ok_or_else(|| SessionError::UnknownVertex(node.clone()))?;
+            let facts = PlayerFacts {
+                record: &self.record,
+                machine: &self.machine,
+                content: &library.content,
+            };
+            open.walk.jump_to(&graph, target, &facts)?;
+        }
+        if let Some(scene) = &outcome.cutscene {
+            self.cutscene = Some(scene.clone());
+            self.cutscene_quest = None;
+            self.story.enter(&mut self.machine, StoryState::Cutscene);
+        }
+        self.out.push(ServerMessage::Effect {
+            action: action_type,
+            effect: outcome.effect,
+            profile: quests::profile(&self.record),
+        });
+        if let Some(node) = outcome.jump {
+            self.out.push(ServerMessage::Jump { node });
+        }
+        Ok(())
+    }
+}
+
+/// The open conversation, or `no_conversation`.
+fn open_mut(
+    conversation: &mut Option<OpenConversation>,
+) -> Result<&mut OpenConversation, SessionError> {
+    conversation.as_mut().ok_or(SessionError::NoConversation)
+}
+
+/// What the audit log keeps of an accepted conversation step, so support can replay it; `None`
+/// for messages that are not conversation steps (moves, AFK, fetches), which are not recorded.
+fn audited_step(message: &ClientMessage) -> Option<String> {
+    match message {
+        ClientMessage::Talk { npc, instance, .. } => Some(match instance {
+            Some(instance) => format!("{npc} ({instance})"),
+            None => npc.clone(),
+        }),
+        ClientMessage::Advance { node, .. } => Some(node.clone()),
+        ClientMessage::Choose { response, .. } => Some(response.clone()),
+        ClientMessage::Action {
+            action, payload, ..
+        } => Some(format!("{} {payload}", action.name())),
+        ClientMessage::Close { .. } => Some(String::new()),
+        ClientMessage::CutsceneDone { scene, .. } => Some(scene.clone()),
+        // The token is a secret of the player's: never in the log.
+        ClientMessage::Resume { .. } => Some(String::new()),
+        ClientMessage::Move { .. }
+        | ClientMessage::SetAfk { .. }
+        | ClientMessage::FetchConversation { .. } => None,
+    }
+}

@@ -1,0 +1,23 @@
+//! One player's session, in layers named by what flows through them:
+//!
+//! - `socket.rs`: frames in and out of the WebSocket. One task per connection owns the session,
+//!   so messages are handled strictly in order and nothing needs a lock; a small writer task
+//!   drains a bounded outgoing queue into the socket.
+//! - `frames.rs`: a frame becomes a `ClientMessage` or a refusal (size, binary, rate, decoding).
+//!   No socket, no clock.
+//! - `core.rs`: the command layer. A decoded message and the server time go in; the world
+//!   checks, the walk, the quest engine and the store run; the session's state changes and the
+//!   `ServerMessage`s it caused come out. Tested in `tests.rs` without sockets.
+//! - `refusal.rs`: the one mapping from every domain error to a wire code.
+
+mod core;
+mod frames;
+mod refusal;
+mod socket;
+#[cfg(test)]
+mod tests;
+
+pub use self::core::{OpenConversation, SessionCore};
+pub use self::frames::{Checked, FrameCheck, RateLimit};
+pub use self::refusal::{FrameError, Refusal, SessionError};
+pub use self::socket::run;

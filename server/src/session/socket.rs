@@ -1,0 +1,302 @@
+//! The socket task: frames in, frames out. Everything between is the frame layer (`frames.rs`)
+//! and the command layer (`core.rs`); this file only moves what they decide, and owns the
+//! session's life: load and claim the player, serve, say goodbye, park, release.
+
+use std::time::Duration;
+
+use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
+use banter_protocol::{ByeReason, ServerMessage};
+use futures_util::stream::{SplitSink, SplitStream};
+use futures_util::{SinkExt, StreamExt};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use super::core::SessionCore;
+use super::frames::{Checked, FrameCheck};
+use super::refusal::Refusal;
+use crate::app::SharedApp;
+use crate::hub::Control;
+use crate::outbox::{Outbox, OutboxReceiver};
+
+/// How long a session that said goodbye keeps reading, for the client's Close.
+const LINGER: Duration = Duration::from_secs(1);
+
+/// Why the session loop stops.
+enum End {
+    /// The client sent a Close frame: it chose to leave, so nothing is parked.
+    ClientClosed,
+    /// The connection broke without a Close.
+    Dropped,
+    /// The server ends it, telling the client why.
+    Bye(ByeReason, &'static str),
+    /// The client stopped reading: nothing more can be sent.
+    TooSlow,
+}
+
+impl End {
+    /// A session that ended without the client choosing to (a dropped or silent connection, a
+    /// reconnect that replaced it, a client that stopped reading) parks its open conversation
+    /// for a `resume` within the grace window.
+    fn parks(&self) -> bool {
+        match self {
+            End::Dropped | End::TooSlow => true,
+            End::ClientClosed => false,
+            End::Bye(reason, _) => matches!(reason, ByeReason::Replaced | ByeReason::Timeout),
+        }
+    }
+}
+
+/// Runs a session on an upgraded socket until it ends.
+pub async fn run(
+    app: SharedApp,
+    socket: WebSocket,
+    player: String,
+    token_expires: u64,
+    starting: tokio::sync::OwnedSemaphorePermit,
+) {
+    app.metrics.session_opened();
+    let id = app.next_session_id();
+    app.parked.session_started(&player);
+    let (control_tx, mut control_rx) = mpsc::channel(16);
+    app.hub.register(&player, id, control_tx);
+    let (sink, mut stream) = socket.split();
+    let (out, out_rx) = Outbox::new(
+        app.config.limits.outgoing_queue,
+        app.config.limits.outgoing_queue_bytes,
+    );
+    let writer = tokio::spawn(write_frames(sink, out_rx));
+
+    let started = start(&app, &player, id).await;
+    // Started (or not): the store work of a session start is done.
+    drop(starting);
+    let end = match started {
+        Err(refusal) => {
+            let _ = out.try_send(text(&refusal.to_message(None)));
+            End::Dropped
+        }
+        Ok(record) => {
+            let mut core = SessionCore::new(app.clone(), player.clone(), id, record);
+            let mut session = Socket {
+                app: app.clone(),
+                out: out.clone(),
+                frames: FrameCheck::new(&app.config.limits, app.now()),
+                last_seen: Instant::now(),
+            };
+            let end = if session.send(&core.welcome()) {
+                session
+                    .serve(&mut core, &mut stream, &mut control_rx, token_expires)
+                    .await
+            } else {
+                End::TooSlow
+            };
+            if end.parks() {
+                core.park(app.now());
+            }
+            end
+        }
+    };
+
+    let said_bye = matches!(end, End::Bye(..));
+    match end {
+        End::Bye(reason, message) => {
+            let _ = out.try_send(text(&ServerMessage::Bye {
+                reason,
+                message: message.into(),
+            }));
+            let _ = out.try_send(Message::Close(Some(CloseFrame {
+                code: 1000,
+                reason: Utf8Bytes::from_static(message),
+            })));
+        }
+        End::ClientClosed | End::Dropped => {
+            let _ = out.try_send(Message::Close(None));
+        }
+        End::TooSlow => writer.abort(),
+    }
+    drop(out);
+    // The writer ends when the queue is drained and closed; a stuck peer cannot hold it long.
+    let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
+    if said_bye {
+        // Read what the client still sends until it answers our Close, briefly. Closing with
+        // unread data in the socket makes the kernel reset the connection, and a reset throws
+        // away the `bye` still waiting in the client's receive buffer (a flooder would never
+        // learn why it was cut off).
+        let _ = tokio::time::timeout(LINGER, async {
+            while let Some(Ok(frame)) = stream.next().await {
+                if matches!(frame, Message::Close(_)) {
+                    break;
+                }
+            }
+        })
+        .await;
+    }
+    if app.config.coordinate_sessions {
+        // Frees the player for a quick reconnect anywhere; a replaced session holds no claim,
+        // so this releases nothing then. A failure only leaves a row the next claim overwrites.
+        if let Err(e) = app
+            .store
+            .release_session(&player, &app.session_key(id))
+            .await
+        {
+            tracing::debug!(%player, error = %e, "session claim not released");
+        }
+    }
+    app.parked.session_ended(&player);
+    app.hub.unregister(&player, id);
+    app.metrics.session_closed();
+}
+
+/// Loads the player and claims it for this session. Without both there is no session: the
+/// client gets `store_unavailable` (no id) and the connection closes.
+async fn start(
+    app: &SharedApp,
+    player: &str,
+    id: u64,
+) -> Result<crate::store::PlayerRecord, Refusal> {
+    let record = app.store.load_player(player).await?;
+    claim(app, player, id).await?;
+    Ok(record)
+}
+
+/// Claims the player for this session. The store's claim epoch is the one source of truth for
+/// which of a player's sessions stays: the hub closes every local session with an older claim,
+/// and the claims watcher (`lib.rs`) those that another instance's newer claim replaced. With
+/// coordination off (one instance, benchmarks), the session number stands in for the epoch.
+async fn claim(app: &SharedApp, player: &str, id: u64) -> Result<(), Refusal> {
+    let key = app.session_key(id);
+    if !app.config.coordinate_sessions {
+        app.hub.claimed(player, id, &key, id as i64);
+        return Ok(());
+    }
+    let claim = app.store.claim_session(player, &key, &app.instance).await?;
+    app.hub.claimed(player, id, &key, claim.epoch);
+    Ok(())
+}
+
+/// Drains the outgoing queue into the socket. Everything already queued when the writer wakes
+/// (an effect and its ack, the answers to pipelined requests) goes out in one write: frames are
+/// fed into the WebSocket's write buffer and flushed once, instead of a syscall per message.
+async fn write_frames(mut sink: SplitSink<WebSocket, Message>, mut queue: OutboxReceiver) {
+    'drain: while let Some(message) = queue.recv().await {
+        let mut closing = matches!(message, Message::Close(_));
+        if sink.feed(message).await.is_err() {
+            break;
+        }
+        while !closing {
+            let Some(next) = queue.try_recv() else { break };
+            closing = matches!(next, Message::Close(_));
+            if sink.feed(next).await.is_err() {
+                break 'drain;
+            }
+        }
+        if sink.flush().await.is_err() || closing {
+            break;
+        }
+    }
+    let _ = sink.close().await;
+}
+
+fn text(message: &ServerMessage) -> Message {
+    Message::Text(serde_json::to_string(message).unwrap_or_default().into())
+}
+
+/// The connection's side of a session: the outgoing queue, the frame checks, liveness.
+struct Socket {
+    app: SharedApp,
+    out: Outbox,
+    frames: FrameCheck,
+    last_seen: Instant,
+}
+
+impl Socket {
+    /// Queues a message; false if the client stopped reading and the queue is full.
+    fn send(&self, message: &ServerMessage) -> bool {
+        self.out.try_send(text(message)).is_ok()
+    }
+
+    /// Queues every message; the end of the session if the client stopped reading.
+    fn send_all(&self, messages: &[ServerMessage]) -> Option<End> {
+        if messages.iter().all(|m| self.send(m)) {
+            None
+        } else {
+            Some(End::TooSlow)
+        }
+    }
+
+    async fn serve(
+        &mut self,
+        core: &mut SessionCore,
+        stream: &mut SplitStream<WebSocket>,
+        control: &mut mpsc::Receiver<Control>,
+        token_expires: u64,
+    ) -> End {
+        // A session does not outlive its token.
+        let expires_in = Duration::from_secs(token_expires.saturating_sub(crate::app::unix_now()));
+        let expiry = tokio::time::sleep(expires_in);
+        tokio::pin!(expiry);
+        let limits = self.app.config.limits.clone();
+        let mut ping =
+            tokio::time::interval_at(Instant::now() + limits.ping_interval, limits.ping_interval);
+        let shutdown = self.app.shutdown.clone();
+        loop {
+            tokio::select! {
+                frame = stream.next() => {
+                    let Some(Ok(frame)) = frame else { return End::Dropped };
+                    self.last_seen = Instant::now();
+                    if let Some(end) = self.on_frame(core, frame).await {
+                        return end;
+                    }
+                }
+                Some(control) = control.recv() => match control {
+                    Control::Replaced => {
+                        return End::Bye(ByeReason::Replaced, "the player connected again elsewhere");
+                    }
+                    Control::Progress(effects) => {
+                        let messages = core.on_progress(effects).await;
+                        if let Some(end) = self.send_all(&messages) {
+                            return end;
+                        }
+                    }
+                },
+                _ = shutdown.cancelled() => {
+                    return End::Bye(ByeReason::Shutdown, "the server is shutting down");
+                }
+                _ = &mut expiry => {
+                    return End::Bye(ByeReason::TokenExpired, "the token expired; log in again");
+                }
+                _ = ping.tick() => {
+                    if self.last_seen.elapsed() > limits.idle_timeout {
+                        return End::Bye(ByeReason::Timeout, "no answer to pings");
+                    }
+                    if self.out.try_send(Message::Ping(Default::default())).is_err() {
+                        return End::TooSlow;
+                    }
+                }
+            }
+        }
+    }
+
+    /// One frame through the frame layer and, if it is a message, the command layer.
+    async fn on_frame(&mut self, core: &mut SessionCore, frame: Message) -> Option<End> {
+        let now = self.app.now();
+        match self.frames.check(frame, now) {
+            Checked::Ignore => None,
+            Checked::Closed => Some(End::ClientClosed),
+            Checked::Flooding => {
+                self.app.metrics.message("invalid");
+                Some(End::Bye(ByeReason::Flooding, "too many messages"))
+            }
+            Checked::Refused { id, kind, error } => {
+                self.app.metrics.message("invalid");
+                let answer = core.refuse_frame(id, kind, error);
+                self.send_all(std::slice::from_ref(&answer))
+            }
+            Checked::Message(message) => {
+                let started = std::time::Instant::now();
+                let messages = core.handle(message, now).await;
+                self.app.metrics.handled(started.elapsed());
+                self.send_all(&messages)
+            }
+        }
+    }
+}

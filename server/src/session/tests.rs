@@ -1,0 +1,612 @@
+//! The command layer driven directly: a real SQLite store in a temporary file, the sample
+//! content, a fake clock, and no socket. Every command and every refusal it can give.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use banter_protocol::{
+    Action, ActionPayload, ActionType, ClientMessage, CloseReason, Effect, ErrorCode, Position,
+    ServerMessage,
+};
+use banter_test_db::TestDb;
+
+use super::core::SessionCore;
+use crate::app::{App, SharedApp};
+use crate::config::Config;
+use crate::library::{ContentHandle, Library};
+use crate::store::{self, ConnectOptions};
+
+const PIM: Position = [-640.0, 2.0, 910.0];
+const INES: Position = [868.0, 22.0, 258.0];
+const MS: Duration = Duration::from_millis(1);
+
+fn sample_content() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../content")
+}
+
+/// A server's shared state on a private SQLite file, without a listener.
+async fn app_on(content: PathBuf) -> (SharedApp, TestDb) {
+    let db = TestDb::sqlite("session-core");
+    let config = Config {
+        database_url: db.url(),
+        content: content.clone(),
+        ..Config::default()
+    };
+    let library = Library::load(&content, 1).expect("sample content loads");
+    let store = store::connect(&db.url(), ConnectOptions::default())
+        .await
+        .expect("sqlite store");
+    let app = Arc::new(App::new(
+        config,
+        ContentHandle::new(content, library),
+        store,
+    ));
+    (app, db)
+}
+
+/// One session of `player`, driven with a fake clock.
+struct Player {
+    core: SessionCore,
+    now: Duration,
+    next_id: u64,
+}
+
+impl Player {
+    async fn new(app: &SharedApp, player: &str, session: u64) -> Player {
+        let record = app.store.load_player(player).await.expect("load");
+        Player {
+            core: SessionCore::new(app.clone(), player.to_owned(), session, record),
+            now: Duration::from_secs(10),
+            next_id: 1,
+        }
+    }
+
+    fn id(&mut self) -> Option<u64> {
+        self.next_id += 1;
+        Some(self.next_id)
+    }
+
+    async fn send(&mut self, message: ClientMessage) -> Vec<ServerMessage> {
+        self.core.handle(message, self.now).await
+    }
+
+    /// Sends and expects an `ack` last; returns what came before it.
+    async fn ok(&mut self, message: ClientMessage) -> Vec<ServerMessage> {
+        let mut answer = self.send(message).await;
+        match answer.pop() {
+            Some(ServerMessage::Ack { .. }) => answer,
+            other => panic!("expected an ack, got {other:?} after {answer:?}"),
+        }
+    }
+
+    /// Sends and expects an `error`; returns its code and message, and what came before it.
+    async fn refused(&mut self, message: ClientMessage) -> (ErrorCode, String, Vec<ServerMessage>) {
+        let mut answer = self.send(message).await;
+        match answer.pop() {
+            Some(ServerMessage::Error { code, message, .. }) => (code, message, answer),
+            other => panic!("expected an error, got {other:?} after {answer:?}"),
+        }
+    }
+
+    async fn code(&mut self, message: ClientMessage) -> ErrorCode {
+        self.refused(message).await.0
+    }
+
+    fn after(&mut self, d: Duration) {
+        self.now += d;
+    }
+
+    fn move_to(&mut self, position: Position) -> ClientMessage {
+        ClientMessage::Move {
+            id: self.id(),
+            position,
+        }
+    }
+
+    fn talk(&mut self, npc: &str) -> ClientMessage {
+        ClientMessage::Talk {
+            id: self.id(),
+            npc: npc.to_owned(),
+            instance: None,
+            cached: None,
+        }
+    }
+
+    fn advance(&mut self, node: &str) -> ClientMessage {
+        ClientMessage::Advance {
+            id: self.id(),
+            node: node.to_owned(),
+        }
+    }
+
+    fn choose(&mut self, response: &str) -> ClientMessage {
+        ClientMessage::Choose {
+            id: self.id(),
+            response: response.to_owned(),
+        }
+    }
+
+    fn action(&mut self, action: &Action) -> ClientMessage {
+        ClientMessage::Action {
+            id: self.id(),
+            action: action.action_type(),
+            payload: ActionPayload::build(action),
+        }
+    }
+
+    fn close(&mut self) -> ClientMessage {
+        ClientMessage::Close { id: self.id() }
+    }
+
+    fn resume(&mut self, token: &str) -> ClientMessage {
+        ClientMessage::Resume {
+            id: self.id(),
+            token: token.to_owned(),
+        }
+    }
+
+    fn cutscene_done(&mut self, scene: &str) -> ClientMessage {
+        ClientMessage::CutsceneDone {
+            id: self.id(),
+            scene: scene.to_owned(),
+        }
+    }
+
+    /// Places the body (first move) and talks, expecting `opened`; returns its entry node.
+    async fn open(&mut self, npc: &str, at: Position) -> String {
+        let spawn = self.move_to(at);
+        self.ok(spawn).await;
+        let talk = self.talk(npc);
+        let answer = self.ok(talk).await;
+        match answer.as_slice() {
+            [ServerMessage::Opened { entry, .. }] => entry.clone(),
+            other => panic!("expected opened, got {other:?}"),
+        }
+    }
+
+    fn resume_token(&self) -> String {
+        match self.core.welcome() {
+            ServerMessage::Welcome { resume_token, .. } => resume_token,
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+fn accept_pims_tale() -> Action {
+    Action::AcceptQuest {
+        quest_id: "PimsTideTale".into(),
+    }
+}
+
+fn effects(messages: &[ServerMessage]) -> Vec<&Effect> {
+    messages
+        .iter()
+        .filter_map(|m| match m {
+            ServerMessage::Effect { effect, .. } => Some(effect),
+            _ => None,
+        })
+        .collect()
+}
+
+async fn coins(app: &SharedApp, player: &str) -> i64 {
+    app.store
+        .load_player(player)
+        .await
+        .expect("load")
+        .profile
+        .coins
+}
+
+#[tokio::test]
+async fn a_burst_of_small_moves_spends_one_slack_and_time_refills_it() {
+    let (app, _db) = app_on(sample_content()).await;
+    let mut p = Player::new(&app, "mover", 1).await;
+    let spawn = p.move_to([0.0; 3]);
+    p.ok(spawn).await;
+    // 21 moves of 9.8 studs at the same instant: the slack (10 studs) pays for one.
+    let mut accepted = 0;
+    let mut x = 0.0;
+    for _ in 0..21 {
+        let step = p.move_to([x + 9.8, 0.0, 0.0]);
+        if let [ServerMessage::Ack { .. }] = p.send(step).await.as_slice() {
+            accepted += 1;
+            x += 9.8;
+        }
+    }
+    assert_eq!(accepted, 1, "one slack for the whole burst");
+    let far = p.move_to([x + 9.8, 0.0, 0.0]);
+    assert_eq!(p.code(far).await, ErrorCode::Teleport);
+    // A second later 60 studs more are allowed, in one move.
+    p.after(Duration::from_secs(1));
+    let lone = p.move_to([x + 60.0, 0.0, 0.0]);
+    p.ok(lone).await;
+    let nan = p.move_to([f64::NAN, 0.0, 0.0]);
+    assert_eq!(p.code(nan).await, ErrorCode::Malformed);
+}
+
+#[tokio::test]
+async fn talk_is_refused_without_a_body_out_of_reach_for_an_unknown_npc_and_too_soon() {
+    let (app, _db) = app_on(sample_content()).await;
+    let mut p = Player::new(&app, "talker", 1).await;
+    let talk = p.talk("Pim");
+    assert_eq!(p.code(talk).await, ErrorCode::NoBody);
+    let spawn = p.move_to([PIM[0] + 30.0, PIM[1], PIM[2]]);
+    p.ok(spawn).await;
+    let talk = p.talk("Pim");
+    assert_eq!(p.code(talk).await, ErrorCode::TooFar);
+    let nobody = p.talk("Nobody");
+    assert_eq!(p.code(nobody).await, ErrorCode::UnknownNpc);
+    p.after(Duration::from_secs(1));
+    let closer = p.move_to(PIM);
+    p.ok(closer).await;
+    let talk = p.talk("Pim");
+    p.ok(talk).await;
+    let again = p.talk("Pim");
+    assert_eq!(p.code(again).await, ErrorCode::ConversationOpen);
+    let close = p.close();
+    assert_eq!(
+        p.ok(close).await,
+        vec![ServerMessage::Closed {
+            reason: CloseReason::Client
+        }]
+    );
+    let too_soon = p.talk("Pim");
+    assert_eq!(p.code(too_soon).await, ErrorCode::TalkCooldown);
+    p.after(Duration::from_millis(1500));
+    let talk = p.talk("Pim");
+    p.ok(talk).await;
+}
+
+#[tokio::test]
+async fn pims_tale_walked_command_by_command_pays_once() {
+    let (app, _db) = app_on(sample_content()).await;
+    let mut p = Player::new(&app, "listener", 1).await;
+    assert_eq!(p.open("Pim", PIM).await, "PimsTideTale_Greet");
+    let yes = p.choose("PimsTideTale_Greet_r1");
+    p.ok(yes).await;
+    let tale = p.advance("PimsTideTale_Tale");
+    p.ok(tale).await;
+    let accept = p.action(&accept_pims_tale());
+    let answer = p.ok(accept).await;
+    assert!(matches!(
+        effects(&answer)[..],
+        [Effect::QuestAccepted { quest, .. }] if quest == "PimsTideTale"
+    ));
+    let ending = p.advance("PimsTideTale_Ending");
+    p.ok(ending).await;
+    let objective = Action::AdvanceObjective {
+        quest_id: "PimsTideTale".into(),
+        objective_id: "HearTheTale".into(),
+        amount: Some(banter_protocol::ObjectiveAmount {
+            amount: 1,
+            island: Some("mistral_cay".into()),
+        }),
+    };
+    let advance = p.action(&objective);
+    assert!(matches!(
+        effects(&p.ok(advance).await)[..],
+        [Effect::ObjectiveAdvanced { progress: 1, .. }]
+    ));
+    let complete = p.advance("PimsTideTale_Complete");
+    p.ok(complete).await;
+    let pay = Action::CompleteQuest {
+        quest_id: "PimsTideTale".into(),
+    };
+    let paid = p.action(&pay);
+    assert!(matches!(
+        effects(&p.ok(paid).await)[..],
+        [Effect::QuestCompleted { .. }]
+    ));
+    let before = coins(&app, "listener").await;
+    assert!(before > 0);
+    let twice = p.action(&pay);
+    assert_eq!(p.code(twice).await, ErrorCode::NotArmed);
+    assert_eq!(coins(&app, "listener").await, before, "paid once");
+}
+
+#[tokio::test]
+async fn every_walk_refusal_has_its_code_and_changes_nothing() {
+    let (app, _db) = app_on(sample_content()).await;
+    let mut p = Player::new(&app, "walker", 1).await;
+    let early = p.advance("PimsTideTale_Greet");
+    assert_eq!(p.code(early).await, ErrorCode::NoConversation);
+    let no_close = p.close();
+    assert_eq!(p.code(no_close).await, ErrorCode::NoConversation);
+    p.open("Pim", PIM).await;
+    let cases = [
+        (p.advance("NoSuchNode"), ErrorCode::UnknownVertex),
+        (p.advance("PimsTideTale_Tale"), ErrorCode::NotReachable),
+        (p.advance("PimsTideTale_Greet_r1"), ErrorCode::NotALine),
+        (p.choose("PimsTideTale_Greet"), ErrorCode::NotAResponse),
+        (p.advance("PimsTideTale_Greet"), ErrorCode::AwaitsChoice),
+        (p.action(&accept_pims_tale()), ErrorCode::NotArmed),
+    ];
+    for (message, code) in cases {
+        assert_eq!(p.code(message).await, code);
+    }
+    let yes = p.choose("PimsTideTale_Greet_r1");
+    p.ok(yes).await;
+    let wrong_payload = ClientMessage::Action {
+        id: Some(99),
+        action: ActionType::AcceptQuest,
+        payload: "AcceptQuest|SomeoneElsesQuest".into(),
+    };
+    assert_eq!(p.code(wrong_payload).await, ErrorCode::PayloadMismatch);
+    // The refusals left the arming as it was.
+    let accept = p.action(&accept_pims_tale());
+    p.ok(accept).await;
+    // Accepting twice: armed twice at most, but the quest is no longer available.
+    let again = p.choose("PimsTideTale_Greet_r1");
+    let _ = p.send(again).await;
+    let accept = p.action(&accept_pims_tale());
+    let code = p.code(accept).await;
+    assert!(
+        matches!(code, ErrorCode::QuestState | ErrorCode::NotArmed),
+        "{code:?}"
+    );
+}
+
+#[tokio::test]
+async fn fetch_set_afk_and_unknown_conversations() {
+    let (app, _db) = app_on(sample_content()).await;
+    let mut p = Player::new(&app, "reader", 1).await;
+    let fetch = ClientMessage::FetchConversation {
+        id: Some(5),
+        conversation: "Pim".into(),
+    };
+    assert!(matches!(
+        p.ok(fetch).await.as_slice(),
+        [ServerMessage::Conversation { conversation, .. }] if conversation == "Pim"
+    ));
+    let unknown = ClientMessage::FetchConversation {
+        id: Some(6),
+        conversation: "Nobody".into(),
+    };
+    assert_eq!(p.code(unknown).await, ErrorCode::UnknownConversation);
+    let afk = ClientMessage::SetAfk {
+        id: Some(7),
+        afk: true,
+    };
+    assert!(p.ok(afk).await.is_empty());
+    // Without an id, success is silent.
+    assert!(
+        p.send(ClientMessage::SetAfk {
+            id: None,
+            afk: false
+        })
+        .await
+        .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn a_cutscene_quest_makes_the_player_busy_until_done_and_pays_once() {
+    let (app, _db) = app_on(sample_content()).await;
+    let mut p = Player::new(&app, "lamplighter", 1).await;
+    let spawn = p.move_to(INES);
+    p.ok(spawn).await;
+    let talk = p.talk("Keeper Ines");
+    let answer = p.ok(talk).await;
+    assert!(matches!(
+        effects(&answer)[..],
+        [Effect::QuestAccepted { .. }, Effect::PlayCutscene { scene }] if scene == "LanternLighting"
+    ));
+    p.after(Duration::from_secs(2));
+    let busy = p.talk("Keeper Ines");
+    assert_eq!(p.code(busy).await, ErrorCode::Busy);
+    let token = p.resume_token();
+    let resume = p.resume(&token);
+    assert_eq!(p.code(resume).await, ErrorCode::Busy);
+    let wrong = p.cutscene_done("SomethingElse");
+    assert_eq!(p.code(wrong).await, ErrorCode::NoCutscene);
+    let done = p.cutscene_done("LanternLighting");
+    assert!(matches!(
+        effects(&p.ok(done).await)[..],
+        [Effect::QuestCompleted { .. }]
+    ));
+    let paid = coins(&app, "lamplighter").await;
+    let again = p.cutscene_done("LanternLighting");
+    assert_eq!(p.code(again).await, ErrorCode::NoCutscene);
+    assert_eq!(coins(&app, "lamplighter").await, paid);
+}
+
+#[tokio::test]
+async fn resume_checks_the_world_now_and_a_refused_resume_leaves_it_parked() {
+    let (app, _db) = app_on(sample_content()).await;
+    let mut old = Player::new(&app, "dropper", 1).await;
+    old.open("Pim", PIM).await;
+    let yes = old.choose("PimsTideTale_Greet_r1");
+    old.ok(yes).await;
+    let token = old.resume_token();
+    old.core.park(old.now);
+
+    let mut new = Player::new(&app, "dropper", 2).await;
+    new.now = old.now + MS;
+    let wrong = new.resume("not-the-token");
+    assert_eq!(new.code(wrong).await, ErrorCode::ResumeRefused);
+    // Walk 65 studs away, at the speed limit.
+    for step in 1..=13 {
+        new.after(Duration::from_millis(100));
+        let away = new.move_to([PIM[0] + 5.0 * f64::from(step), PIM[1], PIM[2]]);
+        new.ok(away).await;
+    }
+    let far = new.resume(&token);
+    assert_eq!(new.code(far).await, ErrorCode::TooFar);
+    let accept = new.action(&accept_pims_tale());
+    assert_eq!(new.code(accept).await, ErrorCode::NoConversation);
+    // Back within reach, still inside the window: the parked conversation is still there.
+    for step in (0..13).rev() {
+        new.after(Duration::from_millis(100));
+        let back = new.move_to([PIM[0] + 5.0 * f64::from(step), PIM[1], PIM[2]]);
+        new.ok(back).await;
+    }
+    let resume = new.resume(&token);
+    assert!(matches!(
+        new.ok(resume).await.as_slice(),
+        [ServerMessage::Resumed { conversation, .. }] if conversation == "Pim"
+    ));
+    let open = new.resume(&token);
+    assert_eq!(new.code(open).await, ErrorCode::ConversationOpen);
+    // The resumed walk still has the arming it had.
+    let tale = new.advance("PimsTideTale_Tale");
+    new.ok(tale).await;
+    let accept = new.action(&accept_pims_tale());
+    new.ok(accept).await;
+}
+
+#[tokio::test]
+async fn resume_without_a_body_is_no_body() {
+    let (app, _db) = app_on(sample_content()).await;
+    let mut p = Player::new(&app, "ghost", 1).await;
+    let resume = p.resume("anything");
+    assert_eq!(p.code(resume).await, ErrorCode::NoBody);
+}
+
+/// A copy of the sample content whose world puts `npc` somewhere else.
+fn content_with_npc_moved(npc: &str, to: Position) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "banter-session-content-{}-{}",
+        std::process::id(),
+        crate::incident::reference()
+    ));
+    copy_dir(&sample_content(), &dir);
+    let path = dir.join("world.json");
+    let text = std::fs::read_to_string(&path).expect("world.json");
+    let mut world: serde_json::Value = serde_json::from_str(&text).expect("json");
+    let npcs = world["Npcs"].as_array_mut().expect("Npcs");
+    for entry in npcs {
+        if entry["Id"] == npc {
+            entry["Position"] = serde_json::json!(to);
+        }
+    }
+    std::fs::write(&path, serde_json::to_string_pretty(&world).expect("json")).expect("write");
+    dir
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read_dir") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("type").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_action_after_a_reload_moved_the_npc_away_closes_walked_away_and_pays_nothing() {
+    let moved = content_with_npc_moved("pim", [PIM[0] + 500.0, PIM[1], PIM[2]]);
+    let (app, _db) = app_on(sample_content()).await;
+    // Serve the sample, then reload from a folder where Pim stands 500 studs away.
+    let app = {
+        let library = Library::load(&sample_content(), 1).expect("loads");
+        let config = Config {
+            database_url: app.config.database_url.clone(),
+            content: moved.clone(),
+            ..Config::default()
+        };
+        Arc::new(App::new(
+            config,
+            ContentHandle::new(moved.clone(), library),
+            app.store.clone(),
+        ))
+    };
+    let mut p = Player::new(&app, "stayer", 1).await;
+    p.open("Pim", PIM).await;
+    let yes = p.choose("PimsTideTale_Greet_r1");
+    p.ok(yes).await;
+    app.content.reload().expect("reload");
+    let accept = p.action(&accept_pims_tale());
+    let (code, _, before) = p.refused(accept).await;
+    assert_eq!(code, ErrorCode::TooFar);
+    assert_eq!(
+        before,
+        vec![ServerMessage::Closed {
+            reason: CloseReason::WalkedAway
+        }]
+    );
+    let record = app.store.load_player("stayer").await.expect("load");
+    assert!(record.quests.is_empty(), "nothing applied: {record:?}");
+    let _ = std::fs::remove_dir_all(moved);
+}
+
+#[tokio::test]
+async fn a_cutscene_that_ends_out_of_reach_closes_the_conversation_it_played_in() {
+    let moved = content_with_npc_moved("ines", [INES[0] + 500.0, INES[1], INES[2]]);
+    let (app, _db) = app_on(sample_content()).await;
+    let app = {
+        let library = Library::load(&sample_content(), 1).expect("loads");
+        Arc::new(App::new(
+            Config {
+                database_url: app.config.database_url.clone(),
+                content: moved.clone(),
+                ..Config::default()
+            },
+            ContentHandle::new(moved.clone(), library),
+            app.store.clone(),
+        ))
+    };
+    // A first session accepts the lantern quest (a cutscene quest) and drops before its end.
+    let mut first = Player::new(&app, "climber", 1).await;
+    let spawn = first.move_to(INES);
+    first.ok(spawn).await;
+    let talk = first.talk("Keeper Ines");
+    first.ok(talk).await;
+    // The next session talks again: the active quest opens on its check line, whose next line
+    // plays the scene inside the conversation.
+    let mut p = Player::new(&app, "climber", 2).await;
+    p.now = first.now + Duration::from_secs(5);
+    let talk = p.talk("Keeper Ines");
+    let opened = p.ok(talk).await;
+    assert!(
+        matches!(opened.as_slice(), [ServerMessage::Opened { entry, .. }] if entry == "Lanterns_Check"),
+        "{opened:?}"
+    );
+    let climb = p.advance("Lanterns_Check");
+    p.ok(climb).await;
+    let play = p.action(&Action::PlayCutscene {
+        scene: "LanternLighting".into(),
+        quest_id: Some("LanternsOfGullRock".into()),
+    });
+    p.ok(play).await;
+    // An action while the scene plays: busy.
+    let objective = p.action(&Action::AdvanceObjective {
+        quest_id: "LanternsOfGullRock".into(),
+        objective_id: "WatchTheLighting".into(),
+        amount: None,
+    });
+    assert_eq!(p.code(objective).await, ErrorCode::Busy);
+    app.content.reload().expect("reload");
+    let done = p.cutscene_done("LanternLighting");
+    assert_eq!(
+        p.ok(done).await,
+        vec![ServerMessage::Closed {
+            reason: CloseReason::WalkedAway
+        }]
+    );
+    let _ = std::fs::remove_dir_all(moved);
+}
+
+#[tokio::test]
+async fn a_store_failure_answers_with_a_reference_and_never_the_drivers_text() {
+    let (app, _db) = app_on(sample_content()).await;
+    let mut p = Player::new(&app, "unlucky", 1).await;
+    p.open("Pim", PIM).await;
+    let yes = p.choose("PimsTideTale_Greet_r1");
+    p.ok(yes).await;
+    app.store.close().await;
+    let accept = p.action(&accept_pims_tale());
+    let (code, message, _) = p.refused(accept).await;
+    assert_eq!(code, ErrorCode::StoreUnavailable);
+    assert!(message.contains("(ref "), "{message}");
+    for internal in ["pool", "closed", "sqlx", "database", "sqlite"] {
+        assert!(
+            !message.to_lowercase().contains(internal),
+            "{internal} in {message}"
+        );
+    }
+}
