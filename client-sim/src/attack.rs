@@ -6,6 +6,11 @@
 //! The catalogue plays on the sample content (Pim's tale, Grandpa Fennick's snappers, the
 //! skippers); a content folder without those NPCs and quests fails the rows that need them.
 //!
+//! Three cheats are judged by the state they leave rather than by any answer (see [`by_state`]):
+//! a burst of small moves (each within the per-message slack, together far over the speed
+//! limit), resuming a conversation after walking away from it, and many logins of one player at
+//! the same instant (which must leave exactly one live session).
+//!
 //! Flooding is sent frame after frame, each answer read before the next frame goes out. A
 //! client that writes hundreds of frames at once and then reads usually never sees its `bye
 //! flooding`: the server closes the socket with those frames unread, the kernel answers with a
@@ -31,6 +36,8 @@ use crate::http::Endpoint;
 use crate::report::table;
 use crate::session::{Login, TALK_COOLDOWN, device_login};
 use crate::world::{distance, stand_spot, step_toward};
+
+mod by_state;
 
 /// How the catalogue reaches the server.
 #[derive(Clone, Debug)]
@@ -59,6 +66,9 @@ pub enum Outcome {
     Accepted,
     /// The cheat could not be run (setup failed).
     Failed(String),
+    /// Judged by the state the cheat left, not by any answer: `held` when the state shows the
+    /// cheat did not work; `seen` says what the state was (and the answers on the way).
+    State { held: bool, seen: String },
 }
 
 impl fmt::Display for Outcome {
@@ -76,6 +86,7 @@ impl fmt::Display for Outcome {
             Outcome::Dropped => f.write_str("dropped"),
             Outcome::Accepted => f.write_str("accepted"),
             Outcome::Failed(why) => write!(f, "failed: {why}"),
+            Outcome::State { seen, .. } => f.write_str(seen),
         }
     }
 }
@@ -106,18 +117,24 @@ impl Verdict {
 }
 
 /// Judges one cheat: what was expected, what happened, and whether the facts stayed the same
-/// (`None` when they could not be read back).
+/// (`None` when they could not be read back). A cheat judged by state is blocked when its state
+/// held, whatever the words describing it.
 pub fn verdict(expected: &Outcome, got: &Outcome, unchanged: Option<bool>) -> Verdict {
     match got {
         Outcome::Failed(_) => return Verdict::Failed,
         Outcome::Accepted => return Verdict::PassedThrough,
         Outcome::Http(status) if *status < 400 => return Verdict::PassedThrough,
+        Outcome::State { held: false, .. } => return Verdict::PassedThrough,
         _ => {}
     }
     if unchanged == Some(false) {
         return Verdict::PassedThrough;
     }
-    if got == expected {
+    let as_expected = match (expected, got) {
+        (Outcome::State { held: true, .. }, Outcome::State { held: true, .. }) => true,
+        _ => got == expected,
+    };
+    if as_expected {
         Verdict::Blocked
     } else {
         Verdict::WrongAnswer
@@ -197,6 +214,8 @@ impl AttackReport {
 /// A player the catalogue controls message by message.
 struct Cheater {
     options: Arc<AttackOptions>,
+    /// The device id the player logs in with (again, for a fresh token).
+    device: String,
     login: Login,
     connection: Option<Connection>,
     facts: PlayerFacts,
@@ -218,6 +237,7 @@ impl Cheater {
         let login = device_login(&options.endpoint, &device).await?;
         let mut cheater = Cheater {
             options: options.clone(),
+            device,
             login,
             connection: None,
             facts: PlayerFacts::fresh(&options.content),
@@ -586,6 +606,7 @@ fn catalogue(options: &Arc<AttackOptions>) -> Vec<Cheat> {
         run: skip_the_check(o),
     });
     cheats.extend(world_cheats(o));
+    cheats.extend(by_state::cheats(o));
     cheats.extend(token_cheats(o));
     cheats.extend(frame_cheats(o));
     cheats
