@@ -768,3 +768,54 @@ impl Client {
         (entry, seen)
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Racing sessions and dropped connections: connecting from a task, bounded waits that report
+// instead of panicking, and a connection that drops without a goodbye.
+// ---------------------------------------------------------------------------------------------
+
+/// Opens a WebSocket to the server at `addr` with a token, reading nothing: what
+/// [`TestServer::connect_raw`] does, for a spawned task that holds no reference to the server.
+pub async fn connect_raw_at(addr: SocketAddr, token: &str) -> Result<Client, tungstenite::Error> {
+    let url = format!("ws://{addr}/v1/ws?token={token}");
+    let (ws, _) = tokio_tungstenite::connect_async(url).await?;
+    Ok(Client { ws, next_id: 0 })
+}
+
+impl Client {
+    /// The next protocol message if one arrives within `wait` (pings and pongs skipped):
+    /// `Ok(Some(message))`, `Ok(None)` once the server closed the connection, `Err` if nothing
+    /// came in time. Unlike [`Client::try_recv`] a quiet connection is an answer, not a panic,
+    /// so a test can wait on many connections and tell which stayed silent.
+    pub async fn recv_within(
+        &mut self,
+        wait: Duration,
+    ) -> Result<Option<ServerMessage>, tokio::time::error::Elapsed> {
+        tokio::time::timeout(wait, async {
+            loop {
+                match self.ws.next().await {
+                    None | Some(Err(_)) | Some(Ok(Message::Close(_))) => return None,
+                    Some(Ok(Message::Text(text))) => {
+                        return Some(
+                            serde_json::from_str(text.as_str()).expect("a protocol message"),
+                        );
+                    }
+                    Some(Ok(_)) => continue,
+                }
+            }
+        })
+        .await
+    }
+
+    /// Drops the connection the way a lost network or a killed client does: no WebSocket Close
+    /// frame, and the TCP connection reset (`SO_LINGER` 0) instead of shut down. The server sees
+    /// the stream fail, never a clean close, so it treats the session as dropped (and parks an
+    /// open conversation for a `resume`).
+    pub fn abort(self) {
+        if let MaybeTlsStream::Plain(stream) = self.ws.get_ref() {
+            // If the option cannot be set the socket still closes without a Close frame.
+            let _ = stream.set_zero_linger();
+        }
+        drop(self);
+    }
+}
