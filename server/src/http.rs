@@ -487,3 +487,98 @@ async fn game_event(
         tutorial_stage: applied.tutorial_stage,
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use axum::body::to_bytes;
+
+    use super::*;
+    use crate::events::EventError;
+    use crate::store::StoreError;
+
+    const SECRET: &str = "database i/o: expected to read 5 bytes, got 0 bytes at EOF";
+
+    async fn answer(error: ApiError) -> (StatusCode, String) {
+        let response = error.into_response();
+        let status = response.status();
+        let body = to_bytes(response.into_body(), 64 * 1024)
+            .await
+            .expect("body");
+        (status, String::from_utf8_lossy(&body).into_owned())
+    }
+
+    #[tokio::test]
+    async fn every_store_and_event_error_has_one_status_and_no_internal_text() {
+        let cases: Vec<(ApiError, StatusCode, &str)> = vec![
+            (
+                StoreError::Unavailable(SECRET.into()).into(),
+                StatusCode::SERVICE_UNAVAILABLE,
+                "store_unavailable",
+            ),
+            (
+                StoreError::Database(SECRET.into()).into(),
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+            ),
+            (
+                StoreError::Corrupt(SECRET.into()).into(),
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+            ),
+            (
+                StoreError::Config(SECRET.into()).into(),
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+            ),
+            (
+                StoreError::Migration(SECRET.into()).into(),
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+            ),
+            (
+                StoreError::AlreadyPaid { quest: "Q".into() }.into(),
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+            ),
+            (
+                StoreError::InvalidInput("bad id".into()).into(),
+                StatusCode::BAD_REQUEST,
+                "bad_request",
+            ),
+            (
+                StoreError::InvalidAmount { amount: 0 }.into(),
+                StatusCode::BAD_REQUEST,
+                "bad_request",
+            ),
+            (
+                EventError::UnknownPlayer("p".into()).into(),
+                StatusCode::NOT_FOUND,
+                "unknown_player",
+            ),
+            (
+                EventError::Duplicate("e".into()).into(),
+                StatusCode::CONFLICT,
+                "duplicate",
+            ),
+            (
+                EventError::Store(StoreError::Unavailable(SECRET.into())).into(),
+                StatusCode::SERVICE_UNAVAILABLE,
+                "store_unavailable",
+            ),
+            (
+                AuthError::Expired.into(),
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+            ),
+        ];
+        for (error, status, code) in cases {
+            let (got, body) = answer(error).await;
+            assert_eq!(got, status, "{body}");
+            assert!(body.contains(&format!("\"error\":\"{code}\"")), "{body}");
+            assert!(!body.contains(SECRET), "leaked: {body}");
+            if status.is_server_error() && code != "at_capacity" {
+                assert!(body.contains("(ref "), "{body}");
+            }
+        }
+    }
+}
