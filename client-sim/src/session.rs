@@ -25,8 +25,11 @@ use crate::http::Endpoint;
 use crate::pace::Pacer;
 use crate::world::distance;
 
-/// The server's time between two conversations (docs/PROTOCOL.md section 12), plus a margin.
-pub const TALK_COOLDOWN: Duration = Duration::from_millis(1550);
+/// The server's time between two conversations (the shared world rules), plus a margin for the
+/// time a `talk` spends on the network before the server reads its clock.
+pub const TALK_COOLDOWN: Duration = banter_rules::WorldRules::DEFAULT
+    .talk_cooldown
+    .saturating_add(Duration::from_millis(50));
 /// The most NPC lines a client walks in one conversation before it leaves (a loop guard).
 pub const MAX_LINES: usize = 64;
 /// Reconnect attempts before giving up.

@@ -43,11 +43,7 @@ pub fn load_content(dir: &Path) -> Result<Arc<Content>> {
     Ok(Arc::new(content))
 }
 
-/// Straight-line distance.
-pub fn distance(a: Position, b: Position) -> f64 {
-    let d: f64 = a.iter().zip(b.iter()).map(|(x, y)| (x - y) * (x - y)).sum();
-    d.sqrt()
-}
+pub use banter_rules::distance;
 
 /// Where a client stands to talk to `npc`: a few studs in front of it.
 pub fn stand_spot(npc: &NpcDef) -> Position {

@@ -156,19 +156,8 @@ pub struct Limits {
     pub max_session_starts: usize,
 }
 
-/// The world rules of article section 7.4.
-#[derive(Clone, Debug)]
-pub struct WorldRules {
-    /// Added to an NPC's interaction range for network lag (the article's 5 studs).
-    pub lag_allowance: f64,
-    /// Time between two conversations (the article's 1.5 s).
-    pub talk_cooldown: Duration,
-    /// Fastest legitimate movement, studs per second (a boat at full speed), for the teleport
-    /// check.
-    pub max_speed: f64,
-    /// Distance any move may cover regardless of time (jitter, a respawn nudge).
-    pub move_slack: f64,
-}
+/// The world rules of article section 7.4, shared with every client.
+pub use banter_rules::WorldRules;
 
 impl Default for Limits {
     fn default() -> Self {
@@ -188,17 +177,6 @@ impl Default for Limits {
             handshake_timeout: Duration::from_secs(5),
             max_handshakes: 4096,
             max_session_starts: 32,
-        }
-    }
-}
-
-impl Default for WorldRules {
-    fn default() -> Self {
-        WorldRules {
-            lag_allowance: 5.0,
-            talk_cooldown: Duration::from_millis(1500),
-            max_speed: 60.0,
-            move_slack: 10.0,
         }
     }
 }

@@ -11,6 +11,9 @@ use std::time::Duration;
 use banter_dialogue::content::{Content, NpcDef};
 use banter_protocol::{NpcRef, Position};
 
+use banter_rules::MoveRefused;
+pub use banter_rules::world::{Body, distance, within_reach};
+
 use crate::config::WorldRules;
 
 /// Every NPC instance from content, indexed by display name.
@@ -72,16 +75,6 @@ pub fn npc_ref(npc: &NpcDef) -> NpcRef {
     }
 }
 
-pub fn distance(a: Position, b: Position) -> f64 {
-    let d = [a[0] - b[0], a[1] - b[1], a[2] - b[2]];
-    (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt()
-}
-
-/// True if `player` is close enough to talk to `npc`: its range plus the lag allowance.
-pub fn within_reach(rules: &WorldRules, npc: &NpcDef, player: Position) -> bool {
-    distance(npc.position, player) <= npc.range + rules.lag_allowance
-}
-
 /// Why the world refuses a move, a talk, a resume or an action at this moment. One enum, so the
 /// session maps each to its wire code in one place (`session::refusal`).
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -113,6 +106,15 @@ pub enum WorldError {
     TalkCooldown(Duration),
 }
 
+impl From<MoveRefused> for WorldError {
+    fn from(e: MoveRefused) -> WorldError {
+        match e {
+            MoveRefused::NotFinite => WorldError::NotFinite,
+            MoveRefused::Teleport => WorldError::Teleport,
+        }
+    }
+}
+
 /// Checks that a player with `body` can interact with `npc` now: a body, within reach.
 pub fn check_reach(rules: &WorldRules, npc: &NpcDef, body: &Body) -> Result<(), WorldError> {
     let position = body.position().ok_or(WorldError::NoBody)?;
@@ -122,63 +124,8 @@ pub fn check_reach(rules: &WorldRules, npc: &NpcDef, body: &Body) -> Result<(), 
         Err(WorldError::TooFar {
             npc: npc.id.clone(),
             distance: distance(npc.position, position),
-            reach: npc.range + rules.lag_allowance,
+            reach: banter_rules::reach(rules, npc),
         })
-    }
-}
-
-/// Float noise allowed on a move's distance against the budget (a millionth of a stud).
-const BUDGET_EPSILON: f64 = 1e-6;
-
-/// A player's body: its last valid position, when it was accepted there, and the distance it may
-/// still cover at once. `None` until spawned.
-///
-/// Movement is budgeted over time, not per message: the budget refills at `max_speed` per second
-/// of server time, each accepted move spends its straight-line distance, and what is left is
-/// capped at `move_slack`. So between any two accepted moves the distance accepted is at most
-/// `max_speed * elapsed + move_slack`, however the moves are split, sized or bunched, while an
-/// honest walker at the speed limit is refused only if network jitter exceeds
-/// `move_slack / max_speed` (about 167 ms with the defaults).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Body {
-    last: Option<(Position, Duration)>,
-    /// Distance left at the time of `last`, before refilling.
-    budget: f64,
-}
-
-impl Body {
-    pub fn position(&self) -> Option<Position> {
-        self.last.map(|(p, _)| p)
-    }
-
-    /// Moves the body to `to` at time `now` (server time, which must not go backwards). The
-    /// first move spawns it anywhere with a full budget; a refused move changes nothing.
-    pub fn move_to(
-        &mut self,
-        rules: &WorldRules,
-        to: Position,
-        now: Duration,
-    ) -> Result<(), WorldError> {
-        if to.iter().any(|c| !c.is_finite()) {
-            return Err(WorldError::NotFinite);
-        }
-        let budget = match self.last {
-            None => rules.move_slack,
-            Some((from, at)) => {
-                let dt = now.saturating_sub(at).as_secs_f64();
-                // Refill and spend together, then cap what is left: a lone move may use all the
-                // time since the last one (60 studs after a second), a burst shares one slack.
-                let available = self.budget + rules.max_speed * dt;
-                let step = distance(from, to);
-                if step > available + BUDGET_EPSILON {
-                    return Err(WorldError::Teleport);
-                }
-                (available - step).clamp(0.0, rules.move_slack)
-            }
-        };
-        self.last = Some((to, now.max(self.last.map_or(now, |(_, at)| at))));
-        self.budget = budget;
-        Ok(())
     }
 }
 
@@ -220,137 +167,5 @@ mod tests {
             "nearest by name"
         );
         assert!(r.resolve("Nobody", None, near_south).is_none());
-    }
-
-    #[test]
-    fn reach_is_range_plus_lag_allowance() {
-        let rules = WorldRules::default();
-        let n = npc("a", "A", 0.0);
-        assert!(within_reach(&rules, &n, [13.0, 0.0, 0.0]));
-        assert!(!within_reach(&rules, &n, [13.01, 0.0, 0.0]));
-    }
-
-    #[test]
-    fn a_move_faster_than_the_limit_is_a_teleport_and_keeps_the_last_position() {
-        let rules = WorldRules::default();
-        let mut body = Body::default();
-        assert_eq!(body.position(), None);
-        body.move_to(&rules, [0.0; 3], Duration::ZERO)
-            .expect("spawn");
-        assert!(
-            body.move_to(&rules, [60.0, 0.0, 0.0], Duration::from_secs(1))
-                .is_ok()
-        );
-        assert_eq!(
-            body.move_to(&rules, [5000.0, 0.0, 0.0], Duration::from_secs(2)),
-            Err(WorldError::Teleport)
-        );
-        assert_eq!(body.position(), Some([60.0, 0.0, 0.0]));
-        assert_eq!(
-            body.move_to(&rules, [f64::NAN, 0.0, 0.0], Duration::from_secs(3)),
-            Err(WorldError::NotFinite)
-        );
-    }
-    mod movement_budget {
-        use proptest::prelude::*;
-
-        use super::*;
-
-        /// A move as the server sees it: when it arrived and where it says the body is.
-        #[derive(Clone, Debug)]
-        struct Arrival {
-            at: Duration,
-            to: Position,
-        }
-
-        /// Any schedule: bursts at one instant, long pauses, tiny and huge moves.
-        fn schedule() -> impl Strategy<Value = Vec<Arrival>> {
-            prop::collection::vec(
-                (
-                    prop_oneof![Just(0u64), 0u64..50, 0u64..2_000],
-                    -200.0f64..200.0,
-                    -20.0f64..20.0,
-                ),
-                1..80,
-            )
-            .prop_map(|steps| {
-                let mut at = Duration::ZERO;
-                let mut x = 0.0;
-                let mut z = 0.0;
-                steps
-                    .into_iter()
-                    .map(|(gap_ms, dx, dz)| {
-                        at += Duration::from_millis(gap_ms);
-                        x += dx;
-                        z += dz;
-                        Arrival {
-                            at,
-                            to: [x, 0.0, z],
-                        }
-                    })
-                    .collect()
-            })
-        }
-
-        proptest! {
-            #![proptest_config(ProptestConfig::with_cases(2_000))]
-
-            /// Between any two accepted moves (each move's distance counted over the time since
-            /// the one before it), the distance accepted is at most `max_speed × elapsed + slack`.
-            #[test]
-            fn accepted_distance_never_outruns_the_speed_limit_plus_one_slack(
-                moves in schedule()
-            ) {
-                let rules = WorldRules::default();
-                let mut body = Body::default();
-                let mut accepted: Vec<(Duration, f64)> = Vec::new();
-                let mut last: Option<Position> = None;
-                for m in &moves {
-                    if body.move_to(&rules, m.to, m.at).is_ok() {
-                        let d = last.map_or(0.0, |from| distance(from, m.to));
-                        accepted.push((m.at, d));
-                        last = Some(m.to);
-                    } else {
-                        prop_assert_eq!(body.position(), last, "a refusal keeps the last position");
-                    }
-                }
-                for k in 0..accepted.len() {
-                    let mut total = 0.0;
-                    for l in k + 1..accepted.len() {
-                        total += accepted[l].1;
-                        let elapsed = (accepted[l].0 - accepted[k].0).as_secs_f64();
-                        prop_assert!(
-                            total <= rules.max_speed * elapsed + rules.move_slack + 1e-3,
-                            "{} studs accepted in {} s", total, elapsed
-                        );
-                    }
-                }
-            }
-
-            /// A walker who never exceeds the speed limit, whose sends are jittered and bunched
-            /// by the network (each arrives up to 160 ms late, never before an earlier one), is
-            /// never refused.
-            #[test]
-            fn an_honest_walker_with_network_jitter_is_never_refused(
-                legs in prop::collection::vec((1u64..400, 0.0f64..std::f64::consts::TAU, 0.5f64..=1.0), 1..120),
-                delays in prop::collection::vec(0u64..=160, 120),
-            ) {
-                let rules = WorldRules::default();
-                let mut body = Body::default();
-                let mut sent = Duration::ZERO;
-                let mut arrived = Duration::ZERO;
-                let mut at: Position = [0.0; 3];
-                body.move_to(&rules, at, Duration::ZERO).expect("spawn");
-                for (i, (gap_ms, heading, pace)) in legs.into_iter().enumerate() {
-                    let gap = Duration::from_millis(gap_ms);
-                    sent += gap;
-                    let step = rules.max_speed * pace * gap.as_secs_f64();
-                    at = [at[0] + step * heading.cos(), 0.0, at[2] + step * heading.sin()];
-                    // TCP keeps order: a late packet holds back the ones behind it (bunching).
-                    arrived = arrived.max(sent + Duration::from_millis(delays[i]));
-                    prop_assert_eq!(body.move_to(&rules, at, arrived), Ok(()), "move {} refused", i);
-                }
-            }
-        }
     }
 }

@@ -291,7 +291,9 @@ impl SessionCore {
     }
 
     fn on_move(&mut self, position: Position, now: Duration) -> Result<(), Refusal> {
-        self.body.move_to(&self.app.config.world, position, now)?;
+        self.body
+            .move_to(&self.app.config.world, position, now)
+            .map_err(WorldError::from)?;
         self.remember();
         // Walking out of the NPC's reach ends the conversation.
         self.close_if_out_of_reach();
@@ -338,12 +340,9 @@ impl SessionCore {
             return Err(SessionError::ConversationOpen.into());
         }
         let position = self.check_free()?;
-        let cooldown = self.app.config.world.talk_cooldown;
-        if self
-            .last_talk
-            .is_some_and(|t| now.saturating_sub(t) < cooldown)
-        {
-            return Err(WorldError::TalkCooldown(cooldown).into());
+        let rules = &self.app.config.world;
+        if banter_rules::talk_cooldown_left(rules, self.last_talk, now).is_some() {
+            return Err(WorldError::TalkCooldown(rules.talk_cooldown).into());
         }
         let library = self.app.content.current();
         let npc = library
