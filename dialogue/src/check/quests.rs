@@ -1,0 +1,211 @@
+//! Quests: what they name exists, every objective can advance, no prerequisite cycle.
+
+use std::collections::{HashMap, HashSet};
+
+use banter_protocol::Action;
+
+use super::{Index, name_list, strongly_connected};
+use crate::content::Content;
+use crate::diagnostic::{Diagnostic, Problem};
+
+pub(super) fn check_quests(content: &Content, index: &Index<'_>, out: &mut Vec<Diagnostic>) {
+    let file = &index.quests_file;
+    let error = |field: String, message: String| {
+        Diagnostic::error(file.clone(), Problem::Other(message)).field(field)
+    };
+    let mut seen = HashSet::new();
+    for (i, quest) in content.quests.iter().enumerate() {
+        let at = format!("[{}]", i + 1);
+        let id = &quest.id;
+        if !seen.insert(id.as_str()) {
+            out.push(
+                Diagnostic::error(file.clone(), Problem::Duplicate(id.clone()))
+                    .field(format!("{at}.Id")),
+            );
+        }
+        for (j, prerequisite) in quest.prerequisites.iter().enumerate() {
+            if !index.quests.contains_key(prerequisite.as_str()) {
+                out.push(error(
+                    format!("{at}.Prerequisites[{}]", j + 1),
+                    format!("quest `{id}` requires unknown quest `{prerequisite}`"),
+                ));
+            }
+        }
+        let mut objectives = HashSet::new();
+        for (j, objective) in quest.objectives.iter().enumerate() {
+            let at = format!("{at}.Objectives[{}]", j + 1);
+            if !objectives.insert(objective.id.as_str()) {
+                out.push(
+                    Diagnostic::error(file.clone(), Problem::Duplicate(objective.id.clone()))
+                        .field(format!("{at}.Id")),
+                );
+            }
+            if let Some(island) = &objective.island
+                && !index.islands.contains(island.as_str())
+            {
+                out.push(error(
+                    format!("{at}.Island"),
+                    format!(
+                        "objective `{}` of quest `{id}` is on unknown island `{island}`",
+                        objective.id
+                    ),
+                ));
+            }
+        }
+        let Some(giver) = index.npcs.get(quest.giver.as_str()) else {
+            out.push(error(
+                format!("{at}.Giver"),
+                format!(
+                    "quest `{id}` is given by `{}`, which is not an NPC id in world.json",
+                    quest.giver
+                ),
+            ));
+            continue;
+        };
+        // An unknown conversation is already reported on the NPC in world.json.
+        let Some(conversation) = content.merged.get(&giver.conversation) else {
+            continue;
+        };
+        let nodes = [
+            ("Greeting", Some(&quest.nodes.greeting)),
+            ("Check", Some(&quest.nodes.check)),
+            ("Completion", quest.nodes.completion.as_ref()),
+        ];
+        for (field, node) in nodes {
+            let Some(node) = node else { continue };
+            if !conversation.nodes.contains_key(node) {
+                out.push(error(
+                    format!("{at}.Nodes.{field}"),
+                    format!(
+                        "quest `{id}` opens on node `{node}`, which is not in conversation `{}` \
+                         of its giver `{}`",
+                        giver.conversation, giver.id
+                    ),
+                ));
+            }
+        }
+    }
+    check_prerequisite_cycles(content, index, out);
+}
+
+/// Every objective can be advanced by something (issue 6): a `catch` objective by a `fish_caught`
+/// event, a `find` objective by an `item_found` event, a `talk` objective by an AdvanceObjective
+/// action authored in some conversation (or, in a cutscene quest, by the scene ending). An
+/// objective nothing can advance would leave its quest active forever.
+///
+/// Events carry what they carry: an `item_found` event has no species, so a `find` objective
+/// that filters on one never matches; and a target of 0 is refused by the store.
+pub(super) fn check_objectives_can_advance(
+    content: &Content,
+    index: &Index<'_>,
+    out: &mut Vec<Diagnostic>,
+) {
+    use crate::content::ObjectiveKind;
+
+    let mut spoken: HashSet<(&str, &str)> = HashSet::new();
+    for graph in content.conversations.values() {
+        for (id, _) in graph.vertices() {
+            for (_, authored) in graph.actions(id) {
+                if let Action::AdvanceObjective {
+                    quest_id,
+                    objective_id,
+                    ..
+                } = &authored.action
+                {
+                    spoken.insert((quest_id.as_str(), objective_id.as_str()));
+                }
+            }
+        }
+    }
+    let file = &index.quests_file;
+    for (i, quest) in content.quests.iter().enumerate() {
+        for (j, objective) in quest.objectives.iter().enumerate() {
+            let at = format!("[{}].Objectives[{}]", i + 1, j + 1);
+            let never = |field: &str, why: String| {
+                Diagnostic::error(
+                    file.clone(),
+                    Problem::Other(format!(
+                        "objective `{}` of quest `{}` can never advance: {why}",
+                        objective.id, quest.id
+                    )),
+                )
+                .field(format!("{at}{field}"))
+            };
+            if objective.target == 0 {
+                out.push(never(".Target", "its target is 0 (at least 1)".into()));
+            }
+            match objective.kind {
+                ObjectiveKind::Catch => {}
+                ObjectiveKind::Find => {
+                    if let Some(species) = &objective.species {
+                        out.push(never(
+                            ".Species",
+                            format!(
+                                "it wants species `{species}`, and item_found events carry no \
+                                 species"
+                            ),
+                        ));
+                    }
+                }
+                ObjectiveKind::Talk => {
+                    let by_scene = quest.cutscene.is_some();
+                    if !by_scene && !spoken.contains(&(quest.id.as_str(), objective.id.as_str())) {
+                        out.push(never(
+                            "",
+                            "it is a talk objective and no AdvanceObjective action in any \
+                             conversation names it"
+                                .into(),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A quest that (transitively) requires itself can never become available.
+pub(super) fn check_prerequisite_cycles(
+    content: &Content,
+    index: &Index<'_>,
+    out: &mut Vec<Diagnostic>,
+) {
+    let position: HashMap<&str, usize> = content
+        .quests
+        .iter()
+        .enumerate()
+        .rev()
+        .map(|(i, q)| (q.id.as_str(), i))
+        .collect();
+    let adjacency: Vec<Vec<usize>> = content
+        .quests
+        .iter()
+        .map(|q| {
+            q.prerequisites
+                .iter()
+                .filter_map(|p| position.get(p.as_str()).copied())
+                .collect()
+        })
+        .collect();
+    for component in strongly_connected(&adjacency) {
+        let cyclic = component.len() > 1 || adjacency[component[0]].contains(&component[0]);
+        if !cyclic {
+            continue;
+        }
+        let mut names: Vec<&str> = component
+            .iter()
+            .map(|&i| content.quests[i].id.as_str())
+            .collect();
+        names.sort_unstable();
+        let first = component.iter().copied().min().unwrap_or(0);
+        out.push(
+            Diagnostic::error(
+                index.quests_file.clone(),
+                Problem::Other(format!(
+                    "quests {} require each other, so none of them can ever become available",
+                    name_list(&names)
+                )),
+            )
+            .field(format!("[{}].Prerequisites", first + 1)),
+        );
+    }
+}
