@@ -97,15 +97,14 @@ impl PlayerFacts {
     pub fn apply(&mut self, content: &Content, effect: &Effect, profile: &Profile) {
         self.set_profile(profile);
         match effect {
-            Effect::QuestAccepted { quest } => {
+            Effect::QuestAccepted { quest, objectives } => {
                 self.sheet.quests.insert(quest.clone(), QuestStatus::Active);
-                if let Some(def) = content.quest(quest) {
-                    for o in &def.objectives {
-                        self.sheet
-                            .progress
-                            .entry(format!("{quest}/{}", o.id))
-                            .or_insert(0);
-                    }
+                // The effect names the objectives: no quest definition needed.
+                for objective in objectives {
+                    self.sheet
+                        .progress
+                        .entry(format!("{quest}/{objective}"))
+                        .or_insert(0);
                 }
             }
             Effect::ObjectiveAdvanced {
@@ -199,7 +198,10 @@ mod tests {
         let profile = Profile::default();
         facts.apply(
             &content,
-            &Effect::QuestAccepted { quest: "A".into() },
+            &Effect::QuestAccepted {
+                quest: "A".into(),
+                objectives: vec!["O".into()],
+            },
             &profile,
         );
         assert_eq!(facts.status("A"), QuestStatus::Active);

@@ -103,7 +103,7 @@ fn say<W: Write>(out: &mut W, text: &str) {
 pub fn describe_effect(effect: &Effect, profile: &Profile) -> String {
     let wallet = format!("(coins {} · xp {})", profile.coins, profile.experience);
     match effect {
-        Effect::QuestAccepted { quest } => format!("★ Quest accepted: {quest}"),
+        Effect::QuestAccepted { quest, .. } => format!("★ Quest accepted: {quest}"),
         Effect::QuestChecked { quest, done } => format!(
             "★ {quest}: {}",
             if *done { "all done!" } else { "not done yet" }

@@ -108,12 +108,27 @@ pub struct DecodeError {
 
 impl ClientMessage {
     /// Decodes one text frame: the frame decoder the server runs on every message (and the
-    /// `frame_decoder` fuzz target). Never panics; a frame that is a JSON object with a numeric
-    /// `id` but no valid message still yields that id.
+    /// `frame_decoder` fuzz target). Never panics.
+    ///
+    /// The request id, like every optional field, may be left out or be `null` (the same as
+    /// leaving it out). Any other `id` must be a JSON integer from 0 to 2^64-1, written without
+    /// a sign, fraction or exponent; otherwise the frame is malformed and its error carries no
+    /// id (there is none to answer under, and the decoder never makes one up). A frame that is
+    /// a JSON object with a valid `id` but no valid message still yields that id.
     pub fn decode(text: &str) -> Result<ClientMessage, DecodeError> {
-        serde_json::from_str(text).map_err(|e| DecodeError {
-            id: peek_id(text),
-            message: e.to_string(),
+        serde_json::from_str(text).map_err(|e| match peek_id(text) {
+            PeekedId::Invalid => DecodeError {
+                id: None,
+                message: format!("`id` must be an unsigned 64-bit integer ({e})"),
+            },
+            PeekedId::Id(id) => DecodeError {
+                id: Some(id),
+                message: e.to_string(),
+            },
+            PeekedId::Absent => DecodeError {
+                id: None,
+                message: e.to_string(),
+            },
         })
     }
 
@@ -203,6 +218,7 @@ impl QuestStatus {
 
 /// The facts a client evaluates `Conditions` against: the same facts the server uses.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct FactSheet {
     /// Status of every quest that is not `available` (absent means available).
     #[serde(default)]
@@ -220,6 +236,7 @@ pub struct FactSheet {
 
 /// The player's persistent profile as the client sees it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct Profile {
     pub coins: i64,
     pub experience: i64,
@@ -230,6 +247,7 @@ pub struct Profile {
 
 /// An NPC instance.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct NpcRef {
     pub id: String,
     pub name: String,
@@ -238,10 +256,14 @@ pub struct NpcRef {
 
 /// What an accepted action did, for the client to show.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Effect {
+    /// `AcceptQuest`: the quest is now active, every one of its objectives at progress 0.
     QuestAccepted {
         quest: String,
+        /// The quest's objective ids, in the order of the quest's definition, so a client can
+        /// track progress without the quest definitions.
+        objectives: Vec<String>,
     },
     QuestChecked {
         quest: String,
@@ -436,7 +458,7 @@ impl ErrorCode {
 
 /// What the server sends.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ServerMessage {
     /// First message of a session.
     Welcome {
@@ -500,11 +522,25 @@ pub enum ServerMessage {
     Bye { reason: ByeReason, message: String },
 }
 
-/// The `id` of a frame that is a JSON object with a numeric `id`, whatever else it holds.
-fn peek_id(text: &str) -> Option<u64> {
+/// What the `id` of a frame that did not decode is.
+enum PeekedId {
+    /// Not a JSON object, or one without an `id` (or with `"id": null`, or two of them).
+    Absent,
+    /// A JSON object with a valid request id, whatever else it holds.
+    Id(u64),
+    /// A JSON object whose `id` is not an unsigned 64-bit integer.
+    Invalid,
+}
+
+/// The `id` of a frame that did not decode as a message.
+fn peek_id(text: &str) -> PeekedId {
     #[derive(Deserialize)]
     struct IdOnly {
-        id: Option<u64>,
+        #[serde(default)]
+        id: Option<serde_json::Value>,
     }
-    serde_json::from_str::<IdOnly>(text).ok().and_then(|x| x.id)
+    match serde_json::from_str::<IdOnly>(text) {
+        Ok(IdOnly { id: Some(id) }) => id.as_u64().map_or(PeekedId::Invalid, PeekedId::Id),
+        Ok(IdOnly { id: None }) | Err(_) => PeekedId::Absent,
+    }
 }

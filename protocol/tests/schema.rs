@@ -23,3 +23,51 @@ fn committed_json_schemas_are_up_to_date() {
         );
     }
 }
+
+/// Every object schema with `properties` in `schema`, with its JSON pointer.
+fn object_schemas<'a>(
+    pointer: String,
+    schema: &'a serde_json::Value,
+    found: &mut Vec<(String, &'a serde_json::Value)>,
+) {
+    match schema {
+        serde_json::Value::Object(map) => {
+            if map.contains_key("properties") {
+                found.push((pointer.clone(), schema));
+            }
+            for (key, value) in map {
+                object_schemas(format!("{pointer}/{key}"), value, found);
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for (i, value) in items.iter().enumerate() {
+                object_schemas(format!("{pointer}/{i}"), value, found);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A client validates the server's messages strictly: every object the server sends (messages,
+/// effects, profile, NPC, fact sheet) says `additionalProperties: false`, as every client
+/// message does. Maps (`quests`, `progress`) have no `properties` and keep their open keys.
+#[test]
+fn every_object_in_the_server_schema_refuses_additional_properties() {
+    for (name, text) in json_schemas() {
+        let schema: serde_json::Value = serde_json::from_str(&text).expect("the schema is JSON");
+        let mut objects = Vec::new();
+        object_schemas(String::new(), &schema, &mut objects);
+        assert!(
+            objects.len() >= 10,
+            "{name}: only {} objects",
+            objects.len()
+        );
+        for (pointer, object) in objects {
+            assert_eq!(
+                object.get("additionalProperties"),
+                Some(&serde_json::Value::Bool(false)),
+                "{name}#{pointer} allows additional properties"
+            );
+        }
+    }
+}

@@ -192,6 +192,7 @@ pub async fn execute(
             store.accept_quest(player, quest_id, &objectives).await?;
             plain(Effect::QuestAccepted {
                 quest: quest_id.clone(),
+                objectives,
             })
         }
         Action::CheckQuest {

@@ -45,7 +45,11 @@ async fn a_player_talks_to_pim_hears_the_tale_and_is_paid_once(backend: Backend)
             _ => None,
         })
         .collect();
-    assert!(matches!(kinds[0], Effect::QuestAccepted { quest } if quest == "PimsTideTale"));
+    assert!(matches!(
+        kinds[0],
+        Effect::QuestAccepted { quest, objectives }
+            if quest == "PimsTideTale" && objectives == &["HearTheTale"]
+    ));
     assert!(matches!(
         kinds[1],
         Effect::ObjectiveAdvanced {

@@ -241,7 +241,8 @@ async fn a_database_outage_mid_conversation_loses_nothing_and_pays_once() {
     assert_eq!(
         accepted.effects(),
         vec![Effect::QuestAccepted {
-            quest: "PimsTideTale".into()
+            quest: "PimsTideTale".into(),
+            objectives: vec!["HearTheTale".into()]
         }]
     );
     assert_eq!(ready(&server).await, 200, "readyz reports the recovery");

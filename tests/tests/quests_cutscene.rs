@@ -58,7 +58,8 @@ async fn talking_to_ines_plays_the_lantern_cutscene_and_its_end_pays_once(backen
         reply.effects(),
         vec![
             Effect::QuestAccepted {
-                quest: "LanternsOfGullRock".into()
+                quest: "LanternsOfGullRock".into(),
+                objectives: vec!["WatchTheLighting".into()]
             },
             Effect::PlayCutscene {
                 scene: "LanternLighting".into()

@@ -265,7 +265,8 @@ async fn an_armed_action_with_an_altered_payload_gets_payload_mismatch() {
     assert_eq!(
         reply.effects(),
         vec![Effect::QuestAccepted {
-            quest: QUEST.into()
+            quest: QUEST.into(),
+            objectives: vec!["HearTheTale".into()]
         }]
     );
     let opened = facts_after(&mut client).await;

@@ -195,7 +195,8 @@ async fn talking_during_a_cutscene_gets_busy_until_the_cutscene_is_done() {
         reply.effects(),
         vec![
             Effect::QuestAccepted {
-                quest: "LanternsOfGullRock".into()
+                quest: "LanternsOfGullRock".into(),
+                objectives: vec!["WatchTheLighting".into()]
             },
             Effect::PlayCutscene {
                 scene: "LanternLighting".into()
