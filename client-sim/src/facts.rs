@@ -40,14 +40,7 @@ impl PlayerFacts {
     /// The facts of a player who has done nothing yet: quests with prerequisites unavailable.
     pub fn fresh(content: &Content) -> PlayerFacts {
         let mut facts = PlayerFacts::default();
-        for quest in &content.quests {
-            if !quest.prerequisites.is_empty() {
-                facts
-                    .sheet
-                    .quests
-                    .insert(quest.id.clone(), QuestStatus::Unavailable);
-            }
-        }
+        facts.unlock(content);
         facts
     }
 
@@ -69,12 +62,9 @@ impl PlayerFacts {
             .unwrap_or(0)
     }
 
-    /// True if every objective of `quest` has reached its target.
+    /// True if every objective of `quest` has reached its target (the shared rule).
     pub fn objectives_done(&self, quest: &QuestDef) -> bool {
-        quest
-            .objectives
-            .iter()
-            .all(|o| self.progress(&quest.id, &o.id) >= o.target)
+        banter_rules::objectives_done(quest, |o| self.progress(&quest.id, o))
     }
 
     /// A new conversation opened with the server's current facts.
@@ -137,16 +127,25 @@ impl PlayerFacts {
         }
     }
 
-    /// Quests whose prerequisites are now all completed become available.
+    /// Every quest not accepted gets the status the shared rule gives it
+    /// ([`banter_rules::quest_status`]): available once its prerequisites are completed. The
+    /// sheet keeps only statuses that are not `available`.
     fn unlock(&mut self, content: &Content) {
         for def in &content.quests {
-            if self.status(&def.id) == QuestStatus::Unavailable
-                && def
-                    .prerequisites
-                    .iter()
-                    .all(|p| self.status(p) == QuestStatus::Completed)
-            {
-                self.sheet.quests.remove(&def.id);
+            let status =
+                banter_rules::quest_status(content, &def.id, |q| match self.sheet.quests.get(q) {
+                    Some(QuestStatus::Active) => Some(banter_rules::Accepted::Active),
+                    Some(QuestStatus::Completed) => Some(banter_rules::Accepted::Completed),
+                    _ => None,
+                });
+            match status {
+                QuestStatus::Available => {
+                    self.sheet.quests.remove(&def.id);
+                }
+                QuestStatus::Unavailable => {
+                    self.sheet.quests.insert(def.id.clone(), status);
+                }
+                QuestStatus::Active | QuestStatus::Completed => {}
             }
         }
     }

@@ -46,14 +46,16 @@ impl EngineError {
     }
 }
 
-/// The player's facts for conditions and the resolver: profile, quests, state machine.
-pub struct PlayerFacts<'a> {
+/// What the server holds true of a player, for conditions and the resolver: the stored profile
+/// and quests, and the session's state machine. (A client's belief about its player is
+/// `banter_sim::facts::ClientFacts`.)
+pub struct ServerFacts<'a> {
     pub record: &'a PlayerRecord,
     pub machine: &'a PlayerStateMachine,
     pub content: &'a Content,
 }
 
-impl PlayerFacts<'_> {
+impl ServerFacts<'_> {
     /// The wire form a client evaluates the same conditions against.
     pub fn sheet(&self) -> FactSheet {
         let mut sheet = FactSheet {
@@ -84,7 +86,7 @@ impl PlayerFacts<'_> {
     }
 }
 
-impl Facts for PlayerFacts<'_> {
+impl Facts for ServerFacts<'_> {
     fn quest_status(&self, quest: &str) -> QuestStatus {
         quest_status(self.record, self.content, quest)
     }
@@ -108,24 +110,14 @@ impl Facts for PlayerFacts<'_> {
     }
 }
 
-/// A quest's status for a player: stored if accepted, otherwise derived from prerequisites.
+/// A quest's status for a player: stored if accepted, otherwise derived from prerequisites
+/// (the shared rule, [`banter_rules::quest_status`]).
 pub fn quest_status(record: &PlayerRecord, content: &Content, quest: &str) -> QuestStatus {
-    match record.quests.get(quest).map(|q| q.status) {
-        Some(StoredQuestStatus::Active) => QuestStatus::Active,
-        Some(StoredQuestStatus::Completed) => QuestStatus::Completed,
-        None => match content.quest(quest) {
-            Some(def) if prerequisites_met(record, def) => QuestStatus::Available,
-            _ => QuestStatus::Unavailable,
-        },
-    }
-}
-
-fn prerequisites_met(record: &PlayerRecord, def: &QuestDef) -> bool {
-    def.prerequisites.iter().all(|p| {
-        record
-            .quests
-            .get(p)
-            .is_some_and(|q| q.status == StoredQuestStatus::Completed)
+    banter_rules::quest_status(content, quest, |q| {
+        record.quests.get(q).map(|state| match state.status {
+            StoredQuestStatus::Active => banter_rules::Accepted::Active,
+            StoredQuestStatus::Completed => banter_rules::Accepted::Completed,
+        })
     })
 }
 
@@ -134,9 +126,7 @@ pub fn objectives_done(record: &PlayerRecord, def: &QuestDef) -> bool {
     let Some(state) = record.quests.get(&def.id) else {
         return false;
     };
-    def.objectives
-        .iter()
-        .all(|o| state.progress.get(&o.id).copied().unwrap_or(0) >= o.target)
+    banter_rules::objectives_done(def, |o| state.progress.get(o).copied().unwrap_or(0))
 }
 
 pub fn profile(record: &PlayerRecord) -> Profile {

@@ -28,7 +28,7 @@ use banter_protocol::{
 use super::refusal::{FrameError, Refusal, SessionError};
 use crate::app::SharedApp;
 use crate::library::Library;
-use crate::quests::{self, PlayerFacts};
+use crate::quests::{self, ServerFacts};
 use crate::store::PlayerRecord;
 use crate::world::{self, Body, WorldError};
 
@@ -236,7 +236,7 @@ impl SessionCore {
                     .graph
                     .find(&node)
                     .ok_or(SessionError::UnknownVertex(node))?;
-                let facts = PlayerFacts {
+                let facts = ServerFacts {
                     record: &self.record,
                     machine: &self.machine,
                     content: &open.library.content,
@@ -250,7 +250,7 @@ impl SessionCore {
                     .graph
                     .find(&response)
                     .ok_or(SessionError::UnknownVertex(response))?;
-                let facts = PlayerFacts {
+                let facts = ServerFacts {
                     record: &self.record,
                     machine: &self.machine,
                     content: &open.library.content,
@@ -401,7 +401,7 @@ impl SessionCore {
         let was = self.machine;
         self.dialogue
             .enter(&mut self.machine, DialogueState::Talking);
-        let facts = PlayerFacts {
+        let facts = ServerFacts {
             record: &self.record,
             machine: &self.machine,
             content: &library.content,
@@ -639,7 +639,7 @@ impl SessionCore {
             let target = graph
                 .find(node)
                 .ok_or_else(|| SessionError::UnknownVertex(node.clone()))?;
-            let facts = PlayerFacts {
+            let facts = ServerFacts {
                 record: &self.record,
                 machine: &self.machine,
                 content: &library.content,
