@@ -1,9 +1,8 @@
 //! Time as a person spends it: reading a line at typewriter pace, and the client's own rate
 //! limit so an honest client never meets the server's.
 //!
-//! [`visible_len`] is the one place that says how long a line is on screen. It counts what the
-//! typewriter of article section 6.2 reveals; the shared implementation belongs to
-//! `banter_dialogue::text`, and switching to it is a change to this one function.
+//! [`visible_len`] is how long a line is on screen: what the typewriter of article section 6.2
+//! reveals, counted by the shared `banter_dialogue::text::visible_graphemes`.
 
 use std::time::Duration;
 
