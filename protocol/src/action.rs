@@ -1,9 +1,9 @@
 //! Actions authored on dialogue nodes and responses (article section 2 and 7.3).
 
-use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
+use strum::{EnumCount, VariantArray};
 
 /// The closed vocabulary of action types. The string form is the `Type` field of the content
 /// files and the `action` field of the wire message.
@@ -19,6 +19,10 @@ use serde::{Deserialize, Serialize};
     Serialize,
     Deserialize,
     schemars::JsonSchema,
+    strum::IntoStaticStr,
+    strum::Display,
+    strum::VariantArray,
+    strum::EnumCount,
 )]
 pub enum ActionType {
     AcceptQuest,
@@ -34,37 +38,11 @@ pub enum ActionType {
 
 impl ActionType {
     /// Every action type, in declaration order.
-    pub const ALL: [ActionType; 9] = [
-        ActionType::AcceptQuest,
-        ActionType::CheckQuest,
-        ActionType::CompleteQuest,
-        ActionType::AdvanceObjective,
-        ActionType::TrackQuest,
-        ActionType::OpenShop,
-        ActionType::OpenSellMenu,
-        ActionType::PlayCutscene,
-        ActionType::ChooseRideBoat,
-    ];
+    pub const ALL: [ActionType; ActionType::COUNT] = crate::all(ActionType::VARIANTS);
 
-    /// The name used in content files and on the wire.
-    pub const fn name(self) -> &'static str {
-        match self {
-            ActionType::AcceptQuest => "AcceptQuest",
-            ActionType::CheckQuest => "CheckQuest",
-            ActionType::CompleteQuest => "CompleteQuest",
-            ActionType::AdvanceObjective => "AdvanceObjective",
-            ActionType::TrackQuest => "TrackQuest",
-            ActionType::OpenShop => "OpenShop",
-            ActionType::OpenSellMenu => "OpenSellMenu",
-            ActionType::PlayCutscene => "PlayCutscene",
-            ActionType::ChooseRideBoat => "ChooseRideBoat",
-        }
-    }
-}
-
-impl fmt::Display for ActionType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+    /// The name used in content files and on the wire: the variant's own name.
+    pub fn name(self) -> &'static str {
+        self.into()
     }
 }
 

@@ -14,7 +14,17 @@ pub mod schema;
 
 pub use action::{Action, ActionType, ObjectiveAmount, UnknownActionType};
 pub use messages::{
-    ByeReason, ClientMessage, CloseReason, Effect, ErrorCode, FactSheet, MAX_CLIENT_FRAME_BYTES,
-    NpcRef, PROTOCOL_VERSION, Position, Profile, QuestStatus, ServerMessage,
+    ByeReason, ClientMessage, ClientMessageKind, CloseReason, Effect, ErrorCode, FactSheet,
+    MAX_CLIENT_FRAME_BYTES, NpcRef, PROTOCOL_VERSION, Position, Profile, QuestStatus,
+    ServerMessage,
 };
 pub use payload::{ActionPayload, PayloadError};
+
+/// A closed vocabulary's `VARIANTS` (strum's derive, in declaration order) as the array its `ALL`
+/// has always been: `N` is the enum's `COUNT`, so a mismatch cannot compile.
+const fn all<T: Copy, const N: usize>(variants: &[T]) -> [T; N] {
+    match variants.first_chunk::<N>() {
+        Some(all) => *all,
+        None => panic!("COUNT and VARIANTS disagree"),
+    }
+}

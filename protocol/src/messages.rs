@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use strum::{EnumCount, VariantArray};
 
 use crate::action::ActionType;
 
@@ -23,8 +24,21 @@ pub const MAX_CLIENT_FRAME_BYTES: usize = 4 * 1024;
 pub type Position = [f64; 3];
 
 /// What a client sends.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+// `ClientMessageKind` is derived from it: one unit variant per message, named as its `type` tag
+// (the server's metrics count messages by it). A plain comment: doc text would enter the schema.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema, strum::EnumDiscriminants)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+#[strum_discriminants(
+    name(ClientMessageKind),
+    derive(
+        Hash,
+        strum::IntoStaticStr,
+        strum::EnumString,
+        strum::VariantArray,
+        strum::EnumCount
+    ),
+    strum(serialize_all = "snake_case")
+)]
 pub enum ClientMessage {
     /// Places the player's body (the first `move` spawns it) or moves it. A move faster than
     /// the server's speed limit is refused and the last valid position stays.
@@ -167,26 +181,29 @@ impl ClientMessage {
 
     /// The message's `type`, for metrics and logs.
     pub fn kind(&self) -> &'static str {
-        match self {
-            ClientMessage::Move { .. } => "move",
-            ClientMessage::Talk { .. } => "talk",
-            ClientMessage::Advance { .. } => "advance",
-            ClientMessage::Choose { .. } => "choose",
-            ClientMessage::Action { .. } => "action",
-            ClientMessage::Close { .. } => "close",
-            ClientMessage::SetAfk { .. } => "set_afk",
-            ClientMessage::FetchConversation { .. } => "fetch_conversation",
-            ClientMessage::CutsceneDone { .. } => "cutscene_done",
-            ClientMessage::Resume { .. } => "resume",
-        }
+        ClientMessageKind::from(self).into()
     }
 }
 
 /// Where a player stands with a quest.
 #[derive(
-    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+    strum::IntoStaticStr,
+    strum::VariantArray,
+    strum::EnumCount,
 )]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum QuestStatus {
     /// Prerequisites not met.
     Unavailable,
@@ -199,20 +216,12 @@ pub enum QuestStatus {
 }
 
 impl QuestStatus {
-    pub const ALL: [QuestStatus; 4] = [
-        QuestStatus::Unavailable,
-        QuestStatus::Available,
-        QuestStatus::Active,
-        QuestStatus::Completed,
-    ];
+    /// Every status, in declaration order.
+    pub const ALL: [QuestStatus; QuestStatus::COUNT] = crate::all(QuestStatus::VARIANTS);
 
+    /// The status as it appears on the wire.
     pub fn name(self) -> &'static str {
-        match self {
-            QuestStatus::Unavailable => "unavailable",
-            QuestStatus::Available => "available",
-            QuestStatus::Active => "active",
-            QuestStatus::Completed => "completed",
-        }
+        self.into()
     }
 }
 
@@ -322,8 +331,22 @@ pub enum CloseReason {
 }
 
 /// Stable error codes. Clients match on these, never on the message text.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+    strum::IntoStaticStr,
+    strum::VariantArray,
+    strum::EnumCount,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum ErrorCode {
     /// The frame is not a valid JSON client message.
     Malformed,
@@ -384,67 +407,11 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, in declaration order.
-    pub const ALL: [ErrorCode; 27] = [
-        ErrorCode::Malformed,
-        ErrorCode::FrameTooLarge,
-        ErrorCode::BinaryFrame,
-        ErrorCode::RateLimited,
-        ErrorCode::NoConversation,
-        ErrorCode::ConversationOpen,
-        ErrorCode::UnknownNpc,
-        ErrorCode::TooFar,
-        ErrorCode::NoBody,
-        ErrorCode::TalkCooldown,
-        ErrorCode::Busy,
-        ErrorCode::Teleport,
-        ErrorCode::UnknownConversation,
-        ErrorCode::UnknownVertex,
-        ErrorCode::NotReachable,
-        ErrorCode::NotALine,
-        ErrorCode::NotAResponse,
-        ErrorCode::AwaitsChoice,
-        ErrorCode::AwaitsJump,
-        ErrorCode::ConditionFailed,
-        ErrorCode::NotArmed,
-        ErrorCode::PayloadMismatch,
-        ErrorCode::QuestState,
-        ErrorCode::NoCutscene,
-        ErrorCode::StoreUnavailable,
-        ErrorCode::Internal,
-        ErrorCode::ResumeRefused,
-    ];
+    pub const ALL: [ErrorCode; ErrorCode::COUNT] = crate::all(ErrorCode::VARIANTS);
 
     /// The code as it appears on the wire.
     pub fn name(self) -> &'static str {
-        match self {
-            ErrorCode::Malformed => "malformed",
-            ErrorCode::FrameTooLarge => "frame_too_large",
-            ErrorCode::BinaryFrame => "binary_frame",
-            ErrorCode::RateLimited => "rate_limited",
-            ErrorCode::NoConversation => "no_conversation",
-            ErrorCode::ConversationOpen => "conversation_open",
-            ErrorCode::UnknownNpc => "unknown_npc",
-            ErrorCode::TooFar => "too_far",
-            ErrorCode::NoBody => "no_body",
-            ErrorCode::TalkCooldown => "talk_cooldown",
-            ErrorCode::Busy => "busy",
-            ErrorCode::Teleport => "teleport",
-            ErrorCode::UnknownConversation => "unknown_conversation",
-            ErrorCode::UnknownVertex => "unknown_vertex",
-            ErrorCode::NotReachable => "not_reachable",
-            ErrorCode::NotALine => "not_a_line",
-            ErrorCode::NotAResponse => "not_a_response",
-            ErrorCode::AwaitsChoice => "awaits_choice",
-            ErrorCode::AwaitsJump => "awaits_jump",
-            ErrorCode::ConditionFailed => "condition_failed",
-            ErrorCode::NotArmed => "not_armed",
-            ErrorCode::PayloadMismatch => "payload_mismatch",
-            ErrorCode::QuestState => "quest_state",
-            ErrorCode::NoCutscene => "no_cutscene",
-            ErrorCode::StoreUnavailable => "store_unavailable",
-            ErrorCode::Internal => "internal",
-            ErrorCode::ResumeRefused => "resume_refused",
-        }
+        self.into()
     }
 
     /// True if retrying the same message later may succeed.

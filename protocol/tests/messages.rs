@@ -1,6 +1,6 @@
 //! Wire messages: the JSON shapes docs/PROTOCOL.md promises, and strict decoding.
 
-use banter_protocol::{ActionType, ClientMessage, ErrorCode, ServerMessage};
+use banter_protocol::{ActionType, ClientMessage, ErrorCode, QuestStatus, ServerMessage};
 
 #[test]
 fn client_messages_decode_from_the_documented_json() {
@@ -57,6 +57,48 @@ fn error_code_names_are_their_wire_form() {
     for code in ErrorCode::ALL {
         let wire = serde_json::to_string(&code).expect("encodes");
         assert_eq!(wire, format!("\"{}\"", code.name()));
+    }
+}
+
+#[test]
+fn quest_status_and_action_type_names_are_their_wire_form() {
+    assert_eq!(QuestStatus::ALL.len(), 4);
+    for status in QuestStatus::ALL {
+        let wire = serde_json::to_string(&status).expect("encodes");
+        assert_eq!(wire, format!("\"{}\"", status.name()));
+    }
+    assert_eq!(ActionType::ALL.len(), 9);
+    for action in ActionType::ALL {
+        let wire = serde_json::to_string(&action).expect("encodes");
+        assert_eq!(wire, format!("\"{}\"", action.name()));
+        assert_eq!(action.to_string(), action.name());
+        assert_eq!(action.name().parse::<ActionType>(), Ok(action));
+    }
+    assert!("acceptQuest".parse::<ActionType>().is_err());
+}
+
+#[test]
+fn every_message_kind_is_its_type_tag() {
+    use banter_protocol::ClientMessageKind;
+    use strum::VariantArray;
+    let samples = [
+        r#"{"type":"move","position":[0,0,0]}"#,
+        r#"{"type":"talk","npc":"Pim"}"#,
+        r#"{"type":"advance","node":"A"}"#,
+        r#"{"type":"choose","response":"R"}"#,
+        r#"{"type":"action","action":"AcceptQuest","payload":"Q"}"#,
+        r#"{"type":"close"}"#,
+        r#"{"type":"set_afk","afk":true}"#,
+        r#"{"type":"fetch_conversation","conversation":"Pim"}"#,
+        r#"{"type":"cutscene_done","scene":"S"}"#,
+        r#"{"type":"resume","token":"t"}"#,
+    ];
+    assert_eq!(samples.len(), ClientMessageKind::VARIANTS.len());
+    for (sample, kind) in samples.iter().zip(ClientMessageKind::VARIANTS) {
+        let message: ClientMessage = serde_json::from_str(sample).expect(sample);
+        assert_eq!(ClientMessageKind::from(&message), *kind);
+        assert!(sample.starts_with(&format!(r#"{{"type":"{}""#, message.kind())));
+        assert_eq!(message.kind().parse::<ClientMessageKind>(), Ok(*kind));
     }
 }
 
@@ -193,7 +235,7 @@ fn every_server_message() -> Vec<ServerMessage> {
         },
         Effect::QuestTracked { quest: "Q".into() },
         Effect::OpenShop { shop: "S".into() },
-        Effect::OpenSellMenu,
+        Effect::OpenSellMenu {},
         Effect::PlayCutscene { scene: "C".into() },
         Effect::ChooseRideBoat { quest: "Q".into() },
     ];
@@ -287,4 +329,13 @@ fn server_messages_refuse_unknown_fields() {
     }
     let good = r#"{"type":"effect","action":"OpenSellMenu","effect":{"kind":"open_sell_menu"},"profile":{"coins":0,"experience":0,"tutorial_stage":0}}"#;
     assert!(serde_json::from_str::<ServerMessage>(good).is_ok());
+}
+
+#[test]
+fn an_effect_without_fields_still_refuses_unknown_fields() {
+    let extra = r#"{"type":"effect","action":"OpenSellMenu","effect":{"kind":"open_sell_menu","x":1},"profile":{"coins":0,"experience":0,"tutorial_stage":0}}"#;
+    assert!(serde_json::from_str::<ServerMessage>(extra).is_err());
+    let plain = r#"{"type":"effect","action":"OpenSellMenu","effect":{"kind":"open_sell_menu"},"profile":{"coins":0,"experience":0,"tutorial_stage":0}}"#;
+    let decoded: ServerMessage = serde_json::from_str(plain).expect("decodes");
+    assert_eq!(serde_json::to_string(&decoded).expect("encodes"), plain);
 }
