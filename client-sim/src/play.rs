@@ -17,7 +17,7 @@ use banter_protocol::{Effect, Profile, QuestStatus};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::bot::{SplitMix, WALK_SPEED, WALK_TICK};
+use crate::bot::{SimRng, WALK_SPEED, WALK_TICK, sim_rng};
 use crate::error::{Result, SimError};
 use crate::events;
 use crate::facts::PlayerFacts;
@@ -88,7 +88,7 @@ struct Terminal<'a, W: Write + Send> {
     input: &'a mut Input,
     letter_interval: Duration,
     speaker: String,
-    rng: SplitMix,
+    rng: SimRng,
     quit: bool,
     /// Effects wait until the line that caused them has typed out.
     pending: Vec<String>,
@@ -335,7 +335,7 @@ pub async fn run<W: Write + Send>(options: PlayOptions, input: Input, out: &mut 
         .or_else(|| content.world.npcs.first())
         .ok_or_else(|| SimError::Content("no NPCs".to_owned()))?;
     spawn(&mut session, &content, first).await?;
-    let mut rng = SplitMix::new(crate::auth::unix_now());
+    let mut rng = sim_rng(crate::auth::unix_now());
     let mut events_sent = 0u32;
     loop {
         session.poll();
