@@ -1,21 +1,15 @@
-//! The trusted game server's side: `POST /internal/events` with the service key, reporting the
-//! catches and finds a quest's objectives count (docs/PROTOCOL.md section 14). The load tool and
-//! the interactive client use it to play quests that need world progress.
+//! The trusted game server's side: the catches and finds a quest's objectives count, posted to
+//! `/internal/events` with the service key through the client library (docs/PROTOCOL.md section
+//! 14). The load tool and the interactive client use it to play quests that need world
+//! progress.
 
 use banter_dialogue::content::{ObjectiveKind, QuestDef};
 
-use crate::error::{Result, SimError};
+use crate::error::Result;
 use crate::facts::PlayerFacts;
-use crate::http::Endpoint;
+use crate::http::{Endpoint, Http};
 
-/// One objective an event advanced.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Advanced {
-    pub quest: String,
-    pub objective: String,
-    pub progress: u32,
-    pub target: u32,
-}
+pub use banter_client::http::Advanced;
 
 /// The event body that completes one catch or find objective of `quest` by `amount`.
 pub fn event_body(
@@ -55,37 +49,8 @@ pub fn event_body(
 }
 
 /// Posts one event; the objectives it advanced. A `409` (already applied) counts as success.
-pub async fn post(endpoint: &Endpoint, service_key: &str, body: &str) -> Result<Vec<Advanced>> {
-    let (status, text) = endpoint
-        .post_json("/internal/events", Some(service_key), body)
-        .await?;
-    match status {
-        200 => {
-            let value: serde_json::Value =
-                serde_json::from_str(&text).map_err(|e| SimError::Protocol(e.to_string()))?;
-            Ok(value["advanced"]
-                .as_array()
-                .map(|list| {
-                    list.iter()
-                        .filter_map(|a| {
-                            Some(Advanced {
-                                quest: a["quest"].as_str()?.to_owned(),
-                                objective: a["objective"].as_str()?.to_owned(),
-                                progress: u32::try_from(a["progress"].as_u64()?).ok()?,
-                                target: u32::try_from(a["target"].as_u64()?).ok()?,
-                            })
-                        })
-                        .collect()
-                })
-                .unwrap_or_default())
-        }
-        409 => Ok(Vec::new()),
-        _ => Err(SimError::Http {
-            path: "/internal/events".to_owned(),
-            status,
-            body: text,
-        }),
-    }
+pub async fn post(http: &Http, service_key: &str, body: &str) -> Result<Vec<Advanced>> {
+    Ok(http.post_event(service_key, body).await?.advanced())
 }
 
 /// Reports what the player still needs for every catch and find objective of `quest`, and
@@ -98,6 +63,7 @@ pub async fn complete_world_objectives(
     facts: &mut PlayerFacts,
     event_prefix: &str,
 ) -> Result<u32> {
+    let http = Http::new(endpoint.clone())?;
     let mut posted = 0;
     for (i, o) in quest.objectives.iter().enumerate() {
         let have = facts.progress(&quest.id, &o.id);
@@ -108,7 +74,7 @@ pub async fn complete_world_objectives(
         let Some(body) = event_body(&id, player, quest, i, o.target - have) else {
             continue;
         };
-        for advanced in post(endpoint, service_key, &body).await? {
+        for advanced in post(&http, service_key, &body).await? {
             facts.sheet.progress.insert(
                 format!("{}/{}", advanced.quest, advanced.objective),
                 advanced.progress,

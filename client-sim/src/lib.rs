@@ -1,11 +1,13 @@
 //! Banter's headless client, as a library: the CLI (`banter-sim`) is a thin layer of argument
 //! parsing and formatting over these modules. Built on the server's own `banter-protocol` and
-//! `banter-dialogue`, so the client and the server cannot drift.
+//! `banter-dialogue`, and on `banter-client` for everything on the wire, so the client and the
+//! server cannot drift.
 //!
 //! Layers, named by what flows through them:
 //!
-//! - [`http`]: where the server is, and the few HTTP calls (device login, game events);
-//! - [`connection`]: one WebSocket, request ids matched to their `ack` or `error`;
+//! - [`http`], [`connection`], [`auth`] and [`error`]: the client library's endpoint and HTTP
+//!   calls, WebSocket with request ids matched to their answers, token minting and error type,
+//!   re-exported under the names the simulator has always used;
 //! - [`session`]: a player: login, reconnect, move, talk, and a conversation walked with the
 //!   client rules ([`banter_dialogue::ClientWalk`]) under a [`session::Driver`];
 //! - [`facts`]: the player's facts kept current from effects; [`world`]: NPCs and quests from

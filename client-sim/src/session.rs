@@ -18,10 +18,12 @@ use banter_protocol::{ClientMessage, Effect, Position, Profile, ServerMessage};
 use hdrhistogram::Histogram;
 use tokio::time::Instant;
 
+use banter_client::reconnect::{Backoff, reconnect};
+
 use crate::connection::{Connection, Reply};
 use crate::error::{Result, SimError};
 use crate::facts::PlayerFacts;
-use crate::http::Endpoint;
+use crate::http::{Endpoint, Http};
 use crate::pace::Pacer;
 use crate::world::distance;
 
@@ -33,40 +35,13 @@ pub const TALK_COOLDOWN: Duration = banter_rules::WorldRules::DEFAULT
 /// The most NPC lines a client walks in one conversation before it leaves (a loop guard).
 pub const MAX_LINES: usize = 64;
 /// Reconnect attempts before giving up.
-pub const RECONNECT_ATTEMPTS: u32 = 8;
+pub const RECONNECT_ATTEMPTS: u32 = Backoff::DEFAULT.attempts;
 
-/// What a device login returned.
-#[derive(Clone, Debug)]
-pub struct Login {
-    pub token: String,
-    pub player: String,
-    pub expires_at: u64,
-}
+pub use banter_client::login::Login;
 
-/// `POST /v1/auth/device`.
+/// `POST /v1/auth/device`, on a connection of its own.
 pub async fn device_login(endpoint: &Endpoint, device: &str) -> Result<Login> {
-    let body = serde_json::json!({ "device_id": device }).to_string();
-    let (status, text) = endpoint.post_json("/v1/auth/device", None, &body).await?;
-    if status != 200 {
-        return Err(SimError::Http {
-            path: "/v1/auth/device".to_owned(),
-            status,
-            body: text,
-        });
-    }
-    let value: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| SimError::Protocol(e.to_string()))?;
-    let field = |name: &str| {
-        value[name]
-            .as_str()
-            .map(str::to_owned)
-            .ok_or_else(|| SimError::Protocol(format!("login answer without `{name}`: {text}")))
-    };
-    Ok(Login {
-        token: field("token")?,
-        player: field("player")?,
-        expires_at: value["expires_at"].as_u64().unwrap_or(0),
-    })
+    banter_client::device_login(&Http::unpooled(endpoint.clone())?, device).await
 }
 
 /// Counters shared with whoever watches a run (the load tool's progress bar).
@@ -233,6 +208,7 @@ pub trait Driver: Send {
 /// A player's session.
 pub struct Session {
     options: SessionOptions,
+    http: Http,
     login: Login,
     connection: Option<Connection>,
     connected_once: bool,
@@ -253,11 +229,14 @@ pub struct Session {
 impl Session {
     /// Logs in and connects.
     pub async fn start(options: SessionOptions, live: Option<Arc<Live>>) -> Result<Session> {
-        let login = device_login(&options.endpoint, &options.device).await?;
+        // One connection per HTTP call, as a person's client makes them: rarely.
+        let http = Http::unpooled(options.endpoint.clone())?;
+        let login = banter_client::device_login(&http, &options.device).await?;
         let facts = PlayerFacts::fresh(&options.content);
         let mut session = Session {
             pacer: Pacer::new(options.rate_per_sec),
             options,
+            http,
             login,
             connection: None,
             connected_once: false,
@@ -299,46 +278,22 @@ impl Session {
             self.connection = None;
         }
         if self.connection.is_none() {
-            let mut backoff = Duration::from_millis(100);
-            let mut last_error = SimError::Closed;
-            for attempt in 0..RECONNECT_ATTEMPTS {
-                if attempt > 0 {
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(Duration::from_secs(3));
-                }
-                if self.login.expires_at <= crate::auth::unix_now() + 30 {
-                    match device_login(&self.options.endpoint, &self.options.device).await {
-                        Ok(login) => self.login = login,
-                        Err(e) => {
-                            last_error = e;
-                            continue;
-                        }
-                    }
-                }
-                match Connection::connect(&self.options.endpoint, &self.login.token).await {
-                    Ok(connection) => {
-                        self.facts.set_profile(&connection.welcome.profile);
-                        // Where the server remembers the body, if it does: a server that was
-                        // restarted (or another instance) has none, and the next walk spawns it.
-                        self.position = connection.welcome.position;
-                        if self.connected_once {
-                            self.metrics.reconnects += 1;
-                        }
-                        self.connected_once = true;
-                        self.connection = Some(connection);
-                        break;
-                    }
-                    Err(SimError::Http { status: 401, .. }) => {
-                        // The token is no longer good: log in again on the next attempt.
-                        self.login.expires_at = 0;
-                        last_error = SimError::Other("token refused".to_owned());
-                    }
-                    Err(e) => last_error = e,
-                }
+            let connection = reconnect(
+                &self.http,
+                &self.options.device,
+                &mut self.login,
+                Backoff::DEFAULT,
+            )
+            .await?;
+            self.facts.set_profile(&connection.welcome.profile);
+            // Where the server remembers the body, if it does: a server that was restarted (or
+            // another instance) has none, and the next walk spawns it.
+            self.position = connection.welcome.position;
+            if self.connected_once {
+                self.metrics.reconnects += 1;
             }
-            if self.connection.is_none() {
-                return Err(last_error);
-            }
+            self.connected_once = true;
+            self.connection = Some(connection);
         }
         self.connection.as_mut().ok_or(SimError::Closed)
     }

@@ -1,5 +1,7 @@
 //! The end-to-end harness: a real server on 127.0.0.1 port 0 with a fresh database and the sample
-//! content, and a real WebSocket client that speaks the wire protocol.
+//! content, and a real WebSocket client that speaks the wire protocol. The WebSocket client here
+//! is raw on purpose (tests send malformed frames, hold sockets, reset connections); HTTP calls,
+//! device login and tokens go through the client library, `banter-client`.
 //!
 //! The database is a private SQLite file by default, or a private PostgreSQL schema
 //! ([`TestServer::start_on`], [`on_both_backends!`]): the quest scenarios run on both.
@@ -13,12 +15,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use banter_client::{Endpoint, Http};
 use banter_dialogue::{ClientWalk, DialogueGraph, Outgoing, Screen, build_conversation};
 use banter_protocol::{ClientMessage, ErrorCode, ServerMessage};
 use banter_server::config::Config;
 pub use banter_test_db::{Backend, TestDb};
 use futures_util::{SinkExt, StreamExt};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -204,21 +206,10 @@ impl TestServer {
 
     /// Logs in a device; its token and player id.
     pub async fn login_player(&self, device: &str) -> (String, String) {
-        let body = format!(r#"{{"device_id":"{device}"}}"#);
-        let (status, text) = self
-            .http(
-                "POST",
-                "/v1/auth/device",
-                &[("Content-Type", "application/json")],
-                &body,
-            )
-            .await;
-        assert_eq!(status, 200, "login failed: {text}");
-        let value: serde_json::Value = serde_json::from_str(&text).expect("json");
-        (
-            value["token"].as_str().expect("token").to_owned(),
-            value["player"].as_str().expect("player").to_owned(),
-        )
+        let login = banter_client::device_login(&http_client(self.addr), device)
+            .await
+            .unwrap_or_else(|e| panic!("login failed: {e}"));
+        (login.token, login.player)
     }
 
     /// Opens a WebSocket with a token and reads the welcome.
@@ -343,20 +334,19 @@ impl Client {
     }
 }
 
-/// One GET that never panics: the response, or `None` if the connection failed.
-async fn probe(addr: SocketAddr, path: &str) -> Option<String> {
-    let mut stream = TcpStream::connect(addr).await.ok()?;
-    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).await.ok()?;
-    let mut response = Vec::new();
-    tokio::time::timeout(PATIENCE, stream.read_to_end(&mut response))
-        .await
-        .ok()?
-        .ok()?;
-    Some(String::from_utf8_lossy(&response).into_owned())
+/// An HTTP client for the server at `addr`: the client library's, one connection per request
+/// (as the server's connection counts in tests expect).
+pub fn http_client(addr: SocketAddr) -> Http {
+    let endpoint = Endpoint::parse(&addr.to_string()).expect("a socket address is an endpoint");
+    Http::unpooled(endpoint).expect("an HTTP client")
 }
 
-/// A minimal HTTP/1.1 client: enough for JSON endpoints and metrics, with no extra dependency.
+/// One GET that never panics: the answer, or `None` if there was none.
+async fn probe(addr: SocketAddr, path: &str) -> Option<(u16, String)> {
+    http_client(addr).get(path, None).await.ok()
+}
+
+/// One HTTP request through the client library; the status and the body.
 pub async fn http(
     addr: SocketAddr,
     method: &str,
@@ -364,33 +354,10 @@ pub async fn http(
     headers: &[(&str, &str)],
     body: &str,
 ) -> (u16, String) {
-    let mut stream = TcpStream::connect(addr).await.expect("connect");
-    let mut request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
-        body.len()
-    );
-    for (name, value) in headers {
-        request.push_str(&format!("{name}: {value}\r\n"));
-    }
-    request.push_str("\r\n");
-    request.push_str(body);
-    stream.write_all(request.as_bytes()).await.expect("write");
-    let mut response = Vec::new();
-    tokio::time::timeout(PATIENCE, stream.read_to_end(&mut response))
+    http_client(addr)
+        .request(method, path, headers, body)
         .await
-        .expect("a response in time")
-        .expect("read");
-    let text = String::from_utf8_lossy(&response).into_owned();
-    let status = text
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .expect("a status line");
-    let body = text
-        .split_once("\r\n\r\n")
-        .map_or("", |(_, b)| b)
-        .to_owned();
-    (status, body)
+        .unwrap_or_else(|e| panic!("{method} {path}: {e}"))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -613,12 +580,7 @@ pub fn copy_dir(from: &Path, to: &Path) {
 }
 
 /// Seconds since the Unix epoch, as the server's token check reads the clock.
-pub fn unix_now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("after 1970")
-        .as_secs()
-}
+pub use banter_client::token::unix_now;
 
 impl Client {
     /// The next WebSocket frame of any kind (pings and close frames included); `None` once the
