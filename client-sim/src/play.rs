@@ -121,7 +121,7 @@ pub fn describe_effect(effect: &Effect, profile: &Profile) -> String {
         } => format!("★ {quest}: {objective} {progress}/{target}"),
         Effect::QuestTracked { quest } => format!("★ Now tracking {quest}"),
         Effect::OpenShop { shop } => format!("★ The shop {shop} opens (browse it in the game)"),
-        Effect::OpenSellMenu => "★ The selling menu opens (sell in the game)".to_owned(),
+        Effect::OpenSellMenu {} => "★ The selling menu opens (sell in the game)".to_owned(),
         Effect::PlayCutscene { scene } => format!("★ Cutscene: {scene}"),
         Effect::ChooseRideBoat { quest } => format!("★ Pick a boat for {quest}"),
     }

@@ -295,7 +295,9 @@ pub enum Effect {
     OpenShop {
         shop: String,
     },
-    OpenSellMenu,
+    // A struct variant with no fields (not a unit variant) so that, like every other effect,
+    // it refuses unknown fields when decoded.
+    OpenSellMenu {},
     PlayCutscene {
         scene: String,
     },

@@ -263,7 +263,7 @@ pub async fn execute(
             })
         }
         Action::OpenShop { shop } => plain(Effect::OpenShop { shop: shop.clone() }),
-        Action::OpenSellMenu => plain(Effect::OpenSellMenu),
+        Action::OpenSellMenu => plain(Effect::OpenSellMenu {}),
         Action::PlayCutscene { scene, .. } => Outcome {
             effect: Effect::PlayCutscene {
                 scene: scene.clone(),
