@@ -27,15 +27,16 @@
 //! failure is never another's.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, Mutex};
 
-use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection, SqlitePool, SqliteSynchronous};
-use sqlx::{Connection, Row};
+use sqlx::Connection;
+use sqlx::sqlite::{Sqlite, SqliteConnectOptions, SqliteConnection, SqlitePool, SqliteSynchronous};
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use super::backend::{Chore, Done};
 use super::error::map_sqlx;
-use super::sqlite::{NOW_MS, ensure_profile};
+use super::queries::Queries;
 use super::write_gate::{Priority, WriteGate, WriteTurn};
 use super::{SessionClaim, StoreError};
 
@@ -59,33 +60,8 @@ pub fn current(claims: &ClaimsSender) -> Option<broadcast::Sender<SessionClaim>>
 /// A write waiting for the group commit, with where its outcome goes.
 #[derive(Debug)]
 struct Job {
-    write: Write,
+    chore: Chore,
     reply: oneshot::Sender<Result<Done, StoreError>>,
-}
-
-/// What a job writes.
-#[derive(Debug)]
-enum Write {
-    Claim {
-        player: String,
-        session_id: String,
-        instance_id: String,
-    },
-    Release {
-        player: String,
-        session_id: String,
-    },
-    Profile {
-        player: String,
-    },
-}
-
-/// What a job did, kept until its transaction commits.
-#[derive(Debug)]
-enum Done {
-    Claimed(SessionClaim),
-    Released(bool),
-    Profile,
 }
 
 /// The handle the store writes through; the writer task ends when it is dropped.
@@ -152,52 +128,12 @@ impl GroupCommit {
         }
     }
 
-    /// Claims `player` for `session_id` on `instance_id`: the claim's epoch grows by one.
-    pub async fn claim(
-        &self,
-        player: &str,
-        session_id: &str,
-        instance_id: &str,
-    ) -> Result<SessionClaim, StoreError> {
-        let write = Write::Claim {
-            player: player.to_owned(),
-            session_id: session_id.to_owned(),
-            instance_id: instance_id.to_owned(),
-        };
-        match self.submit(write).await? {
-            Done::Claimed(claim) => Ok(claim),
-            other => Err(mismatch(other)),
-        }
-    }
-
-    /// Deletes `player`'s claim if `session_id` still holds it; whether it did.
-    pub async fn release(&self, player: &str, session_id: &str) -> Result<bool, StoreError> {
-        let write = Write::Release {
-            player: player.to_owned(),
-            session_id: session_id.to_owned(),
-        };
-        match self.submit(write).await? {
-            Done::Released(released) => Ok(released),
-            other => Err(mismatch(other)),
-        }
-    }
-
-    /// Creates `player`'s profile unless it exists.
-    pub async fn ensure_profile(&self, player: &str) -> Result<(), StoreError> {
-        let write = Write::Profile {
-            player: player.to_owned(),
-        };
-        match self.submit(write).await? {
-            Done::Profile => Ok(()),
-            other => Err(mismatch(other)),
-        }
-    }
-
-    async fn submit(&self, write: Write) -> Result<Done, StoreError> {
+    /// Runs `chore` in the next commit; its outcome once that commits.
+    pub async fn run(&self, chore: Chore) -> Result<Done, StoreError> {
         let gone = || StoreError::Unavailable("the store's writer has stopped".into());
         let (reply, outcome) = oneshot::channel();
         self.jobs
-            .send(Job { write, reply })
+            .send(Job { chore, reply })
             .await
             .map_err(|_| gone())?;
         self.counts.jobs.fetch_add(1, Ordering::Relaxed);
@@ -323,7 +259,7 @@ impl Writer {
             .map_err(|e| Failed::Commit(map_sqlx(e)))?;
         let mut done = Vec::with_capacity(batch.len());
         for job in batch {
-            match apply(&mut tx, &job.write).await {
+            match Sqlite::chore(&mut tx, &job.chore).await {
                 Ok(d) => done.push(d),
                 Err(_) => return Err(Failed::Statement),
             }
@@ -335,7 +271,7 @@ impl Writer {
     /// One job, in autocommit.
     async fn write_alone(&mut self, _turn: &WriteTurn, job: &Job) -> Result<Done, StoreError> {
         self.counts.transactions.fetch_add(1, Ordering::Relaxed);
-        apply(self.connection().await?, &job.write).await
+        Sqlite::chore(self.connection().await?, &job.chore).await
     }
 
     fn announce(&self, done: &Done) {
@@ -367,60 +303,7 @@ fn take_waiting(queue: &mut mpsc::Receiver<Job>, batch: &mut Vec<Job>) {
     }
 }
 
-/// The claim's upsert, built once: every session start runs it.
-static CLAIM: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "INSERT INTO session_claims (player_id, session_id, instance_id, epoch) VALUES (?1, ?2, ?3, 1) \
-         ON CONFLICT (player_id) DO UPDATE SET session_id = excluded.session_id, \
-         instance_id = excluded.instance_id, epoch = session_claims.epoch + 1, claimed_at = {NOW_MS} \
-         RETURNING epoch"
-    )
-});
-
-async fn apply(conn: &mut SqliteConnection, write: &Write) -> Result<Done, StoreError> {
-    match write {
-        Write::Claim {
-            player,
-            session_id,
-            instance_id,
-        } => {
-            let row = sqlx::query(CLAIM.as_str())
-                .bind(player)
-                .bind(session_id)
-                .bind(instance_id)
-                .fetch_one(&mut *conn)
-                .await?;
-            Ok(Done::Claimed(SessionClaim {
-                player_id: player.clone(),
-                session_id: session_id.clone(),
-                instance_id: instance_id.clone(),
-                epoch: row.try_get(0)?,
-            }))
-        }
-        Write::Release { player, session_id } => {
-            let done =
-                sqlx::query("DELETE FROM session_claims WHERE player_id = ?1 AND session_id = ?2")
-                    .bind(player)
-                    .bind(session_id)
-                    .execute(&mut *conn)
-                    .await?;
-            Ok(Done::Released(done.rows_affected() > 0))
-        }
-        Write::Profile { player } => {
-            ensure_profile(conn, player).await?;
-            Ok(Done::Profile)
-        }
-    }
-}
-
 /// Sends a job its outcome; a caller that stopped waiting is fine.
 fn answer(job: Job, result: Result<Done, StoreError>) {
     let _ = job.reply.send(result);
-}
-
-/// A job answered with another kind's outcome: a bug in this module, reported, not panicked.
-fn mismatch(done: Done) -> StoreError {
-    StoreError::Corrupt(format!(
-        "group commit: a job got another kind's outcome, {done:?}"
-    ))
 }

@@ -1,11 +1,18 @@
 //! The persistent store: profiles, quest states, objective progress, the reward ledger, applied
 //! game events, session claims (scale-out) and the audit log.
 //!
-//! One object-safe trait, [`Store`], used as `Arc<dyn Store>`; one implementation per database
-//! ([`SqliteStore`], the zero-configuration default, and [`PgStore`] for production), each with
-//! its own migrations folder (`migrations/sqlite`, `migrations/postgres`, embedded at compile
-//! time); one conformance suite (`server/tests/store_conformance.rs`) runs the same scenarios
-//! against both.
+//! One object-safe trait, [`Store`], used as `Arc<dyn Store>`, and two databases:
+//! [`SqliteStore`], the zero-configuration default, and [`PgStore`] for production, each with its
+//! own migrations folder (`migrations/sqlite`, `migrations/postgres`, embedded at compile time).
+//! One conformance suite (`server/tests/store_conformance/`) runs the same scenarios against
+//! both.
+//!
+//! The two share one implementation of [`Store`] (`backend.rs`): the argument checks
+//! (`validate.rs`), the SQL (`sql.rs`, where the dialects differ only in the pieces
+//! `sql::Dialect` supplies) and its execution over either sqlx database (`queries.rs`, rows read
+//! with `sqlx::FromRow`). `sqlite.rs` and `postgres.rs` hold only where the databases differ
+//! for a reason, each said where it is: SQLite's write gate (`write_gate.rs`), `BEGIN IMMEDIATE`
+//! and group commit (`group_commit.rs`); PostgreSQL's single-statement CTEs and LISTEN/NOTIFY.
 //!
 //! # Guarantees every backend keeps
 //!
@@ -28,10 +35,14 @@
 //! (runs the migrations). `banter-server migrate`: [`migrate`]. `/readyz`: [`Store::ping`].
 //! Graceful shutdown: [`Store::close`] after the last session has stopped writing.
 
+mod backend;
 mod error;
 mod group_commit;
 pub mod postgres;
+mod queries;
+mod sql;
 pub mod sqlite;
+mod validate;
 mod write_gate;
 
 use std::collections::BTreeMap;
@@ -45,6 +56,7 @@ pub use error::{StoreError, StoredQuestStatus};
 pub use group_commit::GroupCommitStats;
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
+pub(crate) use validate::check_id;
 
 /// The database used when nothing is configured: a SQLite file under `./data`, created with its
 /// folder on first use.
@@ -124,7 +136,7 @@ pub struct Paid {
 }
 
 /// One row of the reward ledger.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct LedgerEntry {
     /// Row id (increasing).
     pub id: i64,
@@ -141,7 +153,7 @@ pub struct LedgerEntry {
 }
 
 /// Which session currently owns a player (scale-out: the newest claim wins, on any instance).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, sqlx::FromRow)]
 pub struct SessionClaim {
     /// The player.
     pub player_id: String,
@@ -166,7 +178,7 @@ pub enum ClaimEvent {
 }
 
 /// One audit record to write: an accepted action or a rejection.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct AuditRecord {
     /// The player (need not have a profile: rejections of unknown players are recorded too).
     pub player_id: String,
@@ -181,13 +193,14 @@ pub struct AuditRecord {
 }
 
 /// One stored audit row.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct AuditEntry {
     /// Row id (increasing in insertion order).
     pub id: i64,
     /// When, in milliseconds since the Unix epoch (database clock).
     pub at_ms: i64,
     /// What was recorded.
+    #[sqlx(flatten)]
     pub record: AuditRecord,
 }
 
@@ -443,104 +456,6 @@ pub async fn migrate(url: &str) -> Result<(), StoreError> {
     Ok(())
 }
 
-pub(crate) fn check_id(what: &str, value: &str) -> Result<(), StoreError> {
-    check_len(what, value, MAX_ID_LEN)
-}
-
-pub(crate) fn check_event_id(value: &str) -> Result<(), StoreError> {
-    check_len("event id", value, MAX_EVENT_ID_LEN)
-}
-
-fn check_len(what: &str, value: &str, max: usize) -> Result<(), StoreError> {
-    if value.is_empty() {
-        return Err(StoreError::InvalidInput(format!("{what} is empty")));
-    }
-    if value.len() > max {
-        return Err(StoreError::InvalidInput(format!(
-            "{what} is longer than {max} bytes"
-        )));
-    }
-    if value.chars().any(char::is_control) {
-        return Err(StoreError::InvalidInput(format!(
-            "{what} contains a control character"
-        )));
-    }
-    Ok(())
-}
-
-/// Validates a batch of advances before any database work. Returns the order in which to apply
-/// them: sorted by (quest, objective) so that concurrent batches take row locks in the same order.
-pub(crate) fn check_advances(
-    player: &str,
-    event_id: Option<&str>,
-    advances: &[ObjectiveAdvance],
-) -> Result<Vec<usize>, StoreError> {
-    check_id("player id", player)?;
-    if let Some(event_id) = event_id {
-        check_event_id(event_id)?;
-    }
-    if advances.is_empty() && event_id.is_none() {
-        return Err(StoreError::InvalidInput("no objective to advance".into()));
-    }
-    for advance in advances {
-        check_id("quest id", &advance.quest)?;
-        check_id("objective id", &advance.objective)?;
-        if advance.amount == 0 || advance.amount > MAX_AMOUNT {
-            return Err(StoreError::InvalidAmount {
-                amount: advance.amount,
-            });
-        }
-        if advance.target == 0 {
-            return Err(StoreError::InvalidInput(format!(
-                "objective {:?} of quest {:?} has target 0",
-                advance.objective, advance.quest
-            )));
-        }
-    }
-    let mut order: Vec<usize> = (0..advances.len()).collect();
-    order.sort_by(|&a, &b| {
-        (&advances[a].quest, &advances[a].objective)
-            .cmp(&(&advances[b].quest, &advances[b].objective))
-    });
-    Ok(order)
-}
-
-pub(crate) fn check_reward(coins: i64, experience: i64) -> Result<(), StoreError> {
-    for (what, value) in [("coins", coins), ("experience", experience)] {
-        if !(0..=MAX_REWARD).contains(&value) {
-            return Err(StoreError::InvalidInput(format!(
-                "reward {what} {value} is out of range 0..={MAX_REWARD}"
-            )));
-        }
-    }
-    Ok(())
-}
-
-pub(crate) fn check_objectives(objectives: &[String]) -> Result<(), StoreError> {
-    let mut seen = std::collections::BTreeSet::new();
-    for objective in objectives {
-        check_id("objective id", objective)?;
-        if !seen.insert(objective.as_str()) {
-            return Err(StoreError::InvalidInput(format!(
-                "objective {objective:?} is listed twice"
-            )));
-        }
-    }
-    Ok(())
-}
-
-pub(crate) fn progress_from_db(
-    quest: &str,
-    objective: &str,
-    value: i64,
-) -> Result<u32, StoreError> {
-    u32::try_from(value).map_err(|_| {
-        StoreError::Corrupt(format!(
-            "progress {value} of objective {objective:?} of quest {quest:?} is out of range"
-        ))
-    })
-}
-
 /// Builds the stream [`Store::session_claims`] returns for a single-process backend.
 pub(crate) fn broadcast_claims(
     receiver: tokio::sync::broadcast::Receiver<SessionClaim>,
@@ -586,41 +501,5 @@ mod tests {
             Err(StoreError::Config(_))
         ));
         assert!(matches!(backend_for(""), Err(StoreError::Config(_))));
-    }
-
-    #[test]
-    fn advances_are_validated_and_ordered() {
-        let adv = |q: &str, o: &str, amount, target| ObjectiveAdvance {
-            quest: q.into(),
-            objective: o.into(),
-            amount,
-            target,
-        };
-        let order = check_advances("p", None, &[adv("b", "x", 1, 1), adv("a", "y", 1, 1)]);
-        assert_eq!(order.ok(), Some(vec![1, 0]));
-        assert!(matches!(
-            check_advances("p", None, &[adv("a", "x", 0, 1)]),
-            Err(StoreError::InvalidAmount { amount: 0 })
-        ));
-        assert!(matches!(
-            check_advances("p", None, &[adv("a", "x", MAX_AMOUNT + 1, 1)]),
-            Err(StoreError::InvalidAmount { .. })
-        ));
-        assert!(matches!(
-            check_advances("p", None, &[adv("a", "x", 1, 0)]),
-            Err(StoreError::InvalidInput(_))
-        ));
-        assert!(matches!(
-            check_advances("", None, &[adv("a", "x", 1, 1)]),
-            Err(StoreError::InvalidInput(_))
-        ));
-        assert!(matches!(
-            check_advances("p", Some(""), &[]),
-            Err(StoreError::InvalidInput(_))
-        ));
-        assert!(matches!(
-            check_advances("p", None, &[]),
-            Err(StoreError::InvalidInput(_))
-        ));
     }
 }

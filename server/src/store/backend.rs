@@ -1,0 +1,426 @@
+//! The one [`Store`] implementation, shared by both databases, and [`Backend`]: what each
+//! database does its own way.
+//!
+//! Here are the argument checks and every read and write the two databases do alike (their SQL
+//! in [`sql`](super::sql), run by [`Queries`]). A backend supplies only where they differ for a
+//! reason, each said at its place:
+//!
+//! - **Taking turns to write.** SQLite has one write lock per file: its writers queue at the
+//!   store's write gate, then begin with `BEGIN IMMEDIATE`. PostgreSQL orders its writers with
+//!   row locks and needs neither (the provided [`Backend::write_turn`] and
+//!   [`Backend::begin_write`]).
+//! - **Accepting and completing a quest.** SQLite runs several statements under its write lock
+//!   (the provided [`Backend::accept`] and [`Backend::complete`]); it has no data-modifying CTEs.
+//!   PostgreSQL does each in one statement of them: one round trip, and right with writers that
+//!   interleave.
+//! - **Claims, releases and first visits' profiles** ([`Chore`]). SQLite commits them many to a
+//!   transaction (the group commit); PostgreSQL runs each at once and announces a claim to the
+//!   other instances with NOTIFY in the claim's transaction.
+//! - **The claims stream.** PostgreSQL LISTENs; a SQLite file serves one process, whose claims
+//!   a broadcast channel carries.
+//! - **The audit log's batch insert.** PostgreSQL binds one array a column (`UNNEST`); SQLite
+//!   has no arrays and inserts multi-row `VALUES`.
+//! - **Closing**, which ends the claims streams.
+
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use futures_util::stream::BoxStream;
+use sqlx::migrate::{Migrate, Migrator};
+use sqlx::pool::PoolOptions;
+use sqlx::{Connection, Database, Pool, Transaction};
+
+use super::error::map_sqlx;
+use super::queries::Queries;
+use super::sql::SqlDialect;
+use super::validate::{check_advances, check_id, check_objectives, check_reward};
+use super::write_gate::{Priority, WriteTurn};
+use super::{
+    AuditEntry, AuditRecord, ClaimEvent, ConnectOptions, LedgerEntry, ObjectiveAdvance, Paid,
+    PlayerRecord, SessionClaim, Store, StoreError,
+};
+
+/// Opens a backend's pool (`pool` with its own settings) with the size and acquire timeout of
+/// `options`, and runs `migrator` unless `options` says not to.
+pub async fn open_pool<DB>(
+    pool: PoolOptions<DB>,
+    connect: <DB::Connection as Connection>::Options,
+    options: &ConnectOptions,
+    default_size: u32,
+    migrator: &Migrator,
+) -> Result<Pool<DB>, StoreError>
+where
+    DB: Database,
+    DB::Connection: Migrate,
+{
+    let pool = pool
+        .max_connections(options.max_connections.unwrap_or(default_size).max(1))
+        .acquire_timeout(options.acquire_timeout)
+        .connect_with(connect)
+        .await
+        .map_err(map_sqlx)?;
+    if options.run_migrations
+        && let Err(err) = migrator.run(&pool).await
+    {
+        pool.close().await;
+        return Err(err.into());
+    }
+    Ok(pool)
+}
+
+/// A small write every session makes as it starts or ends: its claim, its release, a first
+/// visit's profile. Owned, so that it can wait in SQLite's group commit queue.
+#[derive(Debug)]
+pub enum Chore {
+    /// [`Store::claim_session`].
+    Claim {
+        player: String,
+        session_id: String,
+        instance_id: String,
+    },
+    /// [`Store::release_session`].
+    Release { player: String, session_id: String },
+    /// A first visit's profile, unless it exists.
+    Profile { player: String },
+}
+
+/// What a [`Chore`] did.
+#[derive(Debug)]
+pub enum Done {
+    /// The claim made.
+    Claimed(SessionClaim),
+    /// Whether the session still held the claim it released.
+    Released(bool),
+    /// The profile exists.
+    Profile,
+}
+
+impl Done {
+    /// The claim, if this is a claim's outcome.
+    fn claimed(self) -> Result<SessionClaim, StoreError> {
+        match self {
+            Done::Claimed(claim) => Ok(claim),
+            other => Err(other.mismatch()),
+        }
+    }
+
+    /// Whether the release released, if this is a release's outcome.
+    fn released(self) -> Result<bool, StoreError> {
+        match self {
+            Done::Released(released) => Ok(released),
+            other => Err(other.mismatch()),
+        }
+    }
+
+    /// `Ok` if this is a profile's outcome.
+    fn profile(self) -> Result<(), StoreError> {
+        match self {
+            Done::Profile => Ok(()),
+            other => Err(other.mismatch()),
+        }
+    }
+
+    /// A chore answered with another kind's outcome: a bug, reported, not panicked.
+    fn mismatch(self) -> StoreError {
+        StoreError::Corrupt(format!(
+            "a store chore got another kind's outcome, {self:?}"
+        ))
+    }
+}
+
+/// What a database does its own way. Every implementor is a [`Store`]. Arguments reach these
+/// methods already checked.
+pub trait Backend: Send + Sync + 'static {
+    /// The sqlx database.
+    type Db: Queries;
+
+    /// The connection pool.
+    fn pool(&self) -> &Pool<Self::Db>;
+
+    /// Waits for this process's turn to write, as long as the pool waits for a connection, and
+    /// holds it until dropped. By default none: a database with row locks orders its writers
+    /// itself.
+    fn write_turn(
+        &self,
+        priority: Priority,
+    ) -> impl Future<Output = Result<Option<WriteTurn>, StoreError>> + Send {
+        let _ = priority;
+        async { Ok(None) }
+    }
+
+    /// Begins a transaction that will write. It asks for the turn so that no write can skip it.
+    fn begin_write(
+        &self,
+        turn: &Option<WriteTurn>,
+    ) -> impl Future<Output = Result<Transaction<'static, Self::Db>, StoreError>> + Send {
+        let _ = turn;
+        async { Ok(self.pool().begin().await?) }
+    }
+
+    /// [`Store::accept_quest`]. By default several statements in a write transaction, which is
+    /// right only where write transactions never interleave (SQLite's, under `BEGIN IMMEDIATE`):
+    /// elsewhere a concurrent accept would fail on the primary key, not as
+    /// [`StoreError::QuestState`].
+    fn accept(
+        &self,
+        player: &str,
+        quest: &str,
+        objectives: &[String],
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        async move {
+            let turn = self.write_turn(Priority::Player).await?;
+            let mut tx = self.begin_write(&turn).await?;
+            Self::Db::accept(&mut tx, player, quest, objectives).await?;
+            tx.commit().await?;
+            Ok(())
+        }
+    }
+
+    /// [`Store::complete_quest`]. By default several statements in a write transaction, which
+    /// is right where write transactions never interleave: the write lock is ours before we
+    /// read the quest's state, so no other writer can complete it between our check and our
+    /// write (the ledger's unique key is the backstop should the state ever say otherwise).
+    fn complete(
+        &self,
+        player: &str,
+        quest: &str,
+        coins: i64,
+        experience: i64,
+    ) -> impl Future<Output = Result<Paid, StoreError>> + Send {
+        async move {
+            let turn = self.write_turn(Priority::Player).await?;
+            let mut tx = self.begin_write(&turn).await?;
+            let paid = Self::Db::complete(&mut tx, player, quest, coins, experience).await?;
+            tx.commit().await?;
+            Ok(paid)
+        }
+    }
+
+    /// Runs a claim, a release or a first visit's profile.
+    fn chore(&self, chore: Chore) -> impl Future<Output = Result<Done, StoreError>> + Send;
+
+    /// [`Store::session_claims`].
+    fn claims(
+        &self,
+    ) -> impl Future<Output = Result<BoxStream<'static, ClaimEvent>, StoreError>> + Send;
+
+    /// [`Store::record_audit`], with at least one record.
+    fn append_audit(
+        &self,
+        records: &[AuditRecord],
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// [`Store::close`].
+    fn shut_down(&self) -> impl Future<Output = ()> + Send;
+}
+
+impl<B: Backend> Store for B {
+    fn backend(&self) -> &'static str {
+        B::Db::DIALECT.name()
+    }
+
+    fn ping(&self) -> BoxFuture<'_, Result<(), StoreError>> {
+        Box::pin(B::Db::ping(self.pool()))
+    }
+
+    fn load_player<'a>(
+        &'a self,
+        player: &'a str,
+    ) -> BoxFuture<'a, Result<PlayerRecord, StoreError>> {
+        Box::pin(async move {
+            check_id("player id", player)?;
+            if let Some(record) = B::Db::read_player(self.pool(), player).await? {
+                return Ok(record);
+            }
+            // First visit: create the profile (another call may race us; it creates nothing
+            // when the profile exists), then read it.
+            let profile = Chore::Profile {
+                player: player.to_owned(),
+            };
+            self.chore(profile).await?.profile()?;
+            let record = B::Db::read_player(self.pool(), player).await?;
+            record.ok_or_else(|| {
+                StoreError::Corrupt(format!("profile of {player:?} vanished after insert"))
+            })
+        })
+    }
+
+    fn player_exists<'a>(&'a self, player: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(async move {
+            check_id("player id", player)?;
+            B::Db::player_exists(self.pool(), player).await
+        })
+    }
+
+    fn accept_quest<'a>(
+        &'a self,
+        player: &'a str,
+        quest: &'a str,
+        objectives: &'a [String],
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            check_id("player id", player)?;
+            check_id("quest id", quest)?;
+            check_objectives(objectives)?;
+            self.accept(player, quest, objectives).await
+        })
+    }
+
+    fn advance_objectives<'a>(
+        &'a self,
+        player: &'a str,
+        event_id: Option<&'a str>,
+        advances: &'a [ObjectiveAdvance],
+    ) -> BoxFuture<'a, Result<Vec<u32>, StoreError>> {
+        Box::pin(async move {
+            let order = check_advances(player, event_id, advances)?;
+            let turn = self.write_turn(Priority::Player).await?;
+            let mut tx = self.begin_write(&turn).await?;
+            let progress = B::Db::advance(&mut tx, player, event_id, advances, &order).await?;
+            tx.commit().await?;
+            Ok(progress)
+        })
+    }
+
+    fn complete_quest<'a>(
+        &'a self,
+        player: &'a str,
+        quest: &'a str,
+        coins: i64,
+        experience: i64,
+    ) -> BoxFuture<'a, Result<Paid, StoreError>> {
+        Box::pin(async move {
+            check_id("player id", player)?;
+            check_id("quest id", quest)?;
+            check_reward(coins, experience)?;
+            self.complete(player, quest, coins, experience).await
+        })
+    }
+
+    fn set_tracked_quest<'a>(
+        &'a self,
+        player: &'a str,
+        quest: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            check_id("player id", player)?;
+            if let Some(quest) = quest {
+                check_id("quest id", quest)?;
+            }
+            let _turn = self.write_turn(Priority::Player).await?;
+            B::Db::set_tracked_quest(self.pool(), player, quest).await
+        })
+    }
+
+    fn set_tutorial_stage<'a>(
+        &'a self,
+        player: &'a str,
+        stage: i64,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            check_id("player id", player)?;
+            if stage < 0 {
+                return Err(StoreError::InvalidInput(format!(
+                    "tutorial stage {stage} is negative"
+                )));
+            }
+            let _turn = self.write_turn(Priority::Player).await?;
+            B::Db::set_tutorial_stage(self.pool(), player, stage).await
+        })
+    }
+
+    fn ledger<'a>(
+        &'a self,
+        player: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<LedgerEntry>, StoreError>> {
+        Box::pin(B::Db::ledger(self.pool(), player))
+    }
+
+    fn ledger_entry<'a>(
+        &'a self,
+        player: &'a str,
+        quest: &'a str,
+    ) -> BoxFuture<'a, Result<Option<LedgerEntry>, StoreError>> {
+        Box::pin(B::Db::ledger_entry(self.pool(), player, quest))
+    }
+
+    fn ledger_count<'a>(&'a self, quest: &'a str) -> BoxFuture<'a, Result<u64, StoreError>> {
+        Box::pin(B::Db::ledger_count(self.pool(), quest))
+    }
+
+    fn claim_session<'a>(
+        &'a self,
+        player: &'a str,
+        session_id: &'a str,
+        instance_id: &'a str,
+    ) -> BoxFuture<'a, Result<SessionClaim, StoreError>> {
+        Box::pin(async move {
+            check_id("player id", player)?;
+            check_id("session id", session_id)?;
+            check_id("instance id", instance_id)?;
+            let claim = Chore::Claim {
+                player: player.to_owned(),
+                session_id: session_id.to_owned(),
+                instance_id: instance_id.to_owned(),
+            };
+            self.chore(claim).await?.claimed()
+        })
+    }
+
+    fn session_owner<'a>(
+        &'a self,
+        player: &'a str,
+    ) -> BoxFuture<'a, Result<Option<SessionClaim>, StoreError>> {
+        Box::pin(B::Db::session_owner(self.pool(), player))
+    }
+
+    fn release_session<'a>(
+        &'a self,
+        player: &'a str,
+        session_id: &'a str,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(async move {
+            let release = Chore::Release {
+                player: player.to_owned(),
+                session_id: session_id.to_owned(),
+            };
+            self.chore(release).await?.released()
+        })
+    }
+
+    fn session_claims(&self) -> BoxFuture<'_, Result<BoxStream<'static, ClaimEvent>, StoreError>> {
+        Box::pin(self.claims())
+    }
+
+    fn record_audit<'a>(
+        &'a self,
+        records: &'a [AuditRecord],
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            if records.is_empty() {
+                return Ok(());
+            }
+            self.append_audit(records).await
+        })
+    }
+
+    fn audit_for_player<'a>(
+        &'a self,
+        player: &'a str,
+        limit: u32,
+    ) -> BoxFuture<'a, Result<Vec<AuditEntry>, StoreError>> {
+        Box::pin(B::Db::audit_for_player(self.pool(), player, limit))
+    }
+
+    fn prune_audit(&self, max_age: Duration) -> BoxFuture<'_, Result<u64, StoreError>> {
+        Box::pin(async move {
+            let max_age_ms = i64::try_from(max_age.as_millis()).unwrap_or(i64::MAX);
+            let _turn = self.write_turn(Priority::Housekeeping).await?;
+            B::Db::prune_audit(self.pool(), max_age_ms).await
+        })
+    }
+
+    fn close(&self) -> BoxFuture<'_, ()> {
+        Box::pin(self.shut_down())
+    }
+}

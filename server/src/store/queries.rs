@@ -1,0 +1,565 @@
+//! [`Queries`]: the database work that is the same SQL on both databases, written once over
+//! sqlx's [`Database`] and run on either.
+//!
+//! The trait has one implementation, for every database that can bind and read what the store
+//! binds and reads; both of ours can. Its bounds are spelled out once, on that implementation:
+//! code that names `DB: Queries` gets the methods without repeating them. Reads take the pool;
+//! the steps of a write transaction take its connection.
+
+use std::collections::BTreeMap;
+
+use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, FromRow, IntoArguments, Pool, Type};
+
+use super::backend::{Chore, Done};
+use super::error::{is_unique_violation, map_sqlx};
+use super::sql::{self, SqlDialect};
+use super::validate::progress_from_db;
+use super::{
+    AuditEntry, LedgerEntry, ObjectiveAdvance, Paid, PlayerRecord, ProfileRecord, QuestRecord,
+    SessionClaim, StoreError, StoredQuestStatus,
+};
+
+/// The number of rows a statement changed (sqlx has it on each backend's result, not on a trait).
+pub trait RowsAffected {
+    /// Rows inserted, updated or deleted.
+    fn rows(&self) -> u64;
+}
+
+impl RowsAffected for sqlx::sqlite::SqliteQueryResult {
+    fn rows(&self) -> u64 {
+        self.rows_affected()
+    }
+}
+
+impl RowsAffected for sqlx::postgres::PgQueryResult {
+    fn rows(&self) -> u64 {
+        self.rows_affected()
+    }
+}
+
+/// One row of [`sql::READ_PLAYER`]: `kind` 0 is the profile (`a`..`d` its coins, experience,
+/// tutorial stage and tracked quest), 1 a quest's state (`item` its status), 2 an objective's
+/// progress (`item` the objective, `a` the progress).
+#[derive(Debug, FromRow)]
+pub struct PlayerRow {
+    /// `i32`: PostgreSQL types the literal kinds INTEGER, and sqlx decodes an INTEGER into no
+    /// wider Rust type there (SQLite's integers decode into any).
+    kind: i32,
+    quest_id: Option<String>,
+    item: Option<String>,
+    a: Option<i64>,
+    b: Option<i64>,
+    c: Option<i64>,
+    d: Option<String>,
+}
+
+/// The store's SQL, run on `Self`'s connections.
+pub trait Queries: Database + SqlDialect {
+    /// `SELECT 1`, for `/readyz`.
+    fn ping(pool: &Pool<Self>) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// True if the player has a profile.
+    fn player_exists(
+        pool: &Pool<Self>,
+        player: &str,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
+    /// The player's profile and quests in one snapshot; `None` without a profile.
+    fn read_player(
+        pool: &Pool<Self>,
+        player: &str,
+    ) -> impl Future<Output = Result<Option<PlayerRecord>, StoreError>> + Send;
+
+    /// The quest's status, read by `statement` ([`sql::QUEST_STATUS`], or
+    /// [`Statements::quest_status_for_advance`](sql::Statements::quest_status_for_advance)).
+    fn quest_status(
+        conn: &mut Self::Connection,
+        statement: &str,
+        player: &str,
+        quest: &str,
+    ) -> impl Future<Output = Result<Option<StoredQuestStatus>, StoreError>> + Send;
+
+    /// A quest that is not active: the error to answer with ([`StoreError::UnknownPlayer`] when
+    /// the quest was never accepted and the player has no profile).
+    fn not_active(
+        conn: &mut Self::Connection,
+        player: &str,
+        quest: &str,
+        found: Option<StoredQuestStatus>,
+    ) -> impl Future<Output = StoreError> + Send;
+
+    /// [`Store::accept_quest`](super::Store::accept_quest) as several statements, inside a
+    /// write transaction that no other writer interleaves with (SQLite's).
+    fn accept(
+        conn: &mut Self::Connection,
+        player: &str,
+        quest: &str,
+        objectives: &[String],
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// [`Store::complete_quest`](super::Store::complete_quest) as several statements, inside a
+    /// write transaction that no other writer interleaves with (SQLite's).
+    fn complete(
+        conn: &mut Self::Connection,
+        player: &str,
+        quest: &str,
+        coins: i64,
+        experience: i64,
+    ) -> impl Future<Output = Result<Paid, StoreError>> + Send;
+
+    /// [`Store::advance_objectives`](super::Store::advance_objectives) inside the caller's
+    /// write transaction, the advances applied in `order`.
+    fn advance(
+        conn: &mut Self::Connection,
+        player: &str,
+        event_id: Option<&str>,
+        advances: &[ObjectiveAdvance],
+        order: &[usize],
+    ) -> impl Future<Output = Result<Vec<u32>, StoreError>> + Send;
+
+    /// A claim, a release or a first visit's profile.
+    fn chore(
+        conn: &mut Self::Connection,
+        chore: &Chore,
+    ) -> impl Future<Output = Result<Done, StoreError>> + Send;
+
+    /// Sets (or clears) the tracked quest, creating the profile if missing.
+    fn set_tracked_quest(
+        pool: &Pool<Self>,
+        player: &str,
+        quest: Option<&str>,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Sets the tutorial stage, creating the profile if missing.
+    fn set_tutorial_stage(
+        pool: &Pool<Self>,
+        player: &str,
+        stage: i64,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// A player's ledger rows, oldest first.
+    fn ledger(
+        pool: &Pool<Self>,
+        player: &str,
+    ) -> impl Future<Output = Result<Vec<LedgerEntry>, StoreError>> + Send;
+
+    /// The ledger row of a player and quest.
+    fn ledger_entry(
+        pool: &Pool<Self>,
+        player: &str,
+        quest: &str,
+    ) -> impl Future<Output = Result<Option<LedgerEntry>, StoreError>> + Send;
+
+    /// How many rewards were paid for this quest.
+    fn ledger_count(
+        pool: &Pool<Self>,
+        quest: &str,
+    ) -> impl Future<Output = Result<u64, StoreError>> + Send;
+
+    /// The player's session claim.
+    fn session_owner(
+        pool: &Pool<Self>,
+        player: &str,
+    ) -> impl Future<Output = Result<Option<SessionClaim>, StoreError>> + Send;
+
+    /// The player's latest `limit` audit rows, oldest first.
+    fn audit_for_player(
+        pool: &Pool<Self>,
+        player: &str,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<AuditEntry>, StoreError>> + Send;
+
+    /// Deletes audit rows older than `max_age_ms`; how many.
+    fn prune_audit(
+        pool: &Pool<Self>,
+        max_age_ms: i64,
+    ) -> impl Future<Output = Result<u64, StoreError>> + Send;
+}
+
+/// Every database that runs statements on its connections and pool, and binds and reads the
+/// values the store's statements do: SQLite and PostgreSQL. Rust does not infer these bounds
+/// from `Database`, so they are spelled out, once, here.
+impl<DB> Queries for DB
+where
+    DB: Database + SqlDialect,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    for<'q> DB::Arguments<'q>: IntoArguments<'q, DB>,
+    DB::QueryResult: RowsAffected,
+    // What the statements bind and read.
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    for<'q> Option<&'q str>: Encode<'q, DB> + Type<DB>,
+    for<'q> i64: Encode<'q, DB> + Decode<'q, DB> + Type<DB>,
+    for<'r> bool: Decode<'r, DB> + Type<DB>,
+    for<'r> String: Decode<'r, DB> + Type<DB>,
+    usize: ColumnIndex<DB::Row>,
+    for<'r> PlayerRow: FromRow<'r, DB::Row>,
+    for<'r> LedgerEntry: FromRow<'r, DB::Row>,
+    for<'r> SessionClaim: FromRow<'r, DB::Row>,
+    for<'r> AuditEntry: FromRow<'r, DB::Row>,
+{
+    async fn ping(pool: &Pool<Self>) -> Result<(), StoreError> {
+        sqlx::query("SELECT 1").execute(pool).await?;
+        Ok(())
+    }
+
+    async fn player_exists(pool: &Pool<Self>, player: &str) -> Result<bool, StoreError> {
+        Ok(sqlx::query_scalar(sql::PLAYER_EXISTS)
+            .bind(player)
+            .fetch_one(pool)
+            .await?)
+    }
+
+    async fn read_player(
+        pool: &Pool<Self>,
+        player: &str,
+    ) -> Result<Option<PlayerRecord>, StoreError> {
+        let rows: Vec<PlayerRow> = sqlx::query_as(sql::READ_PLAYER)
+            .bind(player)
+            .fetch_all(pool)
+            .await?;
+        player_record(rows)
+    }
+
+    async fn quest_status(
+        conn: &mut Self::Connection,
+        statement: &str,
+        player: &str,
+        quest: &str,
+    ) -> Result<Option<StoredQuestStatus>, StoreError> {
+        let status: Option<String> = sqlx::query_scalar(statement)
+            .bind(player)
+            .bind(quest)
+            .fetch_optional(conn)
+            .await?;
+        status.map(|s| StoredQuestStatus::parse(&s)).transpose()
+    }
+
+    async fn not_active(
+        conn: &mut Self::Connection,
+        player: &str,
+        quest: &str,
+        found: Option<StoredQuestStatus>,
+    ) -> StoreError {
+        if found.is_none() {
+            let known = sqlx::query_scalar(sql::PLAYER_EXISTS)
+                .bind(player)
+                .fetch_one(conn)
+                .await;
+            match known {
+                Ok(false) => return StoreError::UnknownPlayer(player.to_owned()),
+                Ok(true) => {}
+                Err(err) => return map_sqlx(err),
+            }
+        }
+        StoreError::QuestState {
+            quest: quest.to_owned(),
+            found,
+            expected: "active",
+        }
+    }
+
+    async fn accept(
+        conn: &mut Self::Connection,
+        player: &str,
+        quest: &str,
+        objectives: &[String],
+    ) -> Result<(), StoreError> {
+        sqlx::query(sql::ENSURE_PROFILE)
+            .bind(player)
+            .execute(&mut *conn)
+            .await?;
+        if let Some(found) = Self::quest_status(conn, sql::QUEST_STATUS, player, quest).await? {
+            return Err(StoreError::QuestState {
+                quest: quest.to_owned(),
+                found: Some(found),
+                expected: "never accepted",
+            });
+        }
+        sqlx::query(sql::ACCEPT)
+            .bind(player)
+            .bind(quest)
+            .execute(&mut *conn)
+            .await?;
+        for objective in objectives {
+            sqlx::query(sql::START_OBJECTIVE)
+                .bind(player)
+                .bind(quest)
+                .bind(objective.as_str())
+                .execute(&mut *conn)
+                .await?;
+        }
+        Ok(())
+    }
+
+    async fn complete(
+        conn: &mut Self::Connection,
+        player: &str,
+        quest: &str,
+        coins: i64,
+        experience: i64,
+    ) -> Result<Paid, StoreError> {
+        let status = Self::quest_status(conn, sql::QUEST_STATUS, player, quest).await?;
+        if status != Some(StoredQuestStatus::Active) {
+            return Err(Self::not_active(conn, player, quest, status).await);
+        }
+        let updated = sqlx::query(&Self::sql().complete)
+            .bind(player)
+            .bind(quest)
+            .execute(&mut *conn)
+            .await?;
+        if updated.rows() != 1 {
+            return Err(StoreError::QuestState {
+                quest: quest.to_owned(),
+                found: Self::quest_status(conn, sql::QUEST_STATUS, player, quest).await?,
+                expected: "active",
+            });
+        }
+        let paid = sqlx::query_scalar(sql::PAY)
+            .bind(player)
+            .bind(quest)
+            .bind(coins)
+            .bind(experience)
+            .fetch_one(&mut *conn)
+            .await;
+        let ledger_id: i64 = match paid {
+            Ok(id) => id,
+            Err(err) if is_unique_violation(&err) => {
+                return Err(StoreError::AlreadyPaid {
+                    quest: quest.to_owned(),
+                });
+            }
+            Err(err) => return Err(map_sqlx(err)),
+        };
+        let (total_coins, total_experience): (i64, i64) = sqlx::query_as(&Self::sql().add_reward)
+            .bind(player)
+            .bind(coins)
+            .bind(experience)
+            .fetch_optional(&mut *conn)
+            .await?
+            .ok_or_else(|| StoreError::UnknownPlayer(player.to_owned()))?;
+        Ok(Paid {
+            ledger_id,
+            coins,
+            experience,
+            total_coins,
+            total_experience,
+        })
+    }
+
+    async fn advance(
+        conn: &mut Self::Connection,
+        player: &str,
+        event_id: Option<&str>,
+        advances: &[ObjectiveAdvance],
+        order: &[usize],
+    ) -> Result<Vec<u32>, StoreError> {
+        let known: bool = sqlx::query_scalar(sql::PLAYER_EXISTS)
+            .bind(player)
+            .fetch_one(&mut *conn)
+            .await?;
+        if !known {
+            return Err(StoreError::UnknownPlayer(player.to_owned()));
+        }
+        if let Some(event_id) = event_id {
+            // A concurrent delivery of the same id waits here for us, then hits the key.
+            let inserted = sqlx::query(sql::RECORD_EVENT)
+                .bind(event_id)
+                .bind(player)
+                .execute(&mut *conn)
+                .await;
+            match inserted {
+                Ok(_) => {}
+                Err(err) if is_unique_violation(&err) => {
+                    return Err(StoreError::DuplicateEvent {
+                        event_id: event_id.to_owned(),
+                    });
+                }
+                Err(err) => return Err(map_sqlx(err)),
+            }
+        }
+        let sql = Self::sql();
+        let mut results = vec![0u32; advances.len()];
+        for &index in order {
+            let advance = &advances[index];
+            let quest = advance.quest.as_str();
+            let status =
+                Self::quest_status(conn, &sql.quest_status_for_advance, player, quest).await?;
+            if status != Some(StoredQuestStatus::Active) {
+                return Err(Self::not_active(conn, player, quest, status).await);
+            }
+            let progress: i64 = sqlx::query_scalar(&sql.advance)
+                .bind(player)
+                .bind(quest)
+                .bind(advance.objective.as_str())
+                .bind(i64::from(advance.amount))
+                .bind(i64::from(advance.target))
+                .fetch_one(&mut *conn)
+                .await?;
+            results[index] = progress_from_db(quest, &advance.objective, progress)?;
+        }
+        Ok(results)
+    }
+
+    async fn chore(conn: &mut Self::Connection, chore: &Chore) -> Result<Done, StoreError> {
+        match chore {
+            Chore::Claim {
+                player,
+                session_id,
+                instance_id,
+            } => {
+                let epoch = sqlx::query_scalar(&Self::sql().claim)
+                    .bind(player.as_str())
+                    .bind(session_id.as_str())
+                    .bind(instance_id.as_str())
+                    .fetch_one(conn)
+                    .await?;
+                Ok(Done::Claimed(SessionClaim {
+                    player_id: player.clone(),
+                    session_id: session_id.clone(),
+                    instance_id: instance_id.clone(),
+                    epoch,
+                }))
+            }
+            Chore::Release { player, session_id } => {
+                let done = sqlx::query(sql::RELEASE)
+                    .bind(player.as_str())
+                    .bind(session_id.as_str())
+                    .execute(conn)
+                    .await?;
+                Ok(Done::Released(done.rows() > 0))
+            }
+            Chore::Profile { player } => {
+                sqlx::query(sql::ENSURE_PROFILE)
+                    .bind(player.as_str())
+                    .execute(conn)
+                    .await?;
+                Ok(Done::Profile)
+            }
+        }
+    }
+
+    async fn set_tracked_quest(
+        pool: &Pool<Self>,
+        player: &str,
+        quest: Option<&str>,
+    ) -> Result<(), StoreError> {
+        sqlx::query(&Self::sql().set_tracked_quest)
+            .bind(player)
+            .bind(quest)
+            .execute(pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn set_tutorial_stage(
+        pool: &Pool<Self>,
+        player: &str,
+        stage: i64,
+    ) -> Result<(), StoreError> {
+        sqlx::query(&Self::sql().set_tutorial_stage)
+            .bind(player)
+            .bind(stage)
+            .execute(pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn ledger(pool: &Pool<Self>, player: &str) -> Result<Vec<LedgerEntry>, StoreError> {
+        Ok(sqlx::query_as(&Self::sql().ledger)
+            .bind(player)
+            .fetch_all(pool)
+            .await?)
+    }
+
+    async fn ledger_entry(
+        pool: &Pool<Self>,
+        player: &str,
+        quest: &str,
+    ) -> Result<Option<LedgerEntry>, StoreError> {
+        Ok(sqlx::query_as(&Self::sql().ledger_entry)
+            .bind(player)
+            .bind(quest)
+            .fetch_optional(pool)
+            .await?)
+    }
+
+    async fn ledger_count(pool: &Pool<Self>, quest: &str) -> Result<u64, StoreError> {
+        let count: i64 = sqlx::query_scalar(sql::LEDGER_COUNT)
+            .bind(quest)
+            .fetch_one(pool)
+            .await?;
+        u64::try_from(count).map_err(|_| StoreError::Corrupt(format!("negative count {count}")))
+    }
+
+    async fn session_owner(
+        pool: &Pool<Self>,
+        player: &str,
+    ) -> Result<Option<SessionClaim>, StoreError> {
+        Ok(sqlx::query_as(sql::SESSION_OWNER)
+            .bind(player)
+            .fetch_optional(pool)
+            .await?)
+    }
+
+    async fn audit_for_player(
+        pool: &Pool<Self>,
+        player: &str,
+        limit: u32,
+    ) -> Result<Vec<AuditEntry>, StoreError> {
+        Ok(sqlx::query_as(&Self::sql().audit_for_player)
+            .bind(player)
+            .bind(i64::from(limit))
+            .fetch_all(pool)
+            .await?)
+    }
+
+    async fn prune_audit(pool: &Pool<Self>, max_age_ms: i64) -> Result<u64, StoreError> {
+        let done = sqlx::query(&Self::sql().prune_audit)
+            .bind(max_age_ms)
+            .execute(pool)
+            .await?;
+        Ok(done.rows())
+    }
+}
+
+/// Folds [`sql::READ_PLAYER`]'s rows (ordered by kind) into the record; `None` without a
+/// profile.
+fn player_record(rows: Vec<PlayerRow>) -> Result<Option<PlayerRecord>, StoreError> {
+    let missing = |what: &str| StoreError::Corrupt(format!("a player row without its {what}"));
+    let mut profile = None;
+    let mut quests = BTreeMap::new();
+    for row in rows {
+        match row.kind {
+            0 => {
+                profile = Some(ProfileRecord {
+                    coins: row.a.ok_or_else(|| missing("coins"))?,
+                    experience: row.b.ok_or_else(|| missing("experience"))?,
+                    tutorial_stage: row.c.ok_or_else(|| missing("tutorial stage"))?,
+                    tracked_quest: row.d,
+                });
+            }
+            1 => {
+                let quest = row.quest_id.ok_or_else(|| missing("quest"))?;
+                let status = row.item.ok_or_else(|| missing("status"))?;
+                let record = QuestRecord {
+                    status: StoredQuestStatus::parse(&status)?,
+                    progress: BTreeMap::new(),
+                };
+                quests.insert(quest, record);
+            }
+            _ => {
+                let quest = row.quest_id.ok_or_else(|| missing("quest"))?;
+                let objective = row.item.ok_or_else(|| missing("objective"))?;
+                let progress = row.a.ok_or_else(|| missing("progress"))?;
+                let progress = progress_from_db(&quest, &objective, progress)?;
+                let Some(record) = quests.get_mut(&quest) else {
+                    return Err(StoreError::Corrupt(format!(
+                        "progress for quest {quest:?} that has no state"
+                    )));
+                };
+                record.progress.insert(objective, progress);
+            }
+        }
+    }
+    Ok(profile.map(|profile| PlayerRecord { profile, quests }))
+}

@@ -1,0 +1,249 @@
+//! The SQL text of the store, written once for both databases.
+//!
+//! Placeholders are `$1`, `$2`, ...: PostgreSQL's own, and SQLite takes them too (sqlx binds
+//! `$N` to the Nth argument there as well, and a number used twice is one parameter). Where the
+//! two databases agree, a statement is a constant; where they differ, [`Dialect`] supplies the
+//! piece that differs and each backend builds its [`Statements`] once, at first use.
+//!
+//! The several statements that accept and complete a quest in a write transaction are here too:
+//! they are the same SQL on both databases, though only SQLite runs them (PostgreSQL does each in
+//! one statement of CTEs, in `postgres.rs`, with its `pg_notify` and `UNNEST` audit insert;
+//! SQLite's multi-row audit insert is built in `sqlite.rs`).
+
+use std::sync::LazyLock;
+
+use sqlx::postgres::Postgres;
+use sqlx::sqlite::Sqlite;
+
+/// True if the player has a profile (one row, one boolean).
+pub const PLAYER_EXISTS: &str = "SELECT EXISTS (SELECT 1 FROM profiles WHERE player_id = $1)";
+
+/// Creates a zero profile unless the player has one.
+pub const ENSURE_PROFILE: &str =
+    "INSERT INTO profiles (player_id) VALUES ($1) ON CONFLICT (player_id) DO NOTHING";
+
+/// A quest's stored status, without a row lock.
+pub const QUEST_STATUS: &str =
+    "SELECT status FROM quest_states WHERE player_id = $1 AND quest_id = $2";
+
+/// Everything about a player in one statement, so one snapshot without a transaction around it
+/// and one round trip (every session start runs it: RELIABILITY.md, scenario 6, fourth round).
+/// Column `kind` says which table a row is from: 0 the profile, 1 a quest's state, 2 an
+/// objective's progress; read into [`PlayerRow`](super::queries::PlayerRow).
+pub const READ_PLAYER: &str = "\
+    SELECT 0 AS kind, NULL AS quest_id, NULL AS item, coins AS a, experience AS b, \
+           tutorial_stage AS c, tracked_quest AS d FROM profiles WHERE player_id = $1 \
+    UNION ALL SELECT 1, quest_id, status, NULL, NULL, NULL, NULL \
+           FROM quest_states WHERE player_id = $1 \
+    UNION ALL SELECT 2, quest_id, objective_id, progress, NULL, NULL, NULL \
+           FROM objective_progress WHERE player_id = $1 \
+    ORDER BY kind";
+
+/// Accepts a quest (in a write transaction that checked it has no state yet).
+pub const ACCEPT: &str =
+    "INSERT INTO quest_states (player_id, quest_id, status) VALUES ($1, $2, 'active')";
+
+/// A zero progress row for an objective of a quest being accepted.
+pub const START_OBJECTIVE: &str = "INSERT INTO objective_progress \
+     (player_id, quest_id, objective_id, progress) VALUES ($1, $2, $3, 0)";
+
+/// Writes a reward into the ledger; its unique key refuses a second one. Returns the row's id.
+pub const PAY: &str = "INSERT INTO reward_ledger (player_id, quest_id, coins, experience) \
+     VALUES ($1, $2, $3, $4) RETURNING id";
+
+/// Records a game event as applied; its primary key refuses a second delivery.
+pub const RECORD_EVENT: &str = "INSERT INTO applied_events (event_id, player_id) VALUES ($1, $2)";
+
+/// How many rewards were paid for a quest.
+pub const LEDGER_COUNT: &str = "SELECT COUNT(*) FROM reward_ledger WHERE quest_id = $1";
+
+/// A player's session claim, read into [`SessionClaim`](super::SessionClaim).
+pub const SESSION_OWNER: &str = "SELECT player_id, session_id, instance_id, epoch \
+     FROM session_claims WHERE player_id = $1";
+
+/// Deletes a player's claim if this session still holds it.
+pub const RELEASE: &str = "DELETE FROM session_claims WHERE player_id = $1 AND session_id = $2";
+
+/// The pieces of SQL in which SQLite and PostgreSQL differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// SQLite: timestamps are INTEGER milliseconds since the Unix epoch (STRICT tables).
+    Sqlite,
+    /// PostgreSQL: timestamps are TIMESTAMPTZ.
+    Postgres,
+}
+
+impl Dialect {
+    /// The backend's name, as [`Store::backend`](super::Store::backend) reports it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "sqlite",
+            Dialect::Postgres => "postgres",
+        }
+    }
+
+    /// The current time as a timestamp column holds it.
+    const fn now(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
+            Dialect::Postgres => "now()",
+        }
+    }
+
+    /// A timestamp column read as milliseconds since the Unix epoch, named `alias`.
+    fn millis(self, column: &str, alias: &str) -> String {
+        match self {
+            Dialect::Sqlite => format!("{column} AS {alias}"),
+            Dialect::Postgres => {
+                format!("(EXTRACT(EPOCH FROM {column}) * 1000)::BIGINT AS {alias}")
+            }
+        }
+    }
+
+    /// The time `$1` milliseconds before now.
+    fn millis_ago(self) -> String {
+        match self {
+            Dialect::Sqlite => format!("{} - $1", self.now()),
+            Dialect::Postgres => "now() - $1 * INTERVAL '1 millisecond'".to_owned(),
+        }
+    }
+
+    /// The smaller and the larger of two values: SQLite's scalar `min()` and `max()` are
+    /// PostgreSQL's `LEAST` and `GREATEST` (PostgreSQL's `min()` is only an aggregate).
+    fn least_greatest(self) -> (&'static str, &'static str) {
+        match self {
+            Dialect::Sqlite => ("min", "max"),
+            Dialect::Postgres => ("LEAST", "GREATEST"),
+        }
+    }
+
+    /// The row lock an advance takes on the quest's state. PostgreSQL: `FOR SHARE`, so that a
+    /// concurrent completion (whose UPDATE locks the row) waits until the advance commits.
+    /// SQLite has no row locks and needs none: a writer holds the database's one write lock from
+    /// `BEGIN IMMEDIATE` on.
+    fn share_lock(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "",
+            Dialect::Postgres => " FOR SHARE",
+        }
+    }
+}
+
+/// A sqlx database's dialect, and so its statements.
+pub trait SqlDialect {
+    /// Which one.
+    const DIALECT: Dialect;
+
+    /// Its statements.
+    fn sql() -> &'static Statements {
+        Statements::of(Self::DIALECT)
+    }
+}
+
+impl SqlDialect for Sqlite {
+    const DIALECT: Dialect = Dialect::Sqlite;
+}
+
+impl SqlDialect for Postgres {
+    const DIALECT: Dialect = Dialect::Postgres;
+}
+
+/// The statements that differ by dialect, built once per backend ([`Statements::of`]): sqlx
+/// caches a prepared statement per connection by its text.
+#[derive(Debug)]
+pub struct Statements {
+    /// [`QUEST_STATUS`] with the row lock an advance takes.
+    pub quest_status_for_advance: String,
+    /// Adds `$4` to an objective's progress, up to the target `$5` and never below what it was;
+    /// creates the row if missing. Returns the new progress.
+    pub advance: String,
+    /// Claims a player for session `$2` on instance `$3`; returns the new epoch.
+    pub claim: String,
+    /// Marks an active quest completed.
+    pub complete: String,
+    /// Adds a reward to the profile; returns the new coins and experience.
+    pub add_reward: String,
+    /// Sets (or clears) the tracked quest, creating the profile if missing.
+    pub set_tracked_quest: String,
+    /// Sets the tutorial stage, creating the profile if missing.
+    pub set_tutorial_stage: String,
+    /// A player's ledger rows, oldest first, read into [`LedgerEntry`](super::LedgerEntry).
+    pub ledger: String,
+    /// The ledger row of a player and quest.
+    pub ledger_entry: String,
+    /// A player's latest `$2` audit rows, oldest first, read into
+    /// [`AuditEntry`](super::AuditEntry).
+    pub audit_for_player: String,
+    /// Deletes audit rows older than `$1` milliseconds.
+    pub prune_audit: String,
+}
+
+impl Statements {
+    /// The statements of `dialect`.
+    pub fn of(dialect: Dialect) -> &'static Statements {
+        match dialect {
+            Dialect::Sqlite => &SQLITE,
+            Dialect::Postgres => &POSTGRES,
+        }
+    }
+
+    fn new(dialect: Dialect) -> Self {
+        let now = dialect.now();
+        let (least, greatest) = dialect.least_greatest();
+        let ledger_columns = format!(
+            "id, player_id, quest_id, coins, experience, {}",
+            dialect.millis("paid_at", "paid_at_ms")
+        );
+        Statements {
+            quest_status_for_advance: format!("{QUEST_STATUS}{}", dialect.share_lock()),
+            advance: format!(
+                "INSERT INTO objective_progress AS o (player_id, quest_id, objective_id, progress) \
+                 VALUES ($1, $2, $3, {least}($4, $5)) \
+                 ON CONFLICT (player_id, quest_id, objective_id) \
+                 DO UPDATE SET progress = {greatest}(o.progress, {least}(o.progress + $4, $5)) \
+                 RETURNING progress"
+            ),
+            claim: format!(
+                "INSERT INTO session_claims AS c (player_id, session_id, instance_id, epoch) \
+                 VALUES ($1, $2, $3, 1) \
+                 ON CONFLICT (player_id) DO UPDATE SET session_id = excluded.session_id, \
+                 instance_id = excluded.instance_id, epoch = c.epoch + 1, claimed_at = {now} \
+                 RETURNING epoch"
+            ),
+            complete: format!(
+                "UPDATE quest_states SET status = 'completed', completed_at = {now} \
+                 WHERE player_id = $1 AND quest_id = $2 AND status = 'active'"
+            ),
+            add_reward: format!(
+                "UPDATE profiles SET coins = coins + $2, experience = experience + $3, \
+                 updated_at = {now} WHERE player_id = $1 RETURNING coins, experience"
+            ),
+            set_tracked_quest: format!(
+                "INSERT INTO profiles (player_id, tracked_quest) VALUES ($1, $2) \
+                 ON CONFLICT (player_id) DO UPDATE SET tracked_quest = excluded.tracked_quest, \
+                 updated_at = {now}"
+            ),
+            set_tutorial_stage: format!(
+                "INSERT INTO profiles (player_id, tutorial_stage) VALUES ($1, $2) \
+                 ON CONFLICT (player_id) DO UPDATE SET tutorial_stage = excluded.tutorial_stage, \
+                 updated_at = {now}"
+            ),
+            ledger: format!(
+                "SELECT {ledger_columns} FROM reward_ledger WHERE player_id = $1 ORDER BY id"
+            ),
+            ledger_entry: format!(
+                "SELECT {ledger_columns} FROM reward_ledger WHERE player_id = $1 AND quest_id = $2"
+            ),
+            audit_for_player: format!(
+                "SELECT id, {}, player_id, conversation, message, code, detail FROM ( \
+                   SELECT * FROM audit_log WHERE player_id = $1 ORDER BY id DESC LIMIT $2 \
+                 ) AS recent ORDER BY id",
+                dialect.millis("at", "at_ms")
+            ),
+            prune_audit: format!("DELETE FROM audit_log WHERE at < {}", dialect.millis_ago()),
+        }
+    }
+}
+
+static SQLITE: LazyLock<Statements> = LazyLock::new(|| Statements::new(Dialect::Sqlite));
+static POSTGRES: LazyLock<Statements> = LazyLock::new(|| Statements::new(Dialect::Postgres));

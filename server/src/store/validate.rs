@@ -1,0 +1,143 @@
+//! Argument checks every backend makes before any database work, and the one check of a value
+//! read back.
+
+use super::{MAX_AMOUNT, MAX_EVENT_ID_LEN, MAX_ID_LEN, MAX_REWARD, ObjectiveAdvance, StoreError};
+
+pub(crate) fn check_id(what: &str, value: &str) -> Result<(), StoreError> {
+    check_len(what, value, MAX_ID_LEN)
+}
+
+pub(crate) fn check_event_id(value: &str) -> Result<(), StoreError> {
+    check_len("event id", value, MAX_EVENT_ID_LEN)
+}
+
+fn check_len(what: &str, value: &str, max: usize) -> Result<(), StoreError> {
+    if value.is_empty() {
+        return Err(StoreError::InvalidInput(format!("{what} is empty")));
+    }
+    if value.len() > max {
+        return Err(StoreError::InvalidInput(format!(
+            "{what} is longer than {max} bytes"
+        )));
+    }
+    if value.chars().any(char::is_control) {
+        return Err(StoreError::InvalidInput(format!(
+            "{what} contains a control character"
+        )));
+    }
+    Ok(())
+}
+
+/// Validates a batch of advances before any database work. Returns the order in which to apply
+/// them: sorted by (quest, objective) so that concurrent batches take row locks in the same order.
+pub(crate) fn check_advances(
+    player: &str,
+    event_id: Option<&str>,
+    advances: &[ObjectiveAdvance],
+) -> Result<Vec<usize>, StoreError> {
+    check_id("player id", player)?;
+    if let Some(event_id) = event_id {
+        check_event_id(event_id)?;
+    }
+    if advances.is_empty() && event_id.is_none() {
+        return Err(StoreError::InvalidInput("no objective to advance".into()));
+    }
+    for advance in advances {
+        check_id("quest id", &advance.quest)?;
+        check_id("objective id", &advance.objective)?;
+        if advance.amount == 0 || advance.amount > MAX_AMOUNT {
+            return Err(StoreError::InvalidAmount {
+                amount: advance.amount,
+            });
+        }
+        if advance.target == 0 {
+            return Err(StoreError::InvalidInput(format!(
+                "objective {:?} of quest {:?} has target 0",
+                advance.objective, advance.quest
+            )));
+        }
+    }
+    let mut order: Vec<usize> = (0..advances.len()).collect();
+    order.sort_by(|&a, &b| {
+        (&advances[a].quest, &advances[a].objective)
+            .cmp(&(&advances[b].quest, &advances[b].objective))
+    });
+    Ok(order)
+}
+
+pub(crate) fn check_reward(coins: i64, experience: i64) -> Result<(), StoreError> {
+    for (what, value) in [("coins", coins), ("experience", experience)] {
+        if !(0..=MAX_REWARD).contains(&value) {
+            return Err(StoreError::InvalidInput(format!(
+                "reward {what} {value} is out of range 0..={MAX_REWARD}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn check_objectives(objectives: &[String]) -> Result<(), StoreError> {
+    let mut seen = std::collections::BTreeSet::new();
+    for objective in objectives {
+        check_id("objective id", objective)?;
+        if !seen.insert(objective.as_str()) {
+            return Err(StoreError::InvalidInput(format!(
+                "objective {objective:?} is listed twice"
+            )));
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn progress_from_db(
+    quest: &str,
+    objective: &str,
+    value: i64,
+) -> Result<u32, StoreError> {
+    u32::try_from(value).map_err(|_| {
+        StoreError::Corrupt(format!(
+            "progress {value} of objective {objective:?} of quest {quest:?} is out of range"
+        ))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn advances_are_validated_and_ordered() {
+        let adv = |q: &str, o: &str, amount, target| ObjectiveAdvance {
+            quest: q.into(),
+            objective: o.into(),
+            amount,
+            target,
+        };
+        let order = check_advances("p", None, &[adv("b", "x", 1, 1), adv("a", "y", 1, 1)]);
+        assert_eq!(order.ok(), Some(vec![1, 0]));
+        assert!(matches!(
+            check_advances("p", None, &[adv("a", "x", 0, 1)]),
+            Err(StoreError::InvalidAmount { amount: 0 })
+        ));
+        assert!(matches!(
+            check_advances("p", None, &[adv("a", "x", MAX_AMOUNT + 1, 1)]),
+            Err(StoreError::InvalidAmount { .. })
+        ));
+        assert!(matches!(
+            check_advances("p", None, &[adv("a", "x", 1, 0)]),
+            Err(StoreError::InvalidInput(_))
+        ));
+        assert!(matches!(
+            check_advances("", None, &[adv("a", "x", 1, 1)]),
+            Err(StoreError::InvalidInput(_))
+        ));
+        assert!(matches!(
+            check_advances("p", Some(""), &[]),
+            Err(StoreError::InvalidInput(_))
+        ));
+        assert!(matches!(
+            check_advances("p", None, &[]),
+            Err(StoreError::InvalidInput(_))
+        ));
+    }
+}
