@@ -7,7 +7,9 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
 
 use banter_dialogue::content::Content;
 use banter_dialogue::{Diagnostic, DialogueGraph, canonical, check};
@@ -89,38 +91,32 @@ impl Library {
     }
 }
 
-/// The current library, swappable.
+/// The current library, swappable: readers load the `Arc` without a lock (and so never see a
+/// poisoned one), a reload stores a new one whole.
 #[derive(Debug)]
 pub struct ContentHandle {
     dir: PathBuf,
-    current: RwLock<Arc<Library>>,
+    current: ArcSwap<Library>,
 }
 
 impl ContentHandle {
     pub fn new(dir: PathBuf, library: Library) -> ContentHandle {
         ContentHandle {
             dir,
-            current: RwLock::new(Arc::new(library)),
+            current: ArcSwap::from_pointee(library),
         }
     }
 
-    /// The library in force now. Cheap: one `Arc` clone under a read lock.
+    /// The library in force now. Cheap: one `Arc` clone, no lock.
     pub fn current(&self) -> Arc<Library> {
-        match self.current.read() {
-            Ok(guard) => guard.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
+        self.current.load_full()
     }
 
     /// Loads the folder again; swaps it in only if it is clean. Returns the new version.
     pub fn reload(&self) -> Result<u64, ContentErrors> {
         let version = self.current().version + 1;
         let library = Library::load(&self.dir, version)?;
-        let mut guard = match self.current.write() {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        *guard = Arc::new(library);
+        self.current.store(Arc::new(library));
         Ok(version)
     }
 }
