@@ -1,0 +1,149 @@
+//! Store conformance: the same scenarios against SQLite (a fresh file per test) and PostgreSQL (a
+//! fresh schema per test in `TEST_DATABASE_URL`, default
+//! `postgres://postgres@127.0.0.1:5432/test`). PostgreSQL being unreachable fails the suite; it
+//! never skips.
+//!
+//! One module a topic, each ending with [`on_both_backends!`] over its
+//! scenarios; what only one backend has is in `postgres_only` and `sqlite_only`. Here: the
+//! helpers the scenarios share.
+
+#[path = "../store_support/mod.rs"]
+mod store_support;
+
+/// Runs each named scenario (an `async fn(&TestDb)` of the calling module) as two tests:
+/// `sqlite::name` on a fresh SQLite file and `postgres::name` in a fresh PostgreSQL schema.
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let db = $crate::store_support::TestDb::sqlite(stringify!($name));
+                    super::$name(&db).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let db = $crate::store_support::TestDb::postgres(stringify!($name)).await;
+                    super::$name(&db).await;
+                }
+            )*
+        }
+    };
+}
+
+mod audit;
+mod claims;
+mod lifecycle;
+mod locks;
+mod postgres_only;
+mod progress;
+mod quests;
+mod rewards;
+mod sqlite_only;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use banter_server::store::{ClaimEvent, PlayerRecord, SessionClaim, Store, StoredQuestStatus};
+use futures_util::StreamExt;
+use futures_util::stream::BoxStream;
+
+fn objectives(ids: &[&str]) -> Vec<String> {
+    ids.iter().map(|s| (*s).to_owned()).collect()
+}
+
+fn progress_of(record: &PlayerRecord, quest: &str, objective: &str) -> Option<u32> {
+    record
+        .quests
+        .get(quest)
+        .and_then(|q| q.progress.get(objective).copied())
+}
+
+fn status_of(record: &PlayerRecord, quest: &str) -> Option<StoredQuestStatus> {
+    record.quests.get(quest).map(|q| q.status)
+}
+
+/// Makes `racers` calls at once (a barrier lets them go together), alternating between `first`
+/// and `second` (another instance, or the same store again); their outcomes, in order.
+async fn at_once<T, F, Call>(
+    first: &Arc<dyn Store>,
+    second: &Arc<dyn Store>,
+    racers: usize,
+    call: F,
+) -> Vec<T>
+where
+    F: Fn(Arc<dyn Store>) -> Call,
+    Call: Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+{
+    let barrier = Arc::new(tokio::sync::Barrier::new(racers));
+    let tasks: Vec<_> = (0..racers)
+        .map(|i| {
+            let store = if i % 2 == 0 { first } else { second };
+            let (call, barrier) = (call(store.clone()), barrier.clone());
+            tokio::spawn(async move {
+                barrier.wait().await;
+                call.await
+            })
+        })
+        .collect();
+    let mut outcomes = Vec::with_capacity(racers);
+    for task in tasks {
+        outcomes.push(task.await.expect("join"));
+    }
+    outcomes
+}
+
+/// Accepts `quest` for `player` with these objectives; a refusal fails the scenario.
+async fn accept(store: &dyn Store, player: &str, quest: &str, ids: &[&str]) {
+    store
+        .accept_quest(player, quest, &objectives(ids))
+        .await
+        .expect("accept");
+}
+
+async fn load(store: &dyn Store, player: &str) -> PlayerRecord {
+    store.load_player(player).await.expect("load_player")
+}
+
+/// Everything the store holds about a player, plus its ledger: "nothing changed" compares these.
+async fn snapshot(store: &dyn Store, player: &str) -> (PlayerRecord, Vec<(String, i64, i64)>) {
+    let ledger = store
+        .ledger(player)
+        .await
+        .expect("ledger")
+        .into_iter()
+        .map(|e| (e.quest_id, e.coins, e.experience))
+        .collect();
+    (load(store, player).await, ledger)
+}
+
+const WAIT: Duration = Duration::from_secs(10);
+
+async fn next_event(stream: &mut BoxStream<'static, ClaimEvent>) -> ClaimEvent {
+    tokio::time::timeout(WAIT, stream.next())
+        .await
+        .expect("a claim event within 10 s")
+        .expect("the claims stream is still open")
+}
+
+/// Waits for the claim of `player`, skipping other tests' claims (PostgreSQL's channel is per
+/// database) and resyncs.
+async fn next_claim_of(stream: &mut BoxStream<'static, ClaimEvent>, player: &str) -> SessionClaim {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        assert!(
+            Instant::now() < deadline,
+            "no claim of {player} within 10 s"
+        );
+        if let ClaimEvent::Claimed(claim) = next_event(stream).await
+            && claim.player_id == player
+        {
+            return claim;
+        }
+    }
+}

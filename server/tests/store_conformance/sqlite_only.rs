@@ -1,0 +1,164 @@
+//! What only the SQLite backend has: URLs and paths, the in-memory database, its write lock
+//! and its group commit.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use banter_server::store::{self, ConnectOptions, Store, StoreError};
+
+use crate::store_support::TestDb;
+use crate::{WAIT, accept, load};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_path_creates_its_folder_and_file() {
+    let root = std::env::temp_dir().join(format!("banter-store-folder-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let file = root.join("nested").join("banter.db");
+    let store = store::connect(&file.display().to_string(), ConnectOptions::default())
+        .await
+        .expect("connect");
+    assert_eq!(store.backend(), "sqlite");
+    store.set_tutorial_stage("p1", 2).await.expect("write");
+    store.close().await;
+    assert!(file.is_file(), "{} was created", file.display());
+    let again = store::connect(
+        &format!("sqlite://{}", file.display()),
+        ConnectOptions::default(),
+    )
+    .await
+    .expect("reconnect by URL");
+    assert_eq!(load(again.as_ref(), "p1").await.profile.tutorial_stage, 2);
+    again.close().await;
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_in_memory_database_works() {
+    let store = store::connect("sqlite::memory:", ConnectOptions::default())
+        .await
+        .expect("connect");
+    accept(store.as_ref(), "p1", "q1", &["fish"]).await;
+    assert_eq!(
+        store
+            .advance_objective("p1", "q1", "fish", 1, 2, None)
+            .await,
+        Ok(1)
+    );
+    assert_eq!(
+        store
+            .complete_quest("p1", "q1", 3, 4)
+            .await
+            .map(|p| p.total_coins),
+        Ok(3)
+    );
+    assert_eq!(
+        load(store.as_ref(), "p1").await.profile.coins,
+        3,
+        "every pooled connection sees one database"
+    );
+}
+
+/// A connect storm's claims are committed together, one fsync for many (the group commit):
+/// while another process holds the write lock they queue, and once it is free they land in
+/// at most two transactions. A claim that fails (here a trigger refuses one player) fails
+/// alone: the claims committed with it are not refused with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claims_in_a_storm_share_a_commit_and_one_failure_stays_its_own() {
+    use banter_server::store::{SqliteStore, sqlite::sqlite_options};
+    use sqlx::Connection;
+    let db = TestDb::sqlite("group-commit");
+    let url = db.url();
+    let store = Arc::new(
+        SqliteStore::connect(&url, ConnectOptions::default())
+            .await
+            .expect("connect"),
+    );
+    let mut holder =
+        sqlx::sqlite::SqliteConnection::connect_with(&sqlite_options(&url).expect("options"))
+            .await
+            .expect("connect");
+    sqlx::query(
+        "CREATE TRIGGER poison BEFORE INSERT ON session_claims WHEN NEW.player_id = 'poison' \
+         BEGIN SELECT RAISE(ABORT, 'poisoned by the test'); END",
+    )
+    .execute(&mut holder)
+    .await
+    .expect("trigger");
+
+    // Holds SQLite's write lock until every job of the round is queued, then lets go.
+    async fn round(
+        store: &Arc<SqliteStore>,
+        holder: &mut sqlx::sqlite::SqliteConnection,
+        players: Vec<String>,
+    ) -> Vec<Result<store::SessionClaim, StoreError>> {
+        sqlx::query("BEGIN IMMEDIATE")
+            .execute(&mut *holder)
+            .await
+            .expect("take the write lock");
+        let queued_before = store.group_commit_stats().jobs;
+        let n = players.len() as u64;
+        let claims = tokio::spawn({
+            let store = store.clone();
+            async move {
+                futures_util::future::join_all(
+                    players.iter().map(|p| store.claim_session(p, "s1", "inst")),
+                )
+                .await
+            }
+        });
+        let deadline = Instant::now() + WAIT;
+        while store.group_commit_stats().jobs < queued_before + n {
+            assert!(Instant::now() < deadline, "the claims were not queued");
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        sqlx::query("ROLLBACK")
+            .execute(&mut *holder)
+            .await
+            .expect("let go of the lock");
+        claims.await.expect("claims")
+    }
+
+    let before = store.group_commit_stats();
+    let storm: Vec<String> = (0..50).map(|i| format!("storm-{i}")).collect();
+    let claims = round(&store, &mut holder, storm).await;
+    assert!(
+        claims
+            .iter()
+            .all(|c| c.as_ref().is_ok_and(|c| c.epoch == 1)),
+        "{claims:?}"
+    );
+    let after = store.group_commit_stats();
+    assert_eq!(after.jobs - before.jobs, 50);
+    assert!(
+        after.transactions - before.transactions <= 2,
+        "50 claims in {} transactions",
+        after.transactions - before.transactions
+    );
+
+    let mut players: Vec<String> = (0..10).map(|i| format!("mixed-{i}")).collect();
+    players.insert(5, "poison".to_owned());
+    let claims = round(&store, &mut holder, players.clone()).await;
+    for (player, claim) in players.iter().zip(&claims) {
+        if player == "poison" {
+            assert!(claim.is_err(), "the poisoned claim fails: {claim:?}");
+        } else {
+            assert_eq!(claim.as_ref().map(|c| c.epoch), Ok(1), "{player}");
+            assert!(
+                matches!(store.session_owner(player).await, Ok(Some(c)) if c.session_id == "s1")
+            );
+        }
+    }
+    assert_eq!(store.session_owner("poison").await, Ok(None));
+    holder.close().await.expect("close");
+    store.close().await;
+}
+
+#[tokio::test]
+async fn an_unknown_scheme_is_a_configuration_error() {
+    let err = store::connect("mysql://localhost/test", ConnectOptions::default())
+        .await
+        .err()
+        .expect("refused");
+    assert!(matches!(err, StoreError::Config(_)), "{err:?}");
+    assert!(!err.retryable());
+}
