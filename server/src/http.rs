@@ -173,18 +173,8 @@ async fn readyz(State(app): State<SharedApp>) -> Response {
 }
 
 async fn metrics(State(app): State<SharedApp>) -> Response {
-    let mut text = app.metrics.render();
-    text.push_str(&format!(
-        "# HELP banter_audit_records_total Audit records queued for the store.\n\
-         # TYPE banter_audit_records_total counter\n\
-         banter_audit_records_total {}\n\
-         # HELP banter_audit_dropped_total Audit records dropped (queue full or store refused).\n\
-         # TYPE banter_audit_dropped_total counter\n\
-         banter_audit_dropped_total {}\n",
-        app.audit.recorded(),
-        app.audit.dropped()
-    ));
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
+    let text = app.metrics.render(&app.audit);
+    ([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], text).into_response()
 }
 
 #[derive(Deserialize)]

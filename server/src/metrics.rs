@@ -1,28 +1,29 @@
-//! Prometheus metrics, kept in atomics and rendered in the text exposition format.
+//! Prometheus metrics: `prometheus-client` series with typed label sets, served in the Prometheus
+//! text format (version 0.0.4).
 //!
-//! Fixed label sets (message kinds, error codes, action types) are enums, so every series is an
-//! array slot: recording is one relaxed atomic add on the hot path, with no lock and no map.
+//! The label values are the protocol's own vocabularies ([`ClientMessageKind`], [`ErrorCode`],
+//! [`ActionType`]), so a new message kind, code or action is counted and served without a list
+//! to keep here. Every label value's counter is created up front (a series at 0 is served before
+//! anything happens) and kept in an array indexed by the enum: recording is one relaxed atomic
+//! add on the hot path, with no lock and no map lookup.
 
 use std::fmt::Write;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
 
-use banter_protocol::{ActionType, ErrorCode};
+use banter_protocol::{ActionType, ClientMessageKind, ErrorCode};
+use prometheus_client::encoding::prometheus_text;
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
+use prometheus_client::metrics::counter::{ConstCounter, Counter};
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+use strum::{EnumCount, VariantArray};
 
-/// The message kinds counted, in wire names; `invalid` counts frames that did not decode.
-pub const MESSAGE_KINDS: [&str; 11] = [
-    "move",
-    "talk",
-    "advance",
-    "choose",
-    "action",
-    "close",
-    "set_afk",
-    "fetch_conversation",
-    "cutscene_done",
-    "resume",
-    "invalid",
-];
+use crate::audit::AuditLog;
+
+/// The `Content-Type` of `/metrics`: `text/plain; version=0.0.4; charset=utf-8`.
+pub const CONTENT_TYPE: &str = prometheus_text::CONTENT_TYPE;
 
 /// Upper bounds of the handling-latency buckets, in seconds.
 const LATENCY_BUCKETS: [f64; 14] = [
@@ -30,282 +31,365 @@ const LATENCY_BUCKETS: [f64; 14] = [
     0.05, 0.1, 0.25,
 ];
 
-#[derive(Debug, Default)]
-pub struct Metrics {
-    open_sessions: AtomicI64,
-    sessions_total: AtomicU64,
-    sessions_taken_over: AtomicU64,
-    auth_failures: AtomicU64,
-    http_connections_open: AtomicI64,
-    handshakes_refused: AtomicU64,
-    handshakes_timed_out: AtomicU64,
-    session_starts_refused: AtomicU64,
-    messages: [AtomicU64; MESSAGE_KINDS.len()],
-    rejections: [AtomicU64; ErrorCode::ALL.len()],
-    actions: [AtomicU64; ActionType::ALL.len()],
-    conversations_opened: AtomicU64,
-    content_reloads: AtomicU64,
-    content_reload_failures: AtomicU64,
-    latency_buckets: [AtomicU64; LATENCY_BUCKETS.len()],
-    latency_count: AtomicU64,
-    latency_sum_ns: AtomicU64,
+/// The `type` of a counted message: one of the protocol's kinds, or `invalid` for a frame that
+/// did not decode (or was refused before decoding).
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
+pub enum MessageType {
+    Kind(ClientMessageKind),
+    Invalid,
 }
 
-fn bump(counter: &AtomicU64) {
-    counter.fetch_add(1, Ordering::Relaxed);
+impl MessageType {
+    /// The label of a message kind's wire name; a name the protocol does not have is `invalid`.
+    pub fn of(kind: &str) -> MessageType {
+        kind.parse().map_or(MessageType::Invalid, MessageType::Kind)
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            MessageType::Kind(kind) => kind.into(),
+            MessageType::Invalid => "invalid",
+        }
+    }
+
+    /// Its slot: the kinds in declaration order, then `invalid`.
+    fn index(self) -> usize {
+        match self {
+            MessageType::Kind(kind) => kind as usize,
+            MessageType::Invalid => ClientMessageKind::COUNT,
+        }
+    }
+}
+
+impl EncodeLabelValue for MessageType {
+    fn encode(&self, encoder: &mut LabelValueEncoder) -> std::fmt::Result {
+        encoder.write_str(self.name())
+    }
+}
+
+/// A protocol vocabulary as a label value, in its wire form (`ErrorCode::name`,
+/// `ActionType::name`).
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
+pub struct Wire<T>(pub T);
+
+impl<T: Copy + Into<&'static str>> EncodeLabelValue for Wire<T> {
+    fn encode(&self, encoder: &mut LabelValueEncoder) -> std::fmt::Result {
+        encoder.write_str(self.0.into())
+    }
+}
+
+/// How a content reload ended.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
+pub enum ReloadResult {
+    Ok,
+    Refused,
+}
+
+impl EncodeLabelValue for ReloadResult {
+    fn encode(&self, encoder: &mut LabelValueEncoder) -> std::fmt::Result {
+        encoder.write_str(match self {
+            ReloadResult::Ok => "ok",
+            ReloadResult::Refused => "refused",
+        })
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct MessageLabels {
+    r#type: MessageType,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CodeLabels {
+    code: Wire<ErrorCode>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ActionLabels {
+    action: Wire<ActionType>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ResultLabels {
+    result: ReloadResult,
+}
+
+/// Every series the server serves (the audit's two are added at render time from the audit log).
+/// Counters are registered without `_total`: the encoder appends it.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    open_sessions: Gauge,
+    sessions_total: Counter,
+    sessions_taken_over: Counter,
+    auth_failures: Counter,
+    http_connections_open: Gauge,
+    handshakes_refused: Counter,
+    handshakes_timed_out: Counter,
+    session_starts_refused: Counter,
+    /// By [`MessageType::index`].
+    messages: [Counter; ClientMessageKind::COUNT + 1],
+    /// By `ErrorCode as usize` (declaration order).
+    rejections: [Counter; ErrorCode::COUNT],
+    /// By `ActionType as usize` (declaration order).
+    actions: [Counter; ActionType::COUNT],
+    conversations_opened: Counter,
+    content_reloads: [Counter; 2],
+    handling: Histogram,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+/// Registers `metric` and hands back a handle to it (metrics are shared handles).
+fn registered<M>(registry: &mut Registry, name: &str, help: &str, metric: M) -> M
+where
+    M: prometheus_client::registry::Metric + Clone,
+{
+    registry.register(name, help, metric.clone());
+    metric
 }
 
 impl Metrics {
+    pub fn new() -> Metrics {
+        let mut registry = Registry::default();
+        let r = &mut registry;
+        let open_sessions = registered(
+            r,
+            "banter_open_sessions",
+            "WebSocket sessions open now",
+            Gauge::default(),
+        );
+        let sessions_total = registered(
+            r,
+            "banter_sessions",
+            "WebSocket sessions opened since start",
+            Counter::default(),
+        );
+        let sessions_taken_over = registered(
+            r,
+            "banter_sessions_taken_over",
+            "Sessions closed because a newer session of the player claimed it on another instance",
+            Counter::default(),
+        );
+        let auth_failures = registered(
+            r,
+            "banter_auth_failures",
+            "Upgrades refused for a missing or invalid token",
+            Counter::default(),
+        );
+        let http_connections_open = registered(
+            r,
+            "banter_http_connections_open",
+            "TCP connections served as HTTP now: in their handshake, or a request in flight (upgraded sessions not included)",
+            Gauge::default(),
+        );
+        let handshakes_refused = registered(
+            r,
+            "banter_handshakes_refused",
+            "Connections closed at accept because too many were still in their handshake",
+            Counter::default(),
+        );
+        let handshakes_timed_out = registered(
+            r,
+            "banter_handshakes_timed_out",
+            "Connections closed because their request head did not arrive in time (slowloris)",
+            Counter::default(),
+        );
+        let session_starts_refused = registered(
+            r,
+            "banter_session_starts_refused",
+            "Upgrades refused (503) because too many sessions were loading and claiming their player",
+            Counter::default(),
+        );
+        let messages = registered(
+            r,
+            "banter_messages",
+            "Client messages received, by type",
+            Family::<MessageLabels, Counter>::default(),
+        );
+        let rejections = registered(
+            r,
+            "banter_rejections",
+            "Client messages refused, by error code",
+            Family::<CodeLabels, Counter>::default(),
+        );
+        let actions = registered(
+            r,
+            "banter_actions",
+            "Dialogue actions accepted and run, by action type",
+            Family::<ActionLabels, Counter>::default(),
+        );
+        let conversations_opened = registered(
+            r,
+            "banter_conversations_opened",
+            "Conversations opened",
+            Counter::default(),
+        );
+        let content_reloads = registered(
+            r,
+            "banter_content_reloads",
+            "Content reloads, by result",
+            Family::<ResultLabels, Counter>::default(),
+        );
+        let handling = registered(
+            r,
+            "banter_message_handling_seconds",
+            "Time to handle one client message, from decode to last reply queued",
+            Histogram::new(LATENCY_BUCKETS),
+        );
+        let message_type = |i: usize| {
+            ClientMessageKind::VARIANTS
+                .get(i)
+                .map_or(MessageType::Invalid, |k| MessageType::Kind(*k))
+        };
+        Metrics {
+            registry,
+            open_sessions,
+            sessions_total,
+            sessions_taken_over,
+            auth_failures,
+            http_connections_open,
+            handshakes_refused,
+            handshakes_timed_out,
+            session_starts_refused,
+            messages: std::array::from_fn(|i| {
+                let r#type = message_type(i);
+                messages.get_or_create(&MessageLabels { r#type }).clone()
+            }),
+            rejections: std::array::from_fn(|i| {
+                let code = Wire(ErrorCode::ALL[i]);
+                rejections.get_or_create(&CodeLabels { code }).clone()
+            }),
+            actions: std::array::from_fn(|i| {
+                let action = Wire(ActionType::ALL[i]);
+                actions.get_or_create(&ActionLabels { action }).clone()
+            }),
+            conversations_opened,
+            content_reloads: [ReloadResult::Ok, ReloadResult::Refused].map(|result| {
+                content_reloads
+                    .get_or_create(&ResultLabels { result })
+                    .clone()
+            }),
+            handling,
+        }
+    }
+
     pub fn session_opened(&self) {
-        self.open_sessions.fetch_add(1, Ordering::Relaxed);
-        bump(&self.sessions_total);
+        self.open_sessions.inc();
+        self.sessions_total.inc();
     }
 
     /// A newer claim of the player on another instance (or a resync) closed a local session.
     pub fn session_taken_over(&self) {
-        bump(&self.sessions_taken_over);
+        self.sessions_taken_over.inc();
     }
 
     pub fn session_closed(&self) {
-        self.open_sessions.fetch_sub(1, Ordering::Relaxed);
+        self.open_sessions.dec();
     }
 
     pub fn open_sessions(&self) -> i64 {
-        self.open_sessions.load(Ordering::Relaxed)
+        self.open_sessions.get()
     }
 
     pub fn auth_failed(&self) {
-        bump(&self.auth_failures);
+        self.auth_failures.inc();
     }
 
     /// A TCP connection was accepted and is being served as HTTP (until it closes or upgrades).
     pub fn http_connection_opened(&self) {
-        self.http_connections_open.fetch_add(1, Ordering::Relaxed);
+        self.http_connections_open.inc();
     }
 
     pub fn http_connection_closed(&self) {
-        self.http_connections_open.fetch_sub(1, Ordering::Relaxed);
+        self.http_connections_open.dec();
     }
 
     /// A connection was closed at accept because too many were still in their handshake.
     pub fn handshake_refused(&self) {
-        bump(&self.handshakes_refused);
+        self.handshakes_refused.inc();
     }
 
     /// An upgrade was refused because too many sessions were starting.
     pub fn session_start_refused(&self) {
-        bump(&self.session_starts_refused);
+        self.session_starts_refused.inc();
     }
 
     /// A connection was closed because its request head did not arrive in time.
     pub fn handshake_timed_out(&self) {
-        bump(&self.handshakes_timed_out);
+        self.handshakes_timed_out.inc();
     }
 
+    /// Counts a message by its wire `type` (`ClientMessage::kind`); anything else, such as
+    /// `"invalid"`, counts as `invalid`.
     pub fn message(&self, kind: &str) {
-        let i = MESSAGE_KINDS
-            .iter()
-            .position(|k| *k == kind)
-            .unwrap_or(MESSAGE_KINDS.len() - 1);
-        bump(&self.messages[i]);
+        self.message_type(MessageType::of(kind));
+    }
+
+    pub fn message_type(&self, kind: MessageType) {
+        self.messages[kind.index()].inc();
     }
 
     pub fn rejected(&self, code: ErrorCode) {
-        if let Some(i) = ErrorCode::ALL.iter().position(|c| *c == code) {
-            bump(&self.rejections[i]);
-        }
+        self.rejections[code as usize].inc();
     }
 
     pub fn rejections(&self, code: ErrorCode) -> u64 {
-        ErrorCode::ALL
-            .iter()
-            .position(|c| *c == code)
-            .map_or(0, |i| self.rejections[i].load(Ordering::Relaxed))
+        self.rejections[code as usize].get()
     }
 
     pub fn action_run(&self, action: ActionType) {
-        if let Some(i) = ActionType::ALL.iter().position(|a| *a == action) {
-            bump(&self.actions[i]);
-        }
+        self.actions[action as usize].inc();
     }
 
     pub fn conversation_opened(&self) {
-        bump(&self.conversations_opened);
+        self.conversations_opened.inc();
     }
 
     pub fn reloaded(&self, ok: bool) {
-        bump(if ok {
-            &self.content_reloads
-        } else {
-            &self.content_reload_failures
-        });
+        self.content_reloads[usize::from(!ok)].inc();
     }
 
     /// Records how long handling one client message took.
     pub fn handled(&self, took: Duration) {
-        let secs = took.as_secs_f64();
-        for (bucket, bound) in self.latency_buckets.iter().zip(LATENCY_BUCKETS) {
-            if secs <= bound {
-                bump(bucket);
-            }
-        }
-        bump(&self.latency_count);
-        self.latency_sum_ns.fetch_add(
-            u64::try_from(took.as_nanos()).unwrap_or(u64::MAX),
-            Ordering::Relaxed,
-        );
+        self.handling.observe(took.as_secs_f64());
     }
 
-    /// The Prometheus text exposition of every series.
-    pub fn render(&self) -> String {
-        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let mut out = String::with_capacity(4096);
-        let mut family = |name: &str, kind: &str, help: &str| {
-            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
-        };
-        family(
-            "banter_open_sessions",
-            "gauge",
-            "WebSocket sessions open now.",
+    /// The Prometheus text exposition (version 0.0.4, [`CONTENT_TYPE`]) of every series, the
+    /// audit log's two counters included.
+    pub fn render(&self, audit: &AuditLog) -> String {
+        let mut audit_registry = Registry::default();
+        audit_registry.register(
+            "banter_audit_records",
+            "Audit records queued for the store",
+            ConstCounter::new(audit.recorded()),
         );
-        family(
-            "banter_sessions_total",
-            "counter",
-            "WebSocket sessions opened since start.",
+        audit_registry.register(
+            "banter_audit_dropped",
+            "Audit records dropped (queue full or store refused)",
+            ConstCounter::new(audit.dropped()),
         );
-        family(
-            "banter_sessions_taken_over_total",
-            "counter",
-            "Sessions closed because a newer session of the player claimed it on another instance.",
-        );
-        family(
-            "banter_auth_failures_total",
-            "counter",
-            "Upgrades refused for a missing or invalid token.",
-        );
-        family(
-            "banter_http_connections_open",
-            "gauge",
-            "TCP connections served as HTTP now: in their handshake, or a request in flight (upgraded sessions not included).",
-        );
-        family(
-            "banter_handshakes_refused_total",
-            "counter",
-            "Connections closed at accept because too many were still in their handshake.",
-        );
-        family(
-            "banter_handshakes_timed_out_total",
-            "counter",
-            "Connections closed because their request head did not arrive in time (slowloris).",
-        );
-        family(
-            "banter_session_starts_refused_total",
-            "counter",
-            "Upgrades refused (503) because too many sessions were loading and claiming their player.",
-        );
-        family(
-            "banter_messages_total",
-            "counter",
-            "Client messages received, by type.",
-        );
-        family(
-            "banter_rejections_total",
-            "counter",
-            "Client messages refused, by error code.",
-        );
-        family(
-            "banter_actions_total",
-            "counter",
-            "Dialogue actions accepted and run, by action type.",
-        );
-        family(
-            "banter_conversations_opened_total",
-            "counter",
-            "Conversations opened.",
-        );
-        family(
-            "banter_content_reloads_total",
-            "counter",
-            "Content reloads, by result.",
-        );
-        family(
-            "banter_message_handling_seconds",
-            "histogram",
-            "Time to handle one client message, from decode to last reply queued.",
-        );
-        let _ = writeln!(
-            out,
-            "banter_open_sessions {}",
-            self.open_sessions.load(Ordering::Relaxed)
-        );
-        let _ = writeln!(out, "banter_sessions_total {}", load(&self.sessions_total));
-        let _ = writeln!(
-            out,
-            "banter_sessions_taken_over_total {}",
-            load(&self.sessions_taken_over)
-        );
-        let _ = writeln!(
-            out,
-            "banter_auth_failures_total {}",
-            load(&self.auth_failures)
-        );
-        let _ = writeln!(
-            out,
-            "banter_http_connections_open {}\nbanter_handshakes_refused_total {}\nbanter_handshakes_timed_out_total {}\nbanter_session_starts_refused_total {}",
-            self.http_connections_open.load(Ordering::Relaxed),
-            load(&self.handshakes_refused),
-            load(&self.handshakes_timed_out),
-            load(&self.session_starts_refused)
-        );
-        for (kind, n) in MESSAGE_KINDS.iter().zip(&self.messages) {
-            let _ = writeln!(out, "banter_messages_total{{type=\"{kind}\"}} {}", load(n));
-        }
-        for (code, n) in ErrorCode::ALL.iter().zip(&self.rejections) {
-            let _ = writeln!(
-                out,
-                "banter_rejections_total{{code=\"{}\"}} {}",
-                code.name(),
-                load(n)
-            );
-        }
-        for (action, n) in ActionType::ALL.iter().zip(&self.actions) {
-            let _ = writeln!(
-                out,
-                "banter_actions_total{{action=\"{action}\"}} {}",
-                load(n)
-            );
-        }
-        let _ = writeln!(
-            out,
-            "banter_conversations_opened_total {}",
-            load(&self.conversations_opened)
-        );
-        let _ = writeln!(
-            out,
-            "banter_content_reloads_total{{result=\"ok\"}} {}\nbanter_content_reloads_total{{result=\"refused\"}} {}",
-            load(&self.content_reloads),
-            load(&self.content_reload_failures)
-        );
-        for (bound, n) in LATENCY_BUCKETS.iter().zip(&self.latency_buckets) {
-            let _ = writeln!(
-                out,
-                "banter_message_handling_seconds_bucket{{le=\"{bound}\"}} {}",
-                load(n)
-            );
-        }
-        let count = load(&self.latency_count);
-        let _ = writeln!(
-            out,
-            "banter_message_handling_seconds_bucket{{le=\"+Inf\"}} {count}\nbanter_message_handling_seconds_sum {}\nbanter_message_handling_seconds_count {count}",
-            load(&self.latency_sum_ns) as f64 / 1e9
-        );
+        let mut out = String::with_capacity(8192);
+        // Writing into a String cannot fail.
+        let _ = prometheus_text::encode(&mut out, &self.registry);
+        let _ = prometheus_text::encode(&mut out, &audit_registry);
         out
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use crate::audit::AuditConfig;
+
     use super::*;
+
+    fn render(m: &Metrics) -> String {
+        m.render(&AuditLog::new(&AuditConfig::default()).0)
+    }
 
     #[test]
     fn renders_every_family_with_its_samples() {
@@ -313,17 +397,54 @@ mod tests {
         m.session_opened();
         m.message("advance");
         m.message("no-such-kind");
+        m.message("invalid");
         m.rejected(ErrorCode::NotReachable);
         m.action_run(ActionType::AcceptQuest);
+        m.reloaded(false);
         m.handled(Duration::from_micros(30));
-        let text = m.render();
-        assert!(text.contains("banter_open_sessions 1"));
-        assert!(text.contains("banter_messages_total{type=\"advance\"} 1"));
-        assert!(text.contains("banter_messages_total{type=\"invalid\"} 1"));
-        assert!(text.contains("banter_rejections_total{code=\"not_reachable\"} 1"));
-        assert!(text.contains("banter_actions_total{action=\"AcceptQuest\"} 1"));
-        assert!(text.contains("banter_message_handling_seconds_bucket{le=\"0.00005\"} 1"));
-        assert!(text.contains("banter_message_handling_seconds_bucket{le=\"0.000025\"} 0"));
-        assert!(text.contains("banter_message_handling_seconds_count 1"));
+        let text = render(&m);
+        for line in [
+            "# TYPE banter_open_sessions gauge",
+            "banter_open_sessions 1",
+            "# TYPE banter_sessions_total counter",
+            "banter_sessions_total 1",
+            "banter_messages_total{type=\"advance\"} 1",
+            "banter_messages_total{type=\"talk\"} 0",
+            "banter_messages_total{type=\"invalid\"} 2",
+            "banter_rejections_total{code=\"not_reachable\"} 1",
+            "banter_rejections_total{code=\"malformed\"} 0",
+            "banter_actions_total{action=\"AcceptQuest\"} 1",
+            "banter_content_reloads_total{result=\"ok\"} 0",
+            "banter_content_reloads_total{result=\"refused\"} 1",
+            "# TYPE banter_message_handling_seconds histogram",
+            "banter_message_handling_seconds_bucket{le=\"5e-05\"} 1",
+            "banter_message_handling_seconds_bucket{le=\"2.5e-05\"} 0",
+            "banter_message_handling_seconds_bucket{le=\"+Inf\"} 1",
+            "banter_message_handling_seconds_count 1",
+            "# TYPE banter_audit_records_total counter",
+            "banter_audit_records_total 0",
+            "banter_audit_dropped_total 0",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} not in\n{text}");
+        }
+        assert!(!text.contains("# EOF"));
+    }
+
+    #[test]
+    fn every_label_value_of_the_protocol_is_served_once() {
+        let text = render(&Metrics::default());
+        let count = |prefix: &str| text.lines().filter(|l| l.starts_with(prefix)).count();
+        assert_eq!(
+            count("banter_messages_total{"),
+            ClientMessageKind::COUNT + 1
+        );
+        assert_eq!(count("banter_rejections_total{"), ErrorCode::COUNT);
+        assert_eq!(count("banter_actions_total{"), ActionType::COUNT);
+        for (i, kind) in ClientMessageKind::VARIANTS.iter().enumerate() {
+            assert_eq!(MessageType::Kind(*kind).index(), i);
+            let name: &str = kind.into();
+            assert_eq!(MessageType::of(name), MessageType::Kind(*kind));
+        }
+        assert_eq!(MessageType::of("invalid"), MessageType::Invalid);
     }
 }
