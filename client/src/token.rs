@@ -1,39 +1,34 @@
 //! HS256 player tokens for tests and tools: minted with a secret (the development one, or the
 //! server's own), expired and tampered ones included, as the attack catalogue and the abuse tool
 //! need them. The server's rules are in docs/PROTOCOL.md section 2; the server verifies, this
-//! only mints. All of it is here, in one file, so it can move to `jsonwebtoken` with the server.
+//! only mints. A good token is minted by `jsonwebtoken`, as the server's own are; the broken
+//! ones (unsigned, re-subjected, tampered) are built by hand, since no JWT library makes them.
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
 
 /// The server's development signing secret (`banter_server::config::DEV_SECRET`).
 pub const DEV_SECRET: &str = "banter-development-secret-do-not-use-in-production";
 
-const HEADER: &str = r#"{"alg":"HS256","typ":"JWT"}"#;
-
-fn sign(secret: &str, signing_input: &str) -> String {
-    let mut mac = match Hmac::<Sha256>::new_from_slice(secret.as_bytes()) {
-        Ok(mac) => mac,
-        // HMAC takes keys of any length.
-        Err(_) => return String::new(),
-    };
-    mac.update(signing_input.as_bytes());
-    URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes())
+#[derive(serde::Serialize)]
+struct Claims<'a> {
+    sub: &'a str,
+    iat: u64,
+    exp: u64,
 }
 
 /// A token for `player` signed with `secret`, issued at `iat` and expiring at `exp` (seconds
-/// since the Unix epoch).
+/// since the Unix epoch): header `{"typ":"JWT","alg":"HS256"}`, claims `sub`, `iat`, `exp`.
 pub fn mint(secret: &str, player: &str, iat: u64, exp: u64) -> String {
-    let claims = serde_json::json!({ "sub": player, "iat": iat, "exp": exp }).to_string();
-    let input = format!(
-        "{}.{}",
-        URL_SAFE_NO_PAD.encode(HEADER),
-        URL_SAFE_NO_PAD.encode(claims)
-    );
-    let signature = sign(secret, &input);
-    format!("{input}.{signature}")
+    let claims = Claims {
+        sub: player,
+        iat,
+        exp,
+    };
+    let key = EncodingKey::from_secret(secret.as_bytes());
+    // Encoding these claims with an HMAC key cannot fail.
+    jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &key).unwrap_or_default()
 }
 
 /// An unsigned token (`"alg":"none"`) for `player`.
@@ -96,6 +91,21 @@ mod tests {
             token,
             mint("another-secret-of-at-least-32-bytes!", "p1", 10, 20)
         );
+    }
+
+    #[test]
+    fn a_minted_token_is_the_servers_own_byte_for_byte() {
+        use banter_server::auth::TokenKey;
+        let now = 1_800_000_000;
+        let ours = mint(DEV_SECRET, "tester-01", now, now + 3600);
+        let server = TokenKey::new(DEV_SECRET);
+        assert_eq!(ours, server.mint("tester-01", now, 3600));
+        assert_eq!(
+            server.verify(&ours, now).map(|c| c.sub),
+            Ok("tester-01".into())
+        );
+        assert!(server.verify(&tampered(&ours), now).is_err());
+        assert!(server.verify(&unsigned("tester-01", now), now).is_err());
     }
 
     #[test]

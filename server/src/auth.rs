@@ -1,12 +1,16 @@
 //! Player tokens: HS256 JSON Web Tokens carrying the player id and an expiry.
 //!
-//! Small enough to read in one sitting, so the whole trust boundary is here: the header must say
-//! HS256 (no `none`, no algorithm confusion), the signature is checked in constant time before
-//! the claims are even decoded, and the expiry is compared with the caller's clock.
+//! `jsonwebtoken` does the JWT work: the header must name HS256 (any other algorithm, `none`
+//! included, is refused before the signature is looked at), the signature is checked in constant
+//! time before the claims are decoded, and `exp` and `sub` must be present. The expiry is
+//! compared here with the caller's clock, with [`LEEWAY_SECS`] of grace for clocks that differ a
+//! little: the crate would read the system clock itself, and the server's clock is an input.
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hmac::{Hmac, Mac};
+use jsonwebtoken::errors::ErrorKind;
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -16,6 +20,9 @@ type HmacSha256 = Hmac<Sha256>;
 pub const MAX_TOKEN_BYTES: usize = 2048;
 /// Longest player id.
 pub const MAX_PLAYER_ID: usize = 64;
+/// A token is still accepted this many seconds after its `exp` (the minter's clock may run a
+/// little ahead of this server's).
+pub const LEEWAY_SECS: u64 = 5;
 
 /// What a token says.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -45,19 +52,14 @@ pub enum AuthError {
     BadPlayerId,
 }
 
-#[derive(Serialize, Deserialize)]
-struct Header {
-    alg: String,
-    #[serde(default)]
-    typ: Option<String>,
-}
-
-const HEADER: &str = r#"{"alg":"HS256","typ":"JWT"}"#;
-
 /// Signs and verifies tokens with one secret.
 #[derive(Clone)]
 pub struct TokenKey {
+    /// For resume tokens (an HMAC, not a JWT).
     secret: Vec<u8>,
+    encoding: EncodingKey,
+    decoding: DecodingKey,
+    validation: Validation,
 }
 
 impl std::fmt::Debug for TokenKey {
@@ -68,20 +70,27 @@ impl std::fmt::Debug for TokenKey {
 
 impl TokenKey {
     pub fn new(secret: &str) -> TokenKey {
+        // HS256 only; `exp` and `sub` required. The expiry is checked in `verify` against the
+        // caller's clock, so the crate's own check (which reads the system clock) is off.
+        let mut validation = Validation::new(Algorithm::HS256);
+        validation.validate_exp = false;
+        validation.leeway = 0;
+        validation.set_required_spec_claims(&["exp", "sub"]);
+        // Other claims are ignored (docs/PROTOCOL.md section 2), an audience included.
+        validation.validate_aud = false;
         TokenKey {
             secret: secret.as_bytes().to_vec(),
+            encoding: EncodingKey::from_secret(secret.as_bytes()),
+            decoding: DecodingKey::from_secret(secret.as_bytes()),
+            validation,
         }
-    }
-
-    fn mac(&self) -> HmacSha256 {
-        // HMAC accepts keys of any length; this cannot fail.
-        HmacSha256::new_from_slice(&self.secret).unwrap_or_else(|_| unreachable!())
     }
 
     /// The resume token of a session: unguessable without the secret, unique per session (the
     /// session key names the instance, whose id includes its start time).
     pub fn resume_token(&self, player: &str, session_key: &str) -> String {
-        let mut mac = self.mac();
+        // HMAC accepts keys of any length; this cannot fail.
+        let mut mac = HmacSha256::new_from_slice(&self.secret).unwrap_or_else(|_| unreachable!());
         mac.update(b"resume|");
         mac.update(session_key.as_bytes());
         mac.update(b"|");
@@ -89,23 +98,17 @@ impl TokenKey {
         URL_SAFE_NO_PAD.encode(&mac.finalize().into_bytes()[..18])
     }
 
-    /// A token for `player`, valid from `now` for `ttl_secs`.
+    /// A token for `player`, valid from `now` for `ttl_secs`: header `{"typ":"JWT","alg":"HS256"}`,
+    /// claims `{"sub":...,"iat":...,"exp":...}`.
     pub fn mint(&self, player: &str, now: u64, ttl_secs: u64) -> String {
         let claims = Claims {
             sub: player.to_owned(),
             iat: now,
             exp: now.saturating_add(ttl_secs),
         };
-        let payload = serde_json::to_vec(&claims).unwrap_or_default();
-        let mut token = URL_SAFE_NO_PAD.encode(HEADER);
-        token.push('.');
-        token.push_str(&URL_SAFE_NO_PAD.encode(payload));
-        let mut mac = self.mac();
-        mac.update(token.as_bytes());
-        let signature = mac.finalize().into_bytes();
-        token.push('.');
-        token.push_str(&URL_SAFE_NO_PAD.encode(signature));
-        token
+        // Encoding these claims with an HMAC key cannot fail.
+        jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)
+            .unwrap_or_default()
     }
 
     /// Checks a token against this key and the clock `now` (seconds since the Unix epoch).
@@ -116,34 +119,10 @@ impl TokenKey {
         if token.len() > MAX_TOKEN_BYTES {
             return Err(AuthError::Malformed);
         }
-        let mut parts = token.split('.');
-        let (Some(header), Some(payload), Some(signature), None) =
-            (parts.next(), parts.next(), parts.next(), parts.next())
-        else {
-            return Err(AuthError::Malformed);
-        };
-        let header: Header = URL_SAFE_NO_PAD
-            .decode(header)
-            .ok()
-            .and_then(|h| serde_json::from_slice(&h).ok())
-            .ok_or(AuthError::Malformed)?;
-        if header.alg != "HS256" {
-            return Err(AuthError::WrongAlgorithm);
-        }
-        let signature = URL_SAFE_NO_PAD
-            .decode(signature)
-            .map_err(|_| AuthError::Malformed)?;
-        let signed_len = token.len() - signature_len(token);
-        let mut mac = self.mac();
-        mac.update(&token.as_bytes()[..signed_len]);
-        mac.verify_slice(&signature)
-            .map_err(|_| AuthError::BadSignature)?;
-        let claims: Claims = URL_SAFE_NO_PAD
-            .decode(payload)
-            .ok()
-            .and_then(|p| serde_json::from_slice(&p).ok())
-            .ok_or(AuthError::Malformed)?;
-        if claims.exp <= now {
+        let claims = jsonwebtoken::decode::<Claims>(token, &self.decoding, &self.validation)
+            .map_err(|e| refusal(token, e.kind()))?
+            .claims;
+        if now >= claims.exp.saturating_add(LEEWAY_SECS) {
             return Err(AuthError::Expired);
         }
         if !valid_player_id(&claims.sub) {
@@ -153,11 +132,29 @@ impl TokenKey {
     }
 }
 
-/// Bytes of the signature part, with its dot: everything before it is what was signed.
-fn signature_len(token: &str) -> usize {
+/// Why `jsonwebtoken` refused `token`.
+fn refusal(token: &str, kind: &ErrorKind) -> AuthError {
+    match kind {
+        ErrorKind::InvalidSignature => AuthError::BadSignature,
+        ErrorKind::InvalidAlgorithm | ErrorKind::InvalidAlgorithmName => AuthError::WrongAlgorithm,
+        _ if names_another_algorithm(token) => AuthError::WrongAlgorithm,
+        _ => AuthError::Malformed,
+    }
+}
+
+/// A header naming an algorithm the crate has no name for (`none`) does not parse as a header
+/// at all; this says why such a token was refused. Read only for a token already refused.
+fn names_another_algorithm(token: &str) -> bool {
+    #[derive(Deserialize)]
+    struct Alg {
+        alg: String,
+    }
     token
-        .rfind('.')
-        .map_or(token.len(), |dot| token.len() - dot)
+        .split('.')
+        .next()
+        .and_then(|header| URL_SAFE_NO_PAD.decode(header).ok())
+        .and_then(|header| serde_json::from_slice::<Alg>(&header).ok())
+        .is_some_and(|header| header.alg != "HS256")
 }
 
 /// Player ids are short and plain, so they are safe in logs, URLs and database keys.
@@ -192,14 +189,38 @@ mod tests {
     }
 
     #[test]
-    fn a_minted_token_verifies_until_it_expires() {
+    fn a_minted_token_verifies_until_it_expires_plus_the_leeway() {
         let token = key().mint("player-1", NOW, 60);
         assert_eq!(
             key().verify(&token, NOW).map(|c| c.sub),
             Ok("player-1".into())
         );
         assert_eq!(key().verify(&token, NOW + 59).map(|c| c.exp), Ok(NOW + 60));
-        assert_eq!(key().verify(&token, NOW + 60), Err(AuthError::Expired));
+        let last = NOW + 60 + LEEWAY_SECS - 1;
+        assert_eq!(key().verify(&token, last).map(|c| c.exp), Ok(NOW + 60));
+        assert_eq!(
+            key().verify(&token, last + 1),
+            Err(AuthError::Expired),
+            "{LEEWAY_SECS} s after exp"
+        );
+    }
+
+    #[test]
+    fn a_minted_token_has_the_documented_header_and_claims() {
+        let token = key().mint("tester-01", NOW, 3600);
+        let parts: Vec<&str> = token.split('.').collect();
+        let decode = |part: &str| String::from_utf8(URL_SAFE_NO_PAD.decode(part).expect("b64"));
+        assert_eq!(
+            decode(parts[0]),
+            Ok(r#"{"typ":"JWT","alg":"HS256"}"#.to_owned())
+        );
+        assert_eq!(
+            decode(parts[1]),
+            Ok(format!(
+                r#"{{"sub":"tester-01","iat":{NOW},"exp":{}}}"#,
+                NOW + 3600
+            ))
+        );
     }
 
     #[test]
@@ -229,6 +250,40 @@ mod tests {
         for bad in ["", "a", "a.b", "a.b.c.d", "!!!.???.***", &"x".repeat(5000)] {
             assert!(key().verify(bad, NOW).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn another_hmac_algorithm_with_the_right_secret_is_refused() {
+        let secret = "a-test-secret-that-is-long-enough-000";
+        let claims = Claims {
+            sub: "p".into(),
+            iat: NOW,
+            exp: NOW + 60,
+        };
+        for alg in [Algorithm::HS384, Algorithm::HS512] {
+            let token = jsonwebtoken::encode(
+                &Header::new(alg),
+                &claims,
+                &EncodingKey::from_secret(secret.as_bytes()),
+            )
+            .expect("encodes");
+            assert_eq!(key().verify(&token, NOW), Err(AuthError::WrongAlgorithm));
+        }
+    }
+
+    #[test]
+    fn a_validly_signed_token_over_the_size_limit_or_with_a_bad_player_is_refused() {
+        let long = key().mint(&"p".repeat(MAX_TOKEN_BYTES), NOW, 60);
+        assert_eq!(key().verify(&long, NOW), Err(AuthError::Malformed));
+        let spaced = key().mint("has space", NOW, 60);
+        assert_eq!(key().verify(&spaced, NOW), Err(AuthError::BadPlayerId));
+        let missing_exp = jsonwebtoken::encode(
+            &Header::new(Algorithm::HS256),
+            &serde_json::json!({"sub": "p", "iat": NOW}),
+            &EncodingKey::from_secret(b"a-test-secret-that-is-long-enough-000"),
+        )
+        .expect("encodes");
+        assert_eq!(key().verify(&missing_exp, NOW), Err(AuthError::Malformed));
     }
 
     #[test]

@@ -28,7 +28,7 @@ const NEAR_FENNICK: [f64; 3] = [14.0, 3.0, -37.5];
 const NEAR_MARISOL: [f64; 3] = [-6.0, 3.0, -13.0];
 
 /// Fixed stand-ins for what differs per run.
-const TOKEN: &str = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.<claims>.<signature>";
+const TOKEN: &str = "eyJ0eXAiOiJKV1QiLCJhbGciOiJIUzI1NiJ9.<claims>.<signature>";
 const EXPIRES_AT: u64 = 1_795_967_232;
 const RESUME_TOKEN: &str = "v3W9mQ0kX1tY7bN2cR5dLs8h";
 /// What an `opened.content` string is shown as (it is shown decoded in a block of its own).
