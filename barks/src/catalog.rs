@@ -15,7 +15,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use banter_player::{
@@ -161,20 +160,11 @@ impl BarkCatalog {
         &self.unplaced
     }
 
-    /// Parse and check a catalog from its JSON text.
+    /// Parse and check a catalog from its JSON text. Reading the file is the caller's: the
+    /// crate does no I/O (banter-sim's `barks::LoadCatalog` reads one from a path).
     pub fn from_json(text: &str) -> Result<Loaded, LoadError> {
         let raw: RawCatalog = serde_json::from_str(text).map_err(LoadError::Json)?;
         build(raw)
-    }
-
-    /// Read, parse and check a catalog file. The only I/O in the crate.
-    pub fn load(path: impl AsRef<Path>) -> Result<Loaded, LoadError> {
-        let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|source| LoadError::Io {
-            path: path.to_owned(),
-            source,
-        })?;
-        Self::from_json(&text)
     }
 }
 
@@ -190,14 +180,6 @@ pub struct Loaded {
 /// Why a catalog could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
-    /// The file could not be read.
-    #[error("cannot read bark catalog {path}: {source}")]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
     /// The text is not a catalog (bad JSON, a missing or unknown field).
     #[error("bark catalog is not valid: {0}")]
     Json(serde_json::Error),

@@ -13,7 +13,8 @@
 //! - [`stats`]: the birthday-problem figures behind the deck, and the tally
 //!   the simulator keeps.
 //!
-//! The crate is pure: the only I/O is [`BarkCatalog::load`]; time is an input
+//! The crate is pure: no I/O (a catalog is parsed from its text by
+//! [`BarkCatalog::from_json`]; the caller reads the file); time is an input
 //! (a [`Duration`](std::time::Duration) since any epoch) and so is randomness
 //! (any [`rand_core::Rng`]; [`SplitMix64`] for reproducible runs).
 //!

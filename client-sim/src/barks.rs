@@ -9,13 +9,17 @@
 //! presenter plays each line for a time that grows with its text and reports
 //! when it finished. Everything is reproducible from the seed.
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
+
+use anyhow::Context;
 
 use banter_barks::rng::{below, unit};
 use banter_barks::stats::{PoolFigures, SessionReport, Tally, pool_figures};
 use banter_barks::{
-    Attempt, BarkCatalog, BarkDirector, Command, Cue, LineId, Payload, PayloadKey, SplitMix64,
+    Attempt, BarkCatalog, BarkDirector, Command, Cue, LineId, Loaded, Payload, PayloadKey,
+    SplitMix64,
 };
 use banter_player::{
     BoatState, DialogueState, Effective, FishingState, FootState, OwnerHandles, PlayerStateMachine,
@@ -30,6 +34,22 @@ pub const ARTICLE_POOLS: [u32; 3] = [6, 9, 13];
 /// NPCs quests are handed to in the simulation: the sample world's NPC ids
 /// (`content/world.json`); the catalog matches on some of them.
 pub const NPCS: [&str; 5] = ["fennick", "marisol", "skipper_brinehollow", "ines", "pim"];
+
+/// Reads a bark catalog file. `banter-barks` is pure and parses a catalog from its text
+/// ([`BarkCatalog::from_json`]); reading the file is the caller's, here.
+pub trait LoadCatalog {
+    /// Read, parse and check a catalog file.
+    fn load(path: impl AsRef<Path>) -> anyhow::Result<Loaded>;
+}
+
+impl LoadCatalog for BarkCatalog {
+    fn load(path: impl AsRef<Path>) -> anyhow::Result<Loaded> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read bark catalog {}", path.display()))?;
+        Ok(BarkCatalog::from_json(&text)?)
+    }
+}
 
 /// How to run.
 #[derive(Debug, Clone, PartialEq)]

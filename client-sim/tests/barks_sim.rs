@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use banter_barks::{BarkCatalog, Cue};
-use banter_sim::barks::{SimConfig, simulate};
+use banter_sim::barks::{LoadCatalog, SimConfig, simulate};
 
 fn catalog() -> BarkCatalog {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../content/barks/catalog.json");

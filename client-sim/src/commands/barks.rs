@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use banter_barks::stats::SessionReport;
 use banter_barks::{BarkCatalog, Filter};
-use banter_sim::barks::{SimConfig, SimReport, simulate};
+use banter_sim::barks::{LoadCatalog, SimConfig, SimReport, simulate};
 use clap::Args as ClapArgs;
 
 /// Arguments of `banter-sim barks`.
