@@ -11,13 +11,13 @@ use crate::audit::AuditLog;
 use crate::auth::TokenKey;
 use crate::config::Config;
 use crate::hub::Hub;
-use crate::library::ContentHandle;
 use crate::metrics::Metrics;
+use crate::served::ServedContent;
 use crate::store::Store;
 
 pub struct App {
     pub config: Config,
-    pub content: ContentHandle,
+    pub content: ServedContent,
     pub store: Arc<dyn Store>,
     pub metrics: Metrics,
     pub hub: Hub,
@@ -44,7 +44,7 @@ pub struct App {
 }
 
 impl App {
-    pub fn new(config: Config, content: ContentHandle, store: Arc<dyn Store>) -> App {
+    pub fn new(config: Config, content: ServedContent, store: Arc<dyn Store>) -> App {
         let (audit, audit_queue) = AuditLog::new(&config.audit);
         let config_session_starts = config.limits.max_session_starts;
         App {

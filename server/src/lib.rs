@@ -14,12 +14,12 @@ pub mod events;
 pub mod http;
 pub mod hub;
 pub mod incident;
-pub mod library;
 pub mod listen;
 pub mod metrics;
 pub mod outbox;
 pub mod quests;
 pub mod resume;
+pub mod served;
 pub mod session;
 pub mod store;
 pub mod world;
@@ -32,7 +32,7 @@ use tokio::net::TcpListener;
 
 use crate::app::App;
 use crate::config::Config;
-use crate::library::{ContentErrors, ContentHandle, Library};
+use crate::served::{ContentErrors, ContentVersion, ServedContent};
 use crate::store::{ConnectOptions, StoreError};
 
 /// Why the server could not start or run.
@@ -59,7 +59,7 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServerError> {
     config.validate()?;
-    let library = Library::load(&config.content, 1)?;
+    let library = ContentVersion::load(&config.content, 1)?;
     let store = store::connect(&config.database_url, ConnectOptions::default()).await?;
     tracing::info!(
         backend = store.backend(),
@@ -67,7 +67,7 @@ pub async fn run(
         npcs = library.npcs.len(),
         "content loaded, store ready"
     );
-    let content = ContentHandle::new(config.content.clone(), library);
+    let content = ServedContent::new(config.content.clone(), library);
     let app = Arc::new(App::new(config, content, store));
     let router = http::router(app.clone());
 

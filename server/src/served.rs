@@ -1,5 +1,7 @@
-//! The content the server is serving: loaded, checked, published, and swapped atomically on
-//! reload.
+//! The content the server is serving. Three names, three ideas: `banter_dialogue::Content` is
+//! content as loaded from a folder; a [`ContentVersion`] is one loaded, checked and published
+//! version of it (with the NPC registry and each conversation's graph, JSON and hash); the
+//! [`ServedContent`] is the version in force now, swapped atomically on reload.
 //!
 //! A reload loads and checks the new content off to the side and swaps it in only if it has no
 //! errors; a failed reload changes nothing and says why. A conversation already open holds an
@@ -26,9 +28,9 @@ pub struct Published {
     pub hash: String,
 }
 
-/// One immutable version of the content.
+/// One immutable version of the content: loaded, checked and published.
 #[derive(Debug)]
-pub struct Library {
+pub struct ContentVersion {
     pub content: Content,
     pub npcs: NpcRegistry,
     pub conversations: HashMap<String, Published>,
@@ -44,9 +46,9 @@ pub struct ContentErrors {
     pub errors: Vec<Diagnostic>,
 }
 
-impl Library {
+impl ContentVersion {
     /// Loads and checks a content folder; refuses it on any error.
-    pub fn load(dir: &Path, version: u64) -> Result<Library, ContentErrors> {
+    pub fn load(dir: &Path, version: u64) -> Result<ContentVersion, ContentErrors> {
         if !dir.is_dir() {
             return Err(ContentErrors {
                 dir: dir.to_owned(),
@@ -82,7 +84,7 @@ impl Library {
                 ))
             })
             .collect();
-        Ok(Library {
+        Ok(ContentVersion {
             npcs: NpcRegistry::from_content(&content),
             content,
             conversations,
@@ -91,31 +93,31 @@ impl Library {
     }
 }
 
-/// The current library, swappable: readers load the `Arc` without a lock (and so never see a
+/// The version in force, swappable: readers load the `Arc` without a lock (and so never see a
 /// poisoned one), a reload stores a new one whole.
 #[derive(Debug)]
-pub struct ContentHandle {
+pub struct ServedContent {
     dir: PathBuf,
-    current: ArcSwap<Library>,
+    current: ArcSwap<ContentVersion>,
 }
 
-impl ContentHandle {
-    pub fn new(dir: PathBuf, library: Library) -> ContentHandle {
-        ContentHandle {
+impl ServedContent {
+    pub fn new(dir: PathBuf, library: ContentVersion) -> ServedContent {
+        ServedContent {
             dir,
             current: ArcSwap::from_pointee(library),
         }
     }
 
-    /// The library in force now. Cheap: one `Arc` clone, no lock.
-    pub fn current(&self) -> Arc<Library> {
+    /// The version served now. Cheap: one `Arc` clone, no lock.
+    pub fn current(&self) -> Arc<ContentVersion> {
         self.current.load_full()
     }
 
     /// Loads the folder again; swaps it in only if it is clean. Returns the new version.
     pub fn reload(&self) -> Result<u64, ContentErrors> {
         let version = self.current().version + 1;
-        let library = Library::load(&self.dir, version)?;
+        let library = ContentVersion::load(&self.dir, version)?;
         self.current.store(Arc::new(library));
         Ok(version)
     }

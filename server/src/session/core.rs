@@ -27,8 +27,8 @@ use banter_protocol::{
 
 use super::refusal::{FrameError, Refusal, SessionError};
 use crate::app::SharedApp;
-use crate::library::Library;
 use crate::quests::{self, ServerFacts};
+use crate::served::ContentVersion;
 use crate::store::PlayerRecord;
 use crate::world::{self, Body, WorldError};
 
@@ -42,7 +42,7 @@ pub struct OpenConversation {
     /// The content version the conversation opened with: its graph and the quest definitions
     /// its conditions are checked against, whatever a reload swaps in meanwhile. Held here so a
     /// step does not take the content lock.
-    library: Arc<Library>,
+    library: Arc<ContentVersion>,
     graph: Arc<DialogueGraph>,
     walk: Walk,
 }
@@ -356,7 +356,7 @@ impl SessionCore {
 
     async fn open_conversation(
         &mut self,
-        library: Arc<Library>,
+        library: Arc<ContentVersion>,
         npc: NpcDef,
         cached: Option<&str>,
         now: Duration,
@@ -452,7 +452,7 @@ impl SessionCore {
     /// Answered before (instead of) any `opened`.
     async fn start_cutscene_quest(
         &mut self,
-        library: &Library,
+        library: &ContentVersion,
         quest: &QuestDef,
         now: Duration,
     ) -> Result<(), Refusal> {

@@ -14,7 +14,7 @@ use banter_test_db::TestDb;
 use super::core::SessionCore;
 use crate::app::{App, SharedApp};
 use crate::config::Config;
-use crate::library::{ContentHandle, Library};
+use crate::served::{ContentVersion, ServedContent};
 use crate::store::{self, ConnectOptions};
 
 const PIM: Position = [-640.0, 2.0, 910.0];
@@ -33,13 +33,13 @@ async fn app_on(content: PathBuf) -> (SharedApp, TestDb) {
         content: content.clone(),
         ..Config::default()
     };
-    let library = Library::load(&content, 1).expect("sample content loads");
+    let library = ContentVersion::load(&content, 1).expect("sample content loads");
     let store = store::connect(&db.url(), ConnectOptions::default())
         .await
         .expect("sqlite store");
     let app = Arc::new(App::new(
         config,
-        ContentHandle::new(content, library),
+        ServedContent::new(content, library),
         store,
     ));
     (app, db)
@@ -503,7 +503,7 @@ async fn an_action_after_a_reload_moved_the_npc_away_closes_walked_away_and_pays
     let (app, _db) = app_on(sample_content()).await;
     // Serve the sample, then reload from a folder where Pim stands 500 studs away.
     let app = {
-        let library = Library::load(&sample_content(), 1).expect("loads");
+        let library = ContentVersion::load(&sample_content(), 1).expect("loads");
         let config = Config {
             database_url: app.config.database_url.clone(),
             content: moved.clone(),
@@ -511,7 +511,7 @@ async fn an_action_after_a_reload_moved_the_npc_away_closes_walked_away_and_pays
         };
         Arc::new(App::new(
             config,
-            ContentHandle::new(moved.clone(), library),
+            ServedContent::new(moved.clone(), library),
             app.store.clone(),
         ))
     };
@@ -539,14 +539,14 @@ async fn a_cutscene_that_ends_out_of_reach_closes_the_conversation_it_played_in(
     let moved = content_with_npc_moved("ines", [INES[0] + 500.0, INES[1], INES[2]]);
     let (app, _db) = app_on(sample_content()).await;
     let app = {
-        let library = Library::load(&sample_content(), 1).expect("loads");
+        let library = ContentVersion::load(&sample_content(), 1).expect("loads");
         Arc::new(App::new(
             Config {
                 database_url: app.config.database_url.clone(),
                 content: moved.clone(),
                 ..Config::default()
             },
-            ContentHandle::new(moved.clone(), library),
+            ServedContent::new(moved.clone(), library),
             app.store.clone(),
         ))
     };
