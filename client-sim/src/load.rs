@@ -1,7 +1,6 @@
 //! The load test: N honest bots against a live server for a while, their round trips in one
 //! HDR histogram, and a report that fails on any refusal or error.
 
-use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -13,7 +12,7 @@ use crate::bot::{self, BotOptions};
 use crate::error::Result;
 use crate::http::Endpoint;
 use crate::pace::ReadingPace;
-use crate::report::{KindLatency, Latency, LoadReport};
+use crate::report::{KindLatency, Latency, LoadReport, progress_bar};
 use crate::session::{Live, SessionOptions, new_histogram};
 
 /// How a load test runs.
@@ -72,15 +71,18 @@ pub async fn run(options: LoadOptions) -> Result<LoadReport> {
             bot::run(bot_options, Some(live)).await
         }));
     }
-    let progress = (options.progress && std::io::stderr().is_terminal()).then(|| {
+    let progress = options.progress.then(|| {
         let live = live.clone();
         let bots = options.bots;
         let total = options.duration;
+        let bar = progress_bar(duration_ms(total), "[{bar:30}] {msg}", true);
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(Duration::from_millis(250));
             loop {
                 tick.tick().await;
-                draw_progress(&live, bots, started.elapsed(), total);
+                let elapsed = started.elapsed().min(total);
+                bar.set_position(duration_ms(elapsed));
+                bar.set_message(progress_message(&live, bots, elapsed, total));
             }
         })
     });
@@ -143,10 +145,9 @@ pub async fn run(options: LoadOptions) -> Result<LoadReport> {
         report.conversations += m.conversations;
     }
     if let Some(progress) = progress {
+        // Aborting drops the bar, which clears it.
         progress.abort();
-        let mut err = std::io::stderr();
-        let _ = write!(err, "\r\x1b[2K");
-        let _ = err.flush();
+        let _ = progress.await;
     }
     let elapsed = started.elapsed().as_secs_f64();
     report.duration_s = (elapsed * 10.0).round() / 10.0;
@@ -169,19 +170,14 @@ pub async fn run(options: LoadOptions) -> Result<LoadReport> {
     Ok(report)
 }
 
-/// One frame of the progress bar.
-pub fn progress_line(live: &Live, bots: usize, elapsed: Duration, total: Duration) -> String {
-    const WIDTH: usize = 30;
-    let fraction = if total.is_zero() {
-        1.0
-    } else {
-        (elapsed.as_secs_f64() / total.as_secs_f64()).clamp(0.0, 1.0)
-    };
-    let filled = (fraction * WIDTH as f64).round() as usize;
+fn duration_ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The figures beside the progress bar.
+pub fn progress_message(live: &Live, bots: usize, elapsed: Duration, total: Duration) -> String {
     format!(
-        "[{}{}] {:>5.1}/{:.0} s  bots {bots}  msgs {}  conversations {}  quests {}  rejections {}  errors {}",
-        "#".repeat(filled),
-        ".".repeat(WIDTH - filled),
+        "{:>5.1}/{:.0} s  bots {bots}  msgs {}  conversations {}  quests {}  rejections {}  errors {}",
         elapsed.as_secs_f64().min(total.as_secs_f64()),
         total.as_secs_f64(),
         live.messages.load(Ordering::Relaxed),
@@ -192,30 +188,19 @@ pub fn progress_line(live: &Live, bots: usize, elapsed: Duration, total: Duratio
     )
 }
 
-fn draw_progress(live: &Live, bots: usize, elapsed: Duration, total: Duration) {
-    let mut err = std::io::stderr();
-    let _ = write!(
-        err,
-        "\r\x1b[2K{}",
-        progress_line(live, bots, elapsed, total)
-    );
-    let _ = err.flush();
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn the_progress_bar_fills_with_time() {
+    fn the_progress_message_counts_time_and_figures() {
         let live = Live::default();
-        let half = progress_line(&live, 3, Duration::from_secs(5), Duration::from_secs(10));
-        assert!(
-            half.starts_with(&format!("[{}{}]", "#".repeat(15), ".".repeat(15))),
-            "{half}"
-        );
-        assert!(half.contains("bots 3"));
-        let done = progress_line(&live, 3, Duration::from_secs(12), Duration::from_secs(10));
-        assert!(done.starts_with(&format!("[{}]", "#".repeat(30))), "{done}");
+        Live::add(&live.messages);
+        let half = progress_message(&live, 3, Duration::from_secs(5), Duration::from_secs(10));
+        assert!(half.starts_with("  5.0/10 s"), "{half}");
+        assert!(half.contains("bots 3") && half.contains("msgs 1"), "{half}");
+        let done = progress_message(&live, 3, Duration::from_secs(12), Duration::from_secs(10));
+        assert!(done.starts_with(" 10.0/10 s"), "{done}");
+        assert_eq!(duration_ms(Duration::from_millis(1500)), 1500);
     }
 }

@@ -36,7 +36,7 @@ enum Cmd {
     Bench(commands::bench::Args),
     /// Abuse a server (slowloris, never-reading sessions, connect churn, malformed frames,
     /// expired-token replay) at once; fails if it stops answering or admits a bad token.
-    Abuse(banter_sim::abuse::Args),
+    Abuse(commands::abuse::Args),
 }
 
 fn main() -> ExitCode {
@@ -47,15 +47,14 @@ fn main() -> ExitCode {
         Cmd::Attack(args) => commands::attack::run(&args),
         Cmd::Barks(args) => commands::barks::run(&args).map(|()| true),
         Cmd::Bench(args) => commands::bench::run(&args),
-        Cmd::Abuse(args) => {
-            commands::runtime().and_then(|rt| rt.block_on(banter_sim::abuse::run_cli(&args)))
-        }
+        Cmd::Abuse(args) => commands::abuse::run(&args),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
         Err(e) => {
-            eprintln!("banter-sim: {e}");
+            // The whole chain: what was being done, then why it failed.
+            eprintln!("banter-sim: {e:#}");
             ExitCode::from(2)
         }
     }

@@ -1,9 +1,11 @@
-//! What the load and attack tools print: a table for people, a JSON object for machines.
+//! What the tools print: a table for people or a JSON object for machines on stdout, and
+//! progress bars on stderr.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use hdrhistogram::Histogram;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressFinish, ProgressStyle};
 use serde::Serialize;
 
 /// Prints a tool's report on stdout: pretty JSON with `--json`, else the table for people.
@@ -11,16 +13,28 @@ pub fn print(
     json: bool,
     report: &impl Serialize,
     table: impl FnOnce() -> String,
-) -> Result<(), String> {
+) -> serde_json::Result<()> {
     if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(report).map_err(|e| e.to_string())?
-        );
+        println!("{}", serde_json::to_string_pretty(report)?);
     } else {
         print!("{}", table());
     }
     Ok(())
+}
+
+/// A progress bar on stderr in indicatif's `template`, drawn only when stderr is a terminal
+/// (never with `show` false), and cleared when the last handle to it is dropped.
+pub fn progress_bar(len: u64, template: &str, show: bool) -> ProgressBar {
+    if !show {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr())
+        .with_finish(ProgressFinish::AndClear);
+    // A template that does not parse is a programming error; the default style still works.
+    if let Ok(style) = ProgressStyle::with_template(template) {
+        bar.set_style(style.progress_chars("#>."));
+    }
+    bar
 }
 
 /// Round-trip percentiles, in microseconds.

@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use anyhow::Result;
+
 use banter_sim::attack::{AttackOptions, run as run_attack};
 use banter_sim::auth::{DEV_SECRET, DEV_SERVICE_KEY};
 use banter_sim::http::Endpoint;
@@ -29,9 +31,9 @@ pub struct Args {
 }
 
 /// Runs the catalogue; `Ok(false)` when any cheat was not blocked as expected.
-pub fn run(args: &Args) -> Result<bool, String> {
+pub fn run(args: &Args) -> Result<bool> {
     let options = AttackOptions {
-        endpoint: Endpoint::parse(&args.url).map_err(|e| e.to_string())?,
+        endpoint: Endpoint::parse(&args.url)?,
         content: super::content(args.content.as_ref())?,
         auth_secret: args.auth_secret.clone(),
         service_key: args.service_key.clone(),

@@ -4,6 +4,8 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use anyhow::{Result, ensure};
+
 use banter_barks::stats::SessionReport;
 use banter_barks::{BarkCatalog, Filter};
 use banter_sim::barks::{LoadCatalog, SimConfig, SimReport, simulate};
@@ -49,12 +51,14 @@ fn default_catalog() -> PathBuf {
 }
 
 /// Run the subcommand.
-pub fn run(args: &Args) -> Result<(), String> {
-    if !(args.hours.is_finite() && args.hours > 0.0 && args.hours <= 10_000.0) {
-        return Err(format!("--hours must be in (0, 10000], got {}", args.hours));
-    }
+pub fn run(args: &Args) -> Result<()> {
+    ensure!(
+        args.hours.is_finite() && args.hours > 0.0 && args.hours <= 10_000.0,
+        "--hours must be in (0, 10000], got {}",
+        args.hours
+    );
     let path = args.catalog.clone().unwrap_or_else(default_catalog);
-    let loaded = BarkCatalog::load(&path).map_err(|e| e.to_string())?;
+    let loaded = BarkCatalog::load(&path)?;
     for w in &loaded.warnings {
         eprintln!("warning: {}: {w}", path.display());
     }
@@ -65,8 +69,7 @@ pub fn run(args: &Args) -> Result<(), String> {
     };
     let report = simulate(loaded.catalog, &cfg);
     if args.json {
-        let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
-        println!("{text}");
+        println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         print!("{}", table(&report));
     }

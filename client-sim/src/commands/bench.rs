@@ -5,11 +5,13 @@
 
 use std::time::Duration;
 
+use anyhow::{Context, Result, ensure};
 use banter_sim::bench::{
     OpenLoopOptions, ScaleOptions, Target, ThroughputOptions, open_loop, scale, throughput,
 };
 use banter_sim::http::Endpoint;
 use banter_sim::load::fresh_run_id;
+use banter_sim::report::print;
 use clap::Args as ClapArgs;
 
 /// Arguments of `banter-sim bench`.
@@ -72,9 +74,9 @@ pub struct Args {
     pub json: bool,
 }
 
-fn target(args: &Args, auth_secret: Option<String>, read_buffer: usize) -> Result<Target, String> {
+fn target(args: &Args, auth_secret: Option<String>, read_buffer: usize) -> Result<Target> {
     Ok(Target {
-        endpoint: Endpoint::parse(&args.url).map_err(|e| e.to_string())?,
+        endpoint: Endpoint::parse(&args.url)?,
         auth_secret,
         source_ips: args.source_ips.clamp(1, 250),
         read_buffer,
@@ -82,36 +84,26 @@ fn target(args: &Args, auth_secret: Option<String>, read_buffer: usize) -> Resul
     })
 }
 
-fn print(json: bool, value: &impl serde::Serialize, table: String) -> Result<(), String> {
-    if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(value).map_err(|e| e.to_string())?
-        );
-    } else {
-        print!("{table}");
-    }
-    Ok(())
-}
-
 /// Runs the benchmark; `Ok(false)` when anything failed (the figures are printed either way).
-pub fn run(args: &Args) -> Result<bool, String> {
-    if !(args.seconds.is_finite() && args.seconds > 0.0 && args.seconds <= 3600.0) {
-        return Err(format!(
-            "--seconds must be in (0, 3600], got {}",
-            args.seconds
-        ));
-    }
+pub fn run(args: &Args) -> Result<bool> {
+    ensure!(
+        args.seconds.is_finite() && args.seconds > 0.0 && args.seconds <= 3600.0,
+        "--seconds must be in (0, 3600], got {}",
+        args.seconds
+    );
     if let Some(sessions) = args.sessions {
-        if sessions == 0 || sessions > 1_000_000 {
-            return Err(format!("--sessions must be 1..=1000000, got {sessions}"));
-        }
-        if !(args.interval_secs.is_finite() && args.interval_secs > 0.0) {
-            return Err("--interval-secs must be positive".to_owned());
-        }
-        if !(args.hold_secs.is_finite() && args.hold_secs >= 0.0) {
-            return Err("--hold-secs must not be negative".to_owned());
-        }
+        ensure!(
+            (1..=1_000_000).contains(&sessions),
+            "--sessions must be 1..=1000000, got {sessions}"
+        );
+        ensure!(
+            args.interval_secs.is_finite() && args.interval_secs > 0.0,
+            "--interval-secs must be positive"
+        );
+        ensure!(
+            args.hold_secs.is_finite() && args.hold_secs >= 0.0,
+            "--hold-secs must not be negative"
+        );
         let secret = args
             .auth_secret
             .clone()
@@ -126,21 +118,21 @@ pub fn run(args: &Args) -> Result<bool, String> {
         };
         let report = super::runtime()?
             .block_on(scale(options, !args.json))
-            .map_err(|e| e.to_string())?;
-        print(args.json, &report, report.table())?;
+            .context("the scale test")?;
+        print(args.json, &report, || report.table())?;
         return Ok(report.clean());
     }
-    if args.connections == 0 || args.connections > 10_000 {
-        return Err(format!(
-            "--connections must be 1..=10000, got {}",
-            args.connections
-        ));
-    }
+    ensure!(
+        (1..=10_000).contains(&args.connections),
+        "--connections must be 1..=10000, got {}",
+        args.connections
+    );
     let target = target(args, args.auth_secret.clone(), 16 * 1024)?;
     if args.open_loop {
-        if args.rates.is_empty() || args.rates.contains(&0) {
-            return Err("--rates must be positive".to_owned());
-        }
+        ensure!(
+            !args.rates.is_empty() && !args.rates.contains(&0),
+            "--rates must be positive"
+        );
         let options = OpenLoopOptions {
             target,
             connections: args.connections,
@@ -150,18 +142,18 @@ pub fn run(args: &Args) -> Result<bool, String> {
         };
         let report = super::runtime()?
             .block_on(open_loop(options))
-            .map_err(|e| e.to_string())?;
-        print(args.json, &report, report.table())?;
+            .context("the open-loop test")?;
+        print(args.json, &report, || report.table())?;
         return Ok(report.rates.iter().all(|p| p.errors == 0));
     }
     // The server answers an action with an effect and an ack: two queued messages per request,
     // and the outgoing queue holds 128.
-    if args.depth == 0 || args.depth > 60 {
-        return Err(format!("--depth must be 1..=60, got {}", args.depth));
-    }
-    if args.rounds == 0 {
-        return Err("--rounds must be at least 1".to_owned());
-    }
+    ensure!(
+        (1..=60).contains(&args.depth),
+        "--depth must be 1..=60, got {}",
+        args.depth
+    );
+    ensure!(args.rounds >= 1, "--rounds must be at least 1");
     let options = ThroughputOptions {
         target,
         connections: args.connections,
@@ -172,7 +164,7 @@ pub fn run(args: &Args) -> Result<bool, String> {
     };
     let report = super::runtime()?
         .block_on(throughput(options))
-        .map_err(|e| e.to_string())?;
-    print(args.json, &report, report.table())?;
+        .context("the throughput test")?;
+    print(args.json, &report, || report.table())?;
     Ok(report.errors == 0)
 }

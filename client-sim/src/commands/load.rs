@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use anyhow::{Context, Result, bail, ensure};
+
 use banter_sim::auth::DEV_SERVICE_KEY;
 use banter_sim::http::Endpoint;
 use banter_sim::load::{LoadOptions, fresh_run_id, run as run_load};
@@ -46,18 +48,19 @@ pub struct Args {
 }
 
 /// Runs the load test; `Ok(false)` when any request was refused or failed.
-pub fn run(args: &Args) -> Result<bool, String> {
-    if args.bots == 0 || args.bots > 100_000 {
-        return Err(format!("--bots must be 1..=100000, got {}", args.bots));
-    }
-    if !(args.duration.is_finite() && args.duration > 0.0 && args.duration <= 86_400.0) {
-        return Err(format!(
-            "--duration must be in (0, 86400], got {}",
-            args.duration
-        ));
-    }
+pub fn run(args: &Args) -> Result<bool> {
+    ensure!(
+        (1..=100_000).contains(&args.bots),
+        "--bots must be 1..=100000, got {}",
+        args.bots
+    );
+    ensure!(
+        args.duration.is_finite() && args.duration > 0.0 && args.duration <= 86_400.0,
+        "--duration must be in (0, 86400], got {}",
+        args.duration
+    );
     if !(args.rate.is_finite() && args.rate > 0.0) {
-        return Err(format!("--rate must be positive, got {}", args.rate));
+        bail!("--rate must be positive, got {}", args.rate);
     }
     if args.rate > 20.0 {
         eprintln!(
@@ -66,7 +69,7 @@ pub fn run(args: &Args) -> Result<bool, String> {
         );
     }
     let options = LoadOptions {
-        endpoint: Endpoint::parse(&args.url).map_err(|e| e.to_string())?,
+        endpoint: Endpoint::parse(&args.url)?,
         bots: args.bots,
         duration: Duration::from_secs_f64(args.duration),
         rate_per_sec: args.rate,
@@ -82,11 +85,10 @@ pub fn run(args: &Args) -> Result<bool, String> {
     };
     let report = super::runtime()?
         .block_on(run_load(options))
-        .map_err(|e| e.to_string())?;
+        .context("the load test")?;
     if let Some(path) = &args.acknowledged_out {
-        let text =
-            serde_json::to_string_pretty(&report.acknowledged_json()).map_err(|e| e.to_string())?;
-        std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let text = serde_json::to_string_pretty(&report.acknowledged_json())?;
+        std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
     }
     banter_sim::report::print(args.json, &report, || report.table())?;
     Ok(report.clean())

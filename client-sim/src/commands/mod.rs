@@ -1,5 +1,6 @@
 //! One module per `banter-sim` subcommand.
 
+pub mod abuse;
 pub mod attack;
 pub mod barks;
 pub mod bench;
@@ -9,6 +10,7 @@ pub mod play;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use anyhow::{Context, Result};
 use banter_dialogue::content::Content;
 use banter_sim::world;
 
@@ -16,15 +18,15 @@ use banter_sim::world;
 pub const DEFAULT_URL: &str = "http://127.0.0.1:7350";
 
 /// Loads `--content` (default: the workspace's `content/`).
-pub fn content(dir: Option<&PathBuf>) -> Result<Arc<Content>, String> {
+pub fn content(dir: Option<&PathBuf>) -> Result<Arc<Content>> {
     let dir = dir.cloned().unwrap_or_else(world::default_content_dir);
-    world::load_content(&dir).map_err(|e| e.to_string())
+    world::load_content(&dir).with_context(|| format!("the content in {}", dir.display()))
 }
 
 /// A runtime for the networked subcommands.
-pub fn runtime() -> Result<tokio::runtime::Runtime, String> {
+pub fn runtime() -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the async runtime: {e}"))
+        .context("cannot start the async runtime")
 }

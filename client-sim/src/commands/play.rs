@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use anyhow::Result;
+
 use banter_sim::auth::DEV_SERVICE_KEY;
 use banter_sim::http::Endpoint;
 use banter_sim::play::{Input, PlayOptions, run as run_play};
@@ -32,9 +34,9 @@ pub struct Args {
 }
 
 /// Plays until the player quits.
-pub fn run(args: &Args) -> Result<bool, String> {
+pub fn run(args: &Args) -> Result<bool> {
     let options = PlayOptions {
-        endpoint: Endpoint::parse(&args.url).map_err(|e| e.to_string())?,
+        endpoint: Endpoint::parse(&args.url)?,
         player: args.player.clone(),
         content: super::content(args.content.as_ref())?,
         service_key: args.service_key.clone(),
@@ -43,8 +45,6 @@ pub fn run(args: &Args) -> Result<bool, String> {
     };
     let input = Input::spawn(std::io::BufReader::new(std::io::stdin()));
     let mut out = std::io::stdout();
-    super::runtime()?
-        .block_on(run_play(options, input, &mut out))
-        .map_err(|e| e.to_string())?;
+    super::runtime()?.block_on(run_play(options, input, &mut out))?;
     Ok(true)
 }

@@ -1,0 +1,379 @@
+//! Throughput: echo (the transport alone) against the validated dialogue step, with the same
+//! connections, message sizes and pipeline depth, in alternating phases; the ratio of the two is
+//! what must hold. Each connection keeps `depth` requests in flight and refills as answers come.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::{FutureExt, SinkExt, StreamExt};
+use serde::Serialize;
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+use tokio_tungstenite::tungstenite::Message;
+
+use super::machine::{Machine, cpu_time};
+use super::round_to;
+use super::script::{Answer, Lane, Phase, classify, step_message};
+use super::target::{ANSWER_TIMEOUT, Target, Ws, echo_connection, open_all, step_session};
+use crate::error::{Result, SimError};
+use crate::report::table;
+
+/// What one connection did in one phase.
+#[derive(Debug, Default)]
+struct Driven {
+    answers: u64,
+    errors: u64,
+    sample: Option<String>,
+}
+
+/// Keeps `depth` requests in flight on `ws` until `deadline`, then waits for the rest.
+async fn drive(
+    ws: &mut Ws,
+    lane: &mut Lane,
+    phase: Phase,
+    depth: usize,
+    deadline: Instant,
+) -> Driven {
+    let mut out = Driven::default();
+    let mut in_flight = 0usize;
+    let result: Result<()> = async {
+        for _ in 0..depth {
+            ws.feed(lane.next(phase)).await?;
+            in_flight += 1;
+        }
+        ws.flush().await?;
+        while in_flight > 0 {
+            // Everything already received is handled before the next write, so one flush
+            // carries as many requests as there were answers.
+            let mut answered = 0usize;
+            let first = tokio::time::timeout(ANSWER_TIMEOUT, ws.next())
+                .await
+                .map_err(|_| SimError::Timeout(ANSWER_TIMEOUT))?;
+            let mut frame = Some(first);
+            while let Some(next) = frame.take() {
+                match next {
+                    Some(Ok(Message::Text(text))) => {
+                        let answer = match phase {
+                            Phase::Echo => Answer::Ack,
+                            Phase::Step => classify(text.as_str()),
+                        };
+                        match answer {
+                            Answer::Ack => answered += 1,
+                            Answer::Error => {
+                                answered += 1;
+                                out.errors += 1;
+                                out.sample.get_or_insert_with(|| text.as_str().to_owned());
+                            }
+                            Answer::Other => {}
+                        }
+                    }
+                    Some(Ok(Message::Close(_))) | None => return Err(SimError::Closed),
+                    Some(Ok(_)) => {}
+                    Some(Err(e)) => return Err(e.into()),
+                }
+                frame = ws.next().now_or_never();
+            }
+            in_flight -= answered;
+            out.answers += answered as u64;
+            if Instant::now() < deadline {
+                for _ in 0..answered {
+                    ws.feed(lane.next(phase)).await?;
+                    in_flight += 1;
+                }
+                ws.flush().await?;
+            }
+        }
+        Ok(())
+    }
+    .await;
+    if let Err(e) = result {
+        out.errors += in_flight as u64;
+        out.sample.get_or_insert_with(|| e.to_string());
+    }
+    out
+}
+
+/// How the throughput comparison runs.
+#[derive(Clone, Debug)]
+pub struct ThroughputOptions {
+    pub target: Target,
+    pub connections: usize,
+    pub depth: usize,
+    pub seconds: f64,
+    pub rounds: usize,
+    pub server_pid: Option<u32>,
+}
+
+/// One phase's figures.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct PhaseFigures {
+    pub msgs_per_sec: f64,
+    pub messages: u64,
+    pub seconds: f64,
+    /// The server's CPU time per message (user + system, all threads), with `--server-pid`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_cpu_us_per_msg: Option<f64>,
+    /// The server's CPU use during the phase, in cores.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_cores: Option<f64>,
+}
+
+/// One echo phase and one step phase.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Round {
+    pub echo: PhaseFigures,
+    pub step: PhaseFigures,
+    pub ratio: f64,
+}
+
+/// `banter-sim bench`'s throughput result.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ThroughputReport {
+    pub machine: Machine,
+    pub connections: usize,
+    pub depth: usize,
+    pub seconds_per_phase: f64,
+    /// Byte lengths of the three step messages (the echo messages match them).
+    pub message_bytes: Vec<usize>,
+    /// Medians over the rounds.
+    pub echo_msgs_per_sec: f64,
+    pub step_msgs_per_sec: f64,
+    pub ratio: f64,
+    /// Median over the rounds of echo CPU per message / step CPU per message (with
+    /// `--server-pid`): the ratio the server alone would reach if the client cost nothing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_cpu_ratio: Option<f64>,
+    pub rounds: Vec<Round>,
+    pub errors: u64,
+    pub error_samples: Vec<String>,
+}
+
+/// The median of a few per-round figures (three rounds by default), exact: the mean of the two
+/// middle ones for an even count. Kept by hand on purpose: these are a handful of floats, not a
+/// distribution, and an HDR histogram would round the headline figures it reports.
+fn median(values: &mut [f64]) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    values.sort_by(f64::total_cmp);
+    let mid = values.len() / 2;
+    if values.len() % 2 == 1 {
+        values[mid]
+    } else {
+        (values[mid - 1] + values[mid]) / 2.0
+    }
+}
+
+/// A command to a connection task.
+struct Run {
+    phase: Phase,
+    depth: usize,
+    deadline: Instant,
+    done: oneshot::Sender<Driven>,
+}
+
+/// Echo and step, alternating, `rounds` times.
+pub async fn throughput(options: ThroughputOptions) -> Result<ThroughputReport> {
+    let target = Arc::new(options.target.clone());
+    let pairs = open_all(options.connections, 32, |i| {
+        let target = target.clone();
+        async move {
+            let step = step_session(&target, i).await?;
+            let echo = echo_connection(&target, i).await?;
+            Ok((step, echo))
+        }
+    })
+    .await?;
+    let mut lanes = Vec::with_capacity(pairs.len());
+    for (mut step, mut echo) in pairs {
+        let (tx, mut rx) = mpsc::channel::<Run>(1);
+        lanes.push(tx);
+        tokio::spawn(async move {
+            // Request ids 1..=3 went to the setup.
+            let mut step_lane = Lane { lap: 0, next_id: 4 };
+            let mut echo_lane = Lane { lap: 0, next_id: 4 };
+            while let Some(run) = rx.recv().await {
+                let driven = match run.phase {
+                    Phase::Echo => {
+                        drive(
+                            &mut echo,
+                            &mut echo_lane,
+                            Phase::Echo,
+                            run.depth,
+                            run.deadline,
+                        )
+                        .await
+                    }
+                    Phase::Step => {
+                        drive(
+                            &mut step,
+                            &mut step_lane,
+                            Phase::Step,
+                            run.depth,
+                            run.deadline,
+                        )
+                        .await
+                    }
+                };
+                let _ = run.done.send(driven);
+            }
+            let _ = step.close(None).await;
+            let _ = echo.close(None).await;
+        });
+    }
+
+    let mut report = ThroughputReport {
+        machine: Machine::probe(),
+        connections: options.connections,
+        depth: options.depth,
+        seconds_per_phase: options.seconds,
+        message_bytes: (0..3).map(|k| step_message(k, 1000).len()).collect(),
+        ..ThroughputReport::default()
+    };
+    let phase_length = Duration::from_secs_f64(options.seconds);
+    for _ in 0..options.rounds {
+        let mut round = Round::default();
+        for phase in [Phase::Echo, Phase::Step] {
+            let cpu_before = options.server_pid.and_then(cpu_time);
+            let started = Instant::now();
+            let deadline = started + phase_length;
+            let mut waits = Vec::with_capacity(lanes.len());
+            for lane in &lanes {
+                let (done, wait) = oneshot::channel();
+                let run = Run {
+                    phase,
+                    depth: options.depth,
+                    deadline,
+                    done,
+                };
+                if lane.send(run).await.is_ok() {
+                    waits.push(wait);
+                }
+            }
+            let mut messages = 0;
+            for wait in waits {
+                let driven = wait.await.unwrap_or_default();
+                messages += driven.answers;
+                report.errors += driven.errors;
+                if let Some(sample) = driven.sample
+                    && report.error_samples.len() < 10
+                {
+                    report.error_samples.push(sample);
+                }
+            }
+            let elapsed = started.elapsed().as_secs_f64();
+            let cpu = match (cpu_before, options.server_pid.and_then(cpu_time)) {
+                (Some(a), Some(b)) => Some(b.saturating_sub(a).as_secs_f64()),
+                _ => None,
+            };
+            let figures = PhaseFigures {
+                msgs_per_sec: round_to(messages as f64 / elapsed, 0),
+                messages,
+                seconds: round_to(elapsed, 2),
+                server_cpu_us_per_msg: cpu
+                    .filter(|_| messages > 0)
+                    .map(|c| round_to(c * 1e6 / messages as f64, 2)),
+                server_cores: cpu.map(|c| round_to(c / elapsed, 2)),
+            };
+            match phase {
+                Phase::Echo => round.echo = figures,
+                Phase::Step => round.step = figures,
+            }
+        }
+        round.ratio = if round.echo.msgs_per_sec > 0.0 {
+            round_to(round.step.msgs_per_sec / round.echo.msgs_per_sec, 3)
+        } else {
+            0.0
+        };
+        report.rounds.push(round);
+    }
+    drop(lanes);
+    let mut echo: Vec<f64> = report.rounds.iter().map(|r| r.echo.msgs_per_sec).collect();
+    let mut step: Vec<f64> = report.rounds.iter().map(|r| r.step.msgs_per_sec).collect();
+    let mut ratio: Vec<f64> = report.rounds.iter().map(|r| r.ratio).collect();
+    report.echo_msgs_per_sec = median(&mut echo);
+    report.step_msgs_per_sec = median(&mut step);
+    report.ratio = median(&mut ratio);
+    let mut cpu_ratios: Vec<f64> = report
+        .rounds
+        .iter()
+        .filter_map(|r| {
+            Some(r.echo.server_cpu_us_per_msg? / r.step.server_cpu_us_per_msg?)
+                .filter(|x| x.is_finite())
+        })
+        .collect();
+    if !cpu_ratios.is_empty() {
+        report.server_cpu_ratio = Some(round_to(median(&mut cpu_ratios), 3));
+    }
+    Ok(report)
+}
+
+impl ThroughputReport {
+    pub fn table(&self) -> String {
+        let mut rows = Vec::new();
+        for (i, r) in self.rounds.iter().enumerate() {
+            let cpu = |p: &PhaseFigures| {
+                p.server_cpu_us_per_msg
+                    .map_or("-".to_owned(), |c| format!("{c:.2} µs"))
+            };
+            let cores =
+                |p: &PhaseFigures| p.server_cores.map_or("-".to_owned(), |c| format!("{c:.2}"));
+            rows.push(vec![
+                format!("{}", i + 1),
+                format!("{:.0}", r.echo.msgs_per_sec),
+                format!("{:.0}", r.step.msgs_per_sec),
+                format!("{:.3}", r.ratio),
+                cpu(&r.echo),
+                cpu(&r.step),
+                format!("{} / {}", cores(&r.echo), cores(&r.step)),
+            ]);
+        }
+        rows.push(vec![
+            "median".into(),
+            format!("{:.0}", self.echo_msgs_per_sec),
+            format!("{:.0}", self.step_msgs_per_sec),
+            format!("{:.3}", self.ratio),
+            String::new(),
+            self.server_cpu_ratio
+                .map_or(String::new(), |r| format!("cpu ratio {r:.3}")),
+            String::new(),
+        ]);
+        let mut out = format!(
+            "{}\n{} connections, depth {}, {} s per phase, messages of {:?} bytes\n\n",
+            self.machine.line(),
+            self.connections,
+            self.depth,
+            self.seconds_per_phase,
+            self.message_bytes
+        );
+        out.push_str(&table(
+            &[
+                "round",
+                "echo msg/s",
+                "step msg/s",
+                "ratio",
+                "server cpu/echo",
+                "server cpu/step",
+                "server cores e/s",
+            ],
+            &rows,
+        ));
+        out.push_str(&format!("errors: {}\n", self.errors));
+        for sample in &self.error_samples {
+            out.push_str(&format!("  {sample}\n"));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn medians_of_odd_and_even_counts() {
+        assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert_eq!(median(&mut []), 0.0);
+    }
+}
