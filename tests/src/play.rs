@@ -1,0 +1,175 @@
+//! Whole conversations with the client rules, racing sessions and dropped connections.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use banter_dialogue::{ClientWalk, DialogueGraph, Outgoing, Screen, build_conversation};
+use banter_protocol::{ClientMessage, ServerMessage};
+use futures_util::StreamExt;
+use tokio_tungstenite::MaybeTlsStream;
+use tokio_tungstenite::tungstenite::{self, Message};
+
+use crate::*;
+
+// ---------------------------------------------------------------------------------------------
+// Playing whole conversations with the client rules (banter-dialogue's ClientWalk).
+// ---------------------------------------------------------------------------------------------
+
+impl Client {
+    /// Opens a conversation and builds the graph from the content the server sent.
+    pub async fn open_conversation(
+        &mut self,
+        npc: &str,
+    ) -> (DialogueGraph, String, banter_protocol::FactSheet) {
+        let reply = self
+            .request(ClientMessage::Talk {
+                id: None,
+                npc: npc.into(),
+                instance: None,
+                cached: None,
+            })
+            .await
+            .expect("talk accepted");
+        let opened = reply
+            .messages
+            .into_iter()
+            .find_map(|m| match m {
+                ServerMessage::Opened {
+                    conversation,
+                    entry,
+                    content,
+                    facts,
+                    ..
+                } => Some((conversation, entry, content, facts)),
+                _ => None,
+            })
+            .expect("opened");
+        let (name, entry, content, facts) = opened;
+        let (graph, diagnostics) = build_conversation(&name, &content.expect("content sent"));
+        assert!(diagnostics.iter().all(|d| !d.is_error()), "{diagnostics:?}");
+        (graph, entry, facts)
+    }
+
+    /// Sends what the client walk queued, in order, and collects the effects.
+    pub async fn send_queued(
+        &mut self,
+        graph: &DialogueGraph,
+        out: &mut Vec<Outgoing>,
+    ) -> Vec<ServerMessage> {
+        let mut seen = Vec::new();
+        for message in out.drain(..) {
+            let wire = match message {
+                Outgoing::Advance(v) => ClientMessage::Advance {
+                    id: None,
+                    node: graph.vertex(v).expect("vertex").name.to_string(),
+                },
+                Outgoing::Choose(v) => ClientMessage::Choose {
+                    id: None,
+                    response: graph.vertex(v).expect("vertex").name.to_string(),
+                },
+                Outgoing::Action(i) => {
+                    let a = graph.action(i).expect("action");
+                    ClientMessage::Action {
+                        id: None,
+                        action: a.action_type,
+                        payload: a.payload.to_string(),
+                    }
+                }
+            };
+            let reply = self.request(wire.clone()).await;
+            let reply = reply.unwrap_or_else(|e| panic!("{wire:?} refused: {e:?}"));
+            seen.extend(reply.messages);
+        }
+        seen
+    }
+
+    /// Talks to `npc` and plays the conversation to its end with the client rules, always
+    /// taking the first response offered and following the server's jumps. The entry node and
+    /// every message the server sent on the way.
+    pub async fn play_through(&mut self, npc: &str) -> (String, Vec<ServerMessage>) {
+        let (graph, entry, facts) = self.open_conversation(npc).await;
+        let mut out = Vec::new();
+        let first = graph.find(&entry).expect("the entry is in the graph");
+        let mut walk = ClientWalk::open(&graph, first, &facts, &mut out).expect("opens");
+        let mut seen = Vec::new();
+        loop {
+            let replies = self.send_queued(&graph, &mut out).await;
+            for message in &replies {
+                if let ServerMessage::Jump { node, .. } = message {
+                    let to = graph.find(node).expect("the jump target is in the graph");
+                    walk.jump(&graph, to, &facts, &mut out).expect("jump");
+                }
+            }
+            seen.extend(replies);
+            if !out.is_empty() {
+                continue;
+            }
+            match walk.screen() {
+                Screen::Ended => break,
+                _ if walk.can_advance(&graph) => {
+                    walk.advance(&graph, &facts, &mut out).expect("advance");
+                }
+                _ => {
+                    let choice = walk.choices(&graph).next().expect("a choice");
+                    walk.choose(&graph, choice, &facts, &mut out)
+                        .expect("choose");
+                }
+            }
+        }
+        self.request(ClientMessage::Close { id: None })
+            .await
+            .expect("closed");
+        (entry, seen)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Racing sessions and dropped connections: connecting from a task, bounded waits that report
+// instead of panicking, and a connection that drops without a goodbye.
+// ---------------------------------------------------------------------------------------------
+
+/// Opens a WebSocket to the server at `addr` with a token, reading nothing: what
+/// [`TestServer::connect_raw`] does, for a spawned task that holds no reference to the server.
+pub async fn connect_raw_at(addr: SocketAddr, token: &str) -> Result<Client, tungstenite::Error> {
+    let url = format!("ws://{addr}/v1/ws?token={token}");
+    let (ws, _) = tokio_tungstenite::connect_async(url).await?;
+    Ok(Client { ws, next_id: 0 })
+}
+
+impl Client {
+    /// The next protocol message if one arrives within `wait` (pings and pongs skipped):
+    /// `Ok(Some(message))`, `Ok(None)` once the server closed the connection, `Err` if nothing
+    /// came in time. Unlike [`Client::try_recv`] a quiet connection is an answer, not a panic,
+    /// so a test can wait on many connections and tell which stayed silent.
+    pub async fn recv_within(
+        &mut self,
+        wait: Duration,
+    ) -> Result<Option<ServerMessage>, tokio::time::error::Elapsed> {
+        tokio::time::timeout(wait, async {
+            loop {
+                match self.ws.next().await {
+                    None | Some(Err(_)) | Some(Ok(Message::Close(_))) => return None,
+                    Some(Ok(Message::Text(text))) => {
+                        return Some(
+                            serde_json::from_str(text.as_str()).expect("a protocol message"),
+                        );
+                    }
+                    Some(Ok(_)) => continue,
+                }
+            }
+        })
+        .await
+    }
+
+    /// Drops the connection the way a lost network or a killed client does: no WebSocket Close
+    /// frame, and the TCP connection reset (`SO_LINGER` 0) instead of shut down. The server sees
+    /// the stream fail, never a clean close, so it treats the session as dropped (and parks an
+    /// open conversation for a `resume`).
+    pub fn abort(self) {
+        if let MaybeTlsStream::Plain(stream) = self.ws.get_ref() {
+            // If the option cannot be set the socket still closes without a Close frame.
+            let _ = stream.set_zero_linger();
+        }
+        drop(self);
+    }
+}
