@@ -10,6 +10,9 @@
 //! lists them): `talk`, `resume`, `cutscene_done` ending into an open conversation, and every
 //! `action` check a body, the NPC's reach (with the NPC where the content served *now* puts it,
 //! so a reload is covered) and availability.
+//!
+//! Longer than most files here (about 700 lines) on purpose: every command of the session sits in
+//! one place, so the checks each way in makes can be read side by side.
 
 use std::sync::Arc;
 use std::time::Duration;
