@@ -136,7 +136,11 @@ impl SessionCore {
     /// of the NPC's reach closes the conversation (`closed` `walked_away`) before its `error`.
     pub async fn handle(&mut self, message: ClientMessage, now: Duration) -> Vec<ServerMessage> {
         let kind = message.kind();
-        self.app.metrics.message(kind);
+        self.app
+            .metrics
+            .message_type(crate::metrics::MessageType::Kind(
+                banter_protocol::ClientMessageKind::from(&message),
+            ));
         let id = message.id();
         let step = audited_step(&message);
         // The conversation a step belongs to is the one open before it (a talk opens its own).

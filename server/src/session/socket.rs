@@ -283,11 +283,15 @@ impl Socket {
             Checked::Ignore => None,
             Checked::Closed => Some(End::ClientClosed),
             Checked::Flooding => {
-                self.app.metrics.message("invalid");
+                self.app
+                    .metrics
+                    .message_type(crate::metrics::MessageType::Invalid);
                 Some(End::Bye(ByeReason::Flooding, "too many messages"))
             }
             Checked::Refused { id, kind, error } => {
-                self.app.metrics.message("invalid");
+                self.app
+                    .metrics
+                    .message_type(crate::metrics::MessageType::Invalid);
                 let answer = core.refuse_frame(id, kind, error);
                 self.send_all(std::slice::from_ref(&answer))
             }
