@@ -19,7 +19,7 @@ use tokio::time::Instant;
 
 use crate::error::{Result, SimError};
 use crate::events;
-use crate::facts::PlayerFacts;
+use crate::facts::ClientFacts;
 use crate::pace::ReadingPace;
 use crate::session::{Driver, Live, Metrics, Pick, Session, SessionOptions, Talked};
 use crate::world::{self, distance, stand_spot};
@@ -69,7 +69,7 @@ pub fn response_score(
     content: &Content,
     graph: &DialogueGraph,
     response: VertexId,
-    facts: &PlayerFacts,
+    facts: &ClientFacts,
 ) -> i32 {
     let mut score = 0;
     let mut seen = HashSet::new();
@@ -134,7 +134,7 @@ impl Driver for BotDriver<'_> {
         &mut self,
         graph: &DialogueGraph,
         choices: &[VertexId],
-        facts: &PlayerFacts,
+        facts: &ClientFacts,
     ) -> Pick {
         if Instant::now() >= self.deadline {
             return Pick::Leave;
@@ -170,7 +170,7 @@ impl Driver for BotDriver<'_> {
 /// quest the player can move on; else someone nearby other than the last one.
 pub fn next_npc<'c>(
     content: &'c Content,
-    facts: &PlayerFacts,
+    facts: &ClientFacts,
     position: [f64; 3],
     last: Option<&str>,
     rng: &mut SimRng,

@@ -6,7 +6,7 @@
 use banter_dialogue::content::{ObjectiveKind, QuestDef};
 
 use crate::error::Result;
-use crate::facts::PlayerFacts;
+use crate::facts::ClientFacts;
 use crate::http::{Endpoint, Http};
 
 pub use banter_client::http::Advanced;
@@ -60,7 +60,7 @@ pub async fn complete_world_objectives(
     service_key: &str,
     player: &str,
     quest: &QuestDef,
-    facts: &mut PlayerFacts,
+    facts: &mut ClientFacts,
     event_prefix: &str,
 ) -> Result<u32> {
     let http = Http::new(endpoint.clone())?;

@@ -9,7 +9,7 @@ use banter_protocol::{Effect, FactSheet, Profile, QuestStatus};
 
 /// The client's copy of the player's facts.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct PlayerFacts {
+pub struct ClientFacts {
     pub sheet: FactSheet,
     pub profile: Profile,
 }
@@ -36,10 +36,10 @@ impl From<&FactSheet> for Snapshot {
     }
 }
 
-impl PlayerFacts {
+impl ClientFacts {
     /// The facts of a player who has done nothing yet: quests with prerequisites unavailable.
-    pub fn fresh(content: &Content) -> PlayerFacts {
-        let mut facts = PlayerFacts::default();
+    pub fn fresh(content: &Content) -> ClientFacts {
+        let mut facts = ClientFacts::default();
         facts.unlock(content);
         facts
     }
@@ -191,7 +191,7 @@ mod tests {
             quests: vec![quest("A", &[]), quest("B", &["A"])],
             ..Content::default()
         };
-        let mut facts = PlayerFacts::fresh(&content);
+        let mut facts = ClientFacts::fresh(&content);
         assert_eq!(facts.status("A"), QuestStatus::Available);
         assert_eq!(facts.status("B"), QuestStatus::Unavailable);
         let profile = Profile::default();

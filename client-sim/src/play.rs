@@ -20,7 +20,7 @@ use tokio::time::Instant;
 use crate::bot::{SimRng, WALK_SPEED, WALK_TICK, sim_rng};
 use crate::error::{Result, SimError};
 use crate::events;
-use crate::facts::PlayerFacts;
+use crate::facts::ClientFacts;
 use crate::http::Endpoint;
 use crate::session::{Driver, Pick, Session, SessionOptions, Talked};
 use crate::world::{self, distance, stand_spot};
@@ -204,7 +204,7 @@ impl<W: Write + Send> Driver for Terminal<'_, W> {
         &mut self,
         graph: &DialogueGraph,
         choices: &[VertexId],
-        _: &PlayerFacts,
+        _: &ClientFacts,
     ) -> Pick {
         self.flush_effects();
         for (i, c) in choices.iter().enumerate() {
@@ -256,7 +256,7 @@ impl<W: Write + Send> Driver for Terminal<'_, W> {
 }
 
 /// A marker for what an NPC has for the player: `!` a quest to take, `?` one to hand in.
-fn marker(content: &Content, facts: &PlayerFacts, npc: &NpcDef) -> String {
+fn marker(content: &Content, facts: &ClientFacts, npc: &NpcDef) -> String {
     let mut marks = Vec::new();
     for q in content.quests.iter().filter(|q| q.giver == npc.id) {
         match facts.status(&q.id) {

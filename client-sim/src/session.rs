@@ -22,7 +22,7 @@ use banter_client::reconnect::{Backoff, reconnect};
 
 use crate::connection::{Connection, Reply};
 use crate::error::{Result, SimError};
-use crate::facts::PlayerFacts;
+use crate::facts::ClientFacts;
 use crate::http::{Endpoint, Http};
 use crate::pace::Pacer;
 use crate::world::distance;
@@ -191,7 +191,7 @@ pub trait Driver: Send {
         &mut self,
         graph: &DialogueGraph,
         choices: &[VertexId],
-        facts: &PlayerFacts,
+        facts: &ClientFacts,
     ) -> impl Future<Output = Pick> + Send;
     /// The line has no responses: advance past it (true) or leave (false).
     fn advance(
@@ -217,7 +217,7 @@ pub struct Session {
     pub position: Option<Position>,
     last_move: Option<Instant>,
     last_talk: Option<Instant>,
-    pub facts: PlayerFacts,
+    pub facts: ClientFacts,
     effects: Vec<(Effect, Profile)>,
     scenes: Vec<String>,
     /// Conversations by name: their hash and graph, sent back as `talk.cached`.
@@ -232,7 +232,7 @@ impl Session {
         // One connection per HTTP call, as a person's client makes them: rarely.
         let http = Http::unpooled(options.endpoint.clone())?;
         let login = banter_client::device_login(&http, &options.device).await?;
-        let facts = PlayerFacts::fresh(&options.content);
+        let facts = ClientFacts::fresh(&options.content);
         let mut session = Session {
             pacer: Pacer::new(options.rate_per_sec),
             options,

@@ -9,7 +9,7 @@ use banter_dialogue::content::{Content, NpcDef, ObjectiveKind, QuestDef};
 use banter_protocol::{Position, QuestStatus};
 
 use crate::error::{Result, SimError};
-use crate::facts::PlayerFacts;
+use crate::facts::ClientFacts;
 
 /// How far from an NPC a client stands to talk: well within every NPC's range.
 pub const STAND_OFF: f64 = 4.0;
@@ -87,7 +87,7 @@ pub fn needs_world_progress(quest: &QuestDef) -> bool {
 }
 
 /// The quests a player can make progress on now: active ones and available ones.
-pub fn open_quests<'c>(content: &'c Content, facts: &PlayerFacts) -> Vec<&'c QuestDef> {
+pub fn open_quests<'c>(content: &'c Content, facts: &ClientFacts) -> Vec<&'c QuestDef> {
     content
         .quests
         .iter()

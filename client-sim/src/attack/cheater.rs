@@ -15,7 +15,7 @@ use tokio_tungstenite::tungstenite::Message;
 use super::{AttackOptions, Outcome};
 use crate::connection::{Connection, Reply};
 use crate::error::{Result, SimError};
-use crate::facts::{PlayerFacts, Snapshot};
+use crate::facts::{ClientFacts, Snapshot};
 use crate::session::{Login, TALK_COOLDOWN, device_login};
 use crate::world::{distance, stand_spot, step_toward};
 
@@ -80,7 +80,7 @@ pub(super) struct Cheater {
     pub(super) device: String,
     pub(super) login: Login,
     pub(super) connection: Option<Connection>,
-    pub(super) facts: PlayerFacts,
+    pub(super) facts: ClientFacts,
     pub(super) position: Option<Position>,
     pub(super) last_move: Option<Instant>,
     last_talk: Option<Instant>,
@@ -103,7 +103,7 @@ impl Cheater {
             device,
             login,
             connection: None,
-            facts: PlayerFacts::fresh(&options.content),
+            facts: ClientFacts::fresh(&options.content),
             position: None,
             last_move: None,
             last_talk: None,

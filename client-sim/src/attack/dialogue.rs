@@ -283,11 +283,11 @@ fn resume_play(options: &Arc<AttackOptions>) -> CheatFuture {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::facts::PlayerFacts;
+    use crate::facts::ClientFacts;
 
     #[test]
     fn a_resume_is_through_if_taken_back_or_acted_on_or_the_facts_changed() {
-        let before = PlayerFacts::default().snapshot();
+        let before = ClientFacts::default().snapshot();
         let mut paid = before.clone();
         paid.coins += 30;
         assert!(resume_held(false, false, &before, Some(&before)));

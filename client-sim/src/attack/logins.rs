@@ -18,7 +18,7 @@ use super::cheater::{Cheat, CheatFuture, Observed};
 use super::{AttackOptions, Outcome};
 use crate::connection::Connection;
 use crate::error::{Result, SimError};
-use crate::facts::{PlayerFacts, Snapshot};
+use crate::facts::{ClientFacts, Snapshot};
 use crate::session::device_login;
 
 /// Connections per race, races per cheat, and how long a race may take to settle.
@@ -181,7 +181,7 @@ async fn race_round(options: &Arc<AttackOptions>, round: usize) -> Result<(RaceR
         }
     }
     let welcomed = connections.len();
-    let mut facts = PlayerFacts::fresh(&options.content);
+    let mut facts = ClientFacts::fresh(&options.content);
     if let Some(first) = connections.first() {
         facts.set_profile(&first.welcome.profile);
     }
@@ -248,7 +248,7 @@ fn race_play(options: &Arc<AttackOptions>) -> CheatFuture {
             let device = format!("sim-attack-{}-login-race-0", options.run_id);
             let login = device_login(&options.endpoint, &device).await?;
             let connection = Connection::connect(&options.endpoint, &login.token).await?;
-            let mut facts = PlayerFacts::fresh(&options.content);
+            let mut facts = ClientFacts::fresh(&options.content);
             facts.set_profile(&connection.welcome.profile);
             connection.close().await;
             Ok(facts.snapshot())

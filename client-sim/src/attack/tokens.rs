@@ -12,7 +12,7 @@ use super::{AttackOptions, Outcome};
 use crate::auth;
 use crate::connection::{Connection, upgrade_status};
 use crate::error::{Result, SimError};
-use crate::facts::{PlayerFacts, Snapshot};
+use crate::facts::{ClientFacts, Snapshot};
 use crate::session::{Login, device_login};
 
 /// A secret an attacker might guess, that is not the server's.
@@ -21,7 +21,7 @@ const GUESSED_SECRET: &str = "an-attackers-guess-at-the-secret-000000";
 /// The victim's profile as a new session's `welcome` reports it.
 async fn profile(options: &AttackOptions, login: &Login) -> Result<Snapshot> {
     let connection = Connection::connect(&options.endpoint, &login.token).await?;
-    let mut facts = PlayerFacts::fresh(&options.content);
+    let mut facts = ClientFacts::fresh(&options.content);
     facts.set_profile(&connection.welcome.profile);
     connection.close().await;
     Ok(facts.snapshot())

@@ -19,7 +19,7 @@ use tokio::time::Instant;
 use super::cheater::{Cheat, CheatFuture, Cheater, Observed, as_player, outcome};
 use super::{AttackOptions, FENNICK, Outcome, PIM};
 use crate::error::SimError;
-use crate::facts::PlayerFacts;
+use crate::facts::ClientFacts;
 use crate::world::{distance, stand_spot};
 
 /// The server's speed limit, studs per second (docs/PROTOCOL.md section 12).
@@ -103,7 +103,7 @@ fn bodiless(options: &Arc<AttackOptions>) -> CheatFuture {
     let options = options.clone();
     Box::pin(async move {
         let mut p = Cheater::new(&options, "bodiless").await?;
-        let before = PlayerFacts::fresh(&options.content).snapshot();
+        let before = ClientFacts::fresh(&options.content).snapshot();
         let name = p.npc(PIM)?.name;
         let got = outcome(&p.talk_now(&name, None).await?);
         let after = p.server_facts(PIM).await;
