@@ -240,13 +240,11 @@ impl Socket {
         let shutdown = self.app.shutdown.clone();
         loop {
             tokio::select! {
-                frame = stream.next() => {
-                    let Some(Ok(frame)) = frame else { return End::Dropped };
-                    self.last_seen = Instant::now();
-                    if let Some(end) = self.on_frame(core, frame).await {
-                        return end;
-                    }
-                }
+                // In this order: a session the store's claim replaced stops before it handles
+                // another frame (the newer session was told its claim won before its welcome),
+                // and a client that never stops sending cannot starve shutdown or expiry (pings
+                // after frames, so a frame already in never loses to the idle check).
+                biased;
                 Some(control) = control.recv() => match control {
                     Control::Replaced => {
                         return End::Bye(ByeReason::Replaced, "the player connected again elsewhere");
@@ -263,6 +261,13 @@ impl Socket {
                 }
                 _ = &mut expiry => {
                     return End::Bye(ByeReason::TokenExpired, "the token expired; log in again");
+                }
+                frame = stream.next() => {
+                    let Some(Ok(frame)) = frame else { return End::Dropped };
+                    self.last_seen = Instant::now();
+                    if let Some(end) = self.on_frame(core, frame).await {
+                        return end;
+                    }
                 }
                 _ = ping.tick() => {
                     if self.last_seen.elapsed() > limits.idle_timeout {
