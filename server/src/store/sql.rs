@@ -57,12 +57,15 @@ pub const RECORD_EVENT: &str = "INSERT INTO applied_events (event_id, player_id)
 /// How many rewards were paid for a quest.
 pub const LEDGER_COUNT: &str = "SELECT COUNT(*) FROM reward_ledger WHERE quest_id = $1";
 
-/// A player's session claim, read into [`SessionClaim`](super::SessionClaim).
+/// A player's session claim, read into [`SessionClaim`](super::SessionClaim); none once released.
 pub const SESSION_OWNER: &str = "SELECT player_id, session_id, instance_id, epoch \
-     FROM session_claims WHERE player_id = $1";
+     FROM session_claims WHERE player_id = $1 AND session_id <> ''";
 
-/// Deletes a player's claim if this session still holds it.
-pub const RELEASE: &str = "DELETE FROM session_claims WHERE player_id = $1 AND session_id = $2";
+/// Releases a player's claim if this session still holds it. The row stays, with no session,
+/// so the epoch keeps growing: a claim after a release must still be newer than every claim
+/// before it, or an instance that heard an older claim late would close the newer session.
+pub const RELEASE: &str = "UPDATE session_claims SET session_id = '', instance_id = '' \
+     WHERE player_id = $1 AND session_id = $2";
 
 /// The pieces of SQL in which SQLite and PostgreSQL differ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
