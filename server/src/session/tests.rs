@@ -610,3 +610,58 @@ async fn a_store_failure_answers_with_a_reference_and_never_the_drivers_text() {
         );
     }
 }
+
+/// A copy of the sample content where Pim's offer can only be taken while not Afk and the tale
+/// waits for a quest check's jump instead of going on by itself.
+fn content_with_pim_edited() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "banter-session-content-{}-{}",
+        std::process::id(),
+        crate::incident::reference()
+    ));
+    copy_dir(&sample_content(), &dir);
+    let path = dir.join("dialogue/base/Pim.json");
+    let text = std::fs::read_to_string(&path).expect("Pim.json");
+    let mut pim: serde_json::Value = serde_json::from_str(&text).expect("json");
+    pim["PimsTideTale_Greet"]["Responses"][0]["Conditions"] = serde_json::json!("!has(Afk)");
+    let tale = pim["PimsTideTale_Tale"].as_object_mut().expect("the tale");
+    tale.remove("NextNode");
+    tale.insert(
+        "Actions".into(),
+        serde_json::json!([{
+            "Type": "CheckQuest",
+            "QuestId": "PimsTideTale",
+            "SuccessNode": "PimsTideTale_Ending",
+            "FailureNode": "PimsTideTale_Declined"
+        }]),
+    );
+    std::fs::write(&path, serde_json::to_string_pretty(&pim).expect("json")).expect("write");
+    dir
+}
+
+#[tokio::test]
+async fn a_condition_that_stopped_holding_and_a_line_awaiting_its_jump_are_refused() {
+    let edited = content_with_pim_edited();
+    let (app, _db) = app_on(edited.clone()).await;
+    let mut p = Player::new(&app, "edgy", 1).await;
+    assert_eq!(p.open("Pim", PIM).await, "PimsTideTale_Greet");
+    // The offer was shown while its condition held; going Afk makes it fail now.
+    let afk = ClientMessage::SetAfk {
+        id: Some(50),
+        afk: true,
+    };
+    p.ok(afk).await;
+    let yes = p.choose("PimsTideTale_Greet_r1");
+    assert_eq!(p.code(yes).await, ErrorCode::ConditionFailed);
+    let back = ClientMessage::SetAfk {
+        id: Some(51),
+        afk: false,
+    };
+    p.ok(back).await;
+    let yes = p.choose("PimsTideTale_Greet_r1");
+    p.ok(yes).await;
+    // The tale carries a quest check: only the server's jump moves past it.
+    let past = p.advance("PimsTideTale_Tale");
+    assert_eq!(p.code(past).await, ErrorCode::AwaitsJump);
+    let _ = std::fs::remove_dir_all(edited);
+}
