@@ -665,3 +665,45 @@ async fn a_condition_that_stopped_holding_and_a_line_awaiting_its_jump_are_refus
     assert_eq!(p.code(past).await, ErrorCode::AwaitsJump);
     let _ = std::fs::remove_dir_all(edited);
 }
+
+#[tokio::test]
+async fn a_database_that_refuses_for_good_answers_internal_with_a_reference_only() {
+    let (app, db) = app_on(sample_content()).await;
+    let mut p = Player::new(&app, "unlucky-too", 1).await;
+    p.open("Pim", PIM).await;
+    let yes = p.choose("PimsTideTale_Greet_r1");
+    p.ok(yes).await;
+    // Not an outage: the table the accept writes to is gone, a failure no retry fixes.
+    db.exec("ALTER TABLE quest_states RENAME TO quest_states_gone")
+        .await;
+    let accept = p.action(&accept_pims_tale());
+    let (code, message, _) = p.refused(accept).await;
+    assert_eq!(code, ErrorCode::Internal);
+    assert!(message.contains("(ref "), "{message}");
+    assert!(
+        !message.contains("quest_states"),
+        "the database's text leaked: {message}"
+    );
+}
+
+#[tokio::test]
+async fn completing_before_the_objective_is_quest_state_and_keeps_the_arming() {
+    let (app, _db) = app_on(sample_content()).await;
+    let mut p = Player::new(&app, "hasty", 1).await;
+    p.open("Pim", PIM).await;
+    for step in [
+        p.choose("PimsTideTale_Greet_r1"),
+        p.advance("PimsTideTale_Tale"),
+        p.action(&accept_pims_tale()),
+        p.advance("PimsTideTale_Ending"),
+    ] {
+        p.ok(step).await;
+    }
+    // The completion is armed, but the tale's objective was never sent.
+    let pay = Action::CompleteQuest {
+        quest_id: "PimsTideTale".into(),
+    };
+    let early = p.action(&pay);
+    assert_eq!(p.code(early).await, ErrorCode::QuestState);
+    assert_eq!(coins(&app, "hasty").await, 0, "nothing paid");
+}
