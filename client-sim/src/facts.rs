@@ -159,30 +159,9 @@ impl ClientFacts {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use banter_dialogue::content::{ObjectiveDef, ObjectiveKind, QuestKind, QuestNodes, Rewards};
 
     fn quest(id: &str, prerequisites: &[&str]) -> QuestDef {
-        QuestDef {
-            id: id.into(),
-            giver: "npc".into(),
-            kind: QuestKind::Side,
-            prerequisites: prerequisites.iter().map(|p| (*p).to_owned()).collect(),
-            objectives: vec![ObjectiveDef {
-                id: "O".into(),
-                kind: ObjectiveKind::Catch,
-                target: 3,
-                island: None,
-                species: None,
-                rarity: None,
-            }],
-            rewards: Rewards::default(),
-            nodes: QuestNodes {
-                greeting: "G".into(),
-                check: "C".into(),
-                completion: None,
-            },
-            cutscene: None,
-        }
+        QuestDef::minimal(id, prerequisites)
     }
 
     #[test]

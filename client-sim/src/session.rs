@@ -5,6 +5,10 @@
 //! validates with, over a graph built from the content the server sent by
 //! [`banter_dialogue::build_conversation`]. What to do on each line (read it, pick a response,
 //! advance) is a [`Driver`]'s decision: a bot, or a person at a terminal.
+//!
+//! Why one file over 600 lines: [`Session`]'s methods keep one set of invariants together (at most
+//! one open conversation, the acknowledged actions, the metrics of every request) across
+//! reconnects, and each method reads and updates all of them.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::future::Future;
@@ -728,30 +732,6 @@ fn walk_error(e: banter_dialogue::WalkError) -> SimError {
 
 /// The wire message for one step the walk queued.
 pub fn wire(graph: &DialogueGraph, step: Outgoing) -> Result<ClientMessage> {
-    let name = |v: VertexId| {
-        graph
-            .vertex(v)
-            .map(|v| v.name.to_string())
-            .ok_or_else(|| SimError::Other(format!("no vertex {v:?}")))
-    };
-    Ok(match step {
-        Outgoing::Advance(v) => ClientMessage::Advance {
-            id: None,
-            node: name(v)?,
-        },
-        Outgoing::Choose(v) => ClientMessage::Choose {
-            id: None,
-            response: name(v)?,
-        },
-        Outgoing::Action(i) => {
-            let action = graph
-                .action(i)
-                .ok_or_else(|| SimError::Other(format!("no action {i:?}")))?;
-            ClientMessage::Action {
-                id: None,
-                action: action.action_type,
-                payload: action.payload.to_string(),
-            }
-        }
-    })
+    step.message(graph)
+        .ok_or_else(|| SimError::Other(format!("{step:?} is not in the conversation's graph")))
 }

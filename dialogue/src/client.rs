@@ -8,6 +8,8 @@
 //! does not follow its `NextNode`: its actions go out at once and the client waits for the
 //! server's jump.
 
+use banter_protocol::ClientMessage;
+
 use crate::condition::Facts;
 use crate::graph::{ActionIndex, DialogueGraph, VertexId};
 use crate::walk::{Shown, Walk, WalkError};
@@ -19,6 +21,32 @@ pub enum Outgoing {
     Choose(VertexId),
     /// The authored action at this index, sent with its type and canonical payload.
     Action(ActionIndex),
+}
+
+impl Outgoing {
+    /// The wire message for this step, named from `graph` (the graph the walk queued it over):
+    /// `advance` and `choose` by vertex name, `action` with its type and canonical payload.
+    /// `None` only for a step from another graph, whose vertex or action `graph` lacks.
+    pub fn message(self, graph: &DialogueGraph) -> Option<ClientMessage> {
+        Some(match self {
+            Outgoing::Advance(v) => ClientMessage::Advance {
+                id: None,
+                node: graph.vertex(v)?.name.to_string(),
+            },
+            Outgoing::Choose(v) => ClientMessage::Choose {
+                id: None,
+                response: graph.vertex(v)?.name.to_string(),
+            },
+            Outgoing::Action(i) => {
+                let action = graph.action(i)?;
+                ClientMessage::Action {
+                    id: None,
+                    action: action.action_type,
+                    payload: action.payload.to_string(),
+                }
+            }
+        })
+    }
 }
 
 /// What the client has on screen.

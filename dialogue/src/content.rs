@@ -140,6 +140,35 @@ pub struct QuestDef {
     pub cutscene: Option<String>,
 }
 
+impl QuestDef {
+    /// The smallest well-formed quest: a side quest given by `npc` with one objective `O` (catch
+    /// 3), no rewards, greeting node `G` and check node `C`. For tests and examples of the rules
+    /// that read only a quest's id, prerequisites and objectives.
+    pub fn minimal(id: &str, prerequisites: &[&str]) -> QuestDef {
+        QuestDef {
+            id: id.into(),
+            giver: "npc".into(),
+            kind: QuestKind::Side,
+            prerequisites: prerequisites.iter().map(|p| (*p).to_owned()).collect(),
+            objectives: vec![ObjectiveDef {
+                id: "O".into(),
+                kind: ObjectiveKind::Catch,
+                target: 3,
+                island: None,
+                species: None,
+                rarity: None,
+            }],
+            rewards: Rewards::default(),
+            nodes: QuestNodes {
+                greeting: "G".into(),
+                check: "C".into(),
+                completion: None,
+            },
+            cutscene: None,
+        }
+    }
+}
+
 /// Everything loaded from a content folder.
 #[derive(Clone, Debug, Default)]
 pub struct Content {

@@ -19,6 +19,10 @@
 //!
 //! Every generated conversation also has `<Conversation>_Hello` (its `FirstNode`),
 //! `<Conversation>_Bye` and `AllDone`.
+//!
+//! Why one file over 600 lines: validation and output are the two halves of one pure function;
+//! the transcription schema (`Transcribed*`) and the output schema (`*Out`) must change together,
+//! and side by side a reviewer sees both.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;

@@ -16,6 +16,10 @@
 //! Vertex ids are dense integers and edges live in one array (compressed sparse rows), so a walk
 //! step is a few index lookups. Each authored action's canonical payload is built here, once,
 //! so validating a client's action is a string comparison, not a rebuild.
+//!
+//! Why one file over 600 lines: the two passes share the builder's private tables (names, vertex
+//! ranges, the edge array under construction) and the walk reads those same arrays; splitting
+//! them would turn private invariants into crate-wide ones. Its unit tests are the last 50 lines.
 
 use banter_protocol::{Action, ActionPayload, ActionType};
 

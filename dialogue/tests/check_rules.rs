@@ -1,5 +1,8 @@
 //! One test per content check, each on a small content folder in a temp dir: the minimal clean
 //! game of `content_support`, broken in exactly one place.
+//!
+//! Why one file over 600 lines: a list of independent tests, one per content check, each
+//! readable alone.
 
 mod content_support;
 

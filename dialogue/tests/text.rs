@@ -1,4 +1,6 @@
 //! The typewriter's text rules, pacing, voice clips and generations (article section 6.2).
+//!
+//! Why one file over 600 lines: a list of independent tests of one module, each readable alone.
 
 use std::convert::Infallible;
 use std::time::{Duration, Instant};

@@ -50,32 +50,10 @@ pub fn objectives_done(quest: &QuestDef, progress: impl Fn(&str) -> u32) -> bool
 mod tests {
     use std::collections::HashMap;
 
-    use banter_dialogue::content::{ObjectiveDef, ObjectiveKind, QuestKind, QuestNodes, Rewards};
-
     use super::*;
 
     fn quest(id: &str, prerequisites: &[&str]) -> QuestDef {
-        QuestDef {
-            id: id.into(),
-            giver: "npc".into(),
-            kind: QuestKind::Side,
-            prerequisites: prerequisites.iter().map(|p| (*p).to_owned()).collect(),
-            objectives: vec![ObjectiveDef {
-                id: "O".into(),
-                kind: ObjectiveKind::Catch,
-                target: 3,
-                island: None,
-                species: None,
-                rarity: None,
-            }],
-            rewards: Rewards::default(),
-            nodes: QuestNodes {
-                greeting: "G".into(),
-                check: "C".into(),
-                completion: None,
-            },
-            cutscene: None,
-        }
+        QuestDef::minimal(id, prerequisites)
     }
 
     #[test]

@@ -29,6 +29,9 @@
 //! store runs in a private schema there, pgbench in a scratch database `banter_pgbench` on the
 //! same server (created, initialised with `pgbench -i -s 1`, dropped at the end). A missing
 //! `pgbench` or an unreachable PostgreSQL is an error (exit code 1), never a skip.
+//!
+//! Why one file over 600 lines: a bench target is one binary; its PostgreSQL and SQLite halves
+//! share the argument parsing, the measuring loop and the report.
 
 use std::process::{Command, ExitCode};
 use std::str::FromStr;

@@ -5,8 +5,8 @@
 //! Nothing here sleeps to wait for something: every wait polls for the thing itself (a log
 //! line, an exit status) under a deadline that only exists to turn a hang into a failure.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::io::{BufRead, BufReader, Read};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -175,51 +175,26 @@ fn listening_addr(line: &str) -> Option<SocketAddr> {
     event["fields"]["addr"].as_str()?.parse().ok()
 }
 
-/// A minimal HTTP/1.1 client on a std socket: one request, `Connection: close`, read to the
-/// end. Returns the status and the body.
+/// One GET with a maintained HTTP client on a runtime of its own (the rest of this file is
+/// synchronous: it drives a child process). Returns the status and the body.
 fn http_get(addr: SocketAddr, path: &str) -> (u16, String) {
-    let mut stream = TcpStream::connect_timeout(&addr, PATIENCE).expect("connect");
-    stream
-        .set_read_timeout(Some(PATIENCE))
-        .expect("read timeout");
-    stream
-        .set_write_timeout(Some(PATIENCE))
-        .expect("write timeout");
-    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).expect("send request");
-    let mut response = Vec::new();
-    stream.read_to_end(&mut response).expect("read response");
-    let text = String::from_utf8_lossy(&response).into_owned();
-    let (head, body) = text.split_once("\r\n\r\n").expect("a header block");
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .expect("a status line");
-    let chunked = head
-        .lines()
-        .any(|l| l.to_ascii_lowercase().starts_with("transfer-encoding:") && l.contains("chunked"));
-    let body = if chunked {
-        dechunk(body)
-    } else {
-        body.to_owned()
-    };
-    (status, body)
-}
-
-/// Joins the chunks of a chunked body.
-fn dechunk(mut rest: &str) -> String {
-    let mut body = String::new();
-    while let Some((size, after)) = rest.split_once("\r\n") {
-        let size = usize::from_str_radix(size.split(';').next().unwrap_or("").trim(), 16)
-            .expect("a chunk size");
-        if size == 0 {
-            break;
-        }
-        body.push_str(&after[..size]);
-        rest = after[size..].strip_prefix("\r\n").unwrap_or(&after[size..]);
-    }
-    body
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    runtime.block_on(async {
+        let client = reqwest::Client::builder()
+            .timeout(PATIENCE)
+            .build()
+            .expect("an HTTP client");
+        let response = client
+            .get(format!("http://{addr}{path}"))
+            .send()
+            .await
+            .expect("an answer");
+        let status = response.status().as_u16();
+        (status, response.text().await.expect("a body"))
+    })
 }
 
 #[test]

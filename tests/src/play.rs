@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use banter_dialogue::{ClientWalk, DialogueGraph, Outgoing, Screen, build_conversation};
-use banter_protocol::{ClientMessage, ServerMessage};
+use banter_protocol::{ActionType, ClientMessage, ServerMessage};
 use futures_util::StreamExt;
 use tokio_tungstenite::MaybeTlsStream;
 use tokio_tungstenite::tungstenite::{self, Message};
@@ -14,6 +14,29 @@ use crate::*;
 // ---------------------------------------------------------------------------------------------
 // Playing whole conversations with the client rules (banter-dialogue's ClientWalk).
 // ---------------------------------------------------------------------------------------------
+
+/// Pim's quest in the sample content: a talk quest, whose objective is hearing the tale.
+pub const PIMS_QUEST: &str = "PimsTideTale";
+/// The payload of the tale's `AdvanceObjective`.
+pub const PIMS_OBJECTIVE: &str = "PimsTideTale|HearTheTale|1|mistral_cay";
+
+impl Client {
+    /// From Pim's greeting on screen, to the line that pays: says yes, accepts the quest, hears
+    /// the tale (its objective) and advances to the ending. Every step must be accepted.
+    pub async fn hear_pims_tale(&mut self) {
+        self.choose("PimsTideTale_Greet_r1").await.expect("yes");
+        self.action(ActionType::AcceptQuest, PIMS_QUEST)
+            .await
+            .expect("accepted");
+        self.advance("PimsTideTale_Tale").await.expect("the tale");
+        self.action(ActionType::AdvanceObjective, PIMS_OBJECTIVE)
+            .await
+            .expect("heard it");
+        self.advance("PimsTideTale_Ending")
+            .await
+            .expect("the ending");
+    }
+}
 
 impl Client {
     /// Opens a conversation and builds the graph from the content the server sent.
@@ -58,24 +81,7 @@ impl Client {
     ) -> Vec<ServerMessage> {
         let mut seen = Vec::new();
         for message in out.drain(..) {
-            let wire = match message {
-                Outgoing::Advance(v) => ClientMessage::Advance {
-                    id: None,
-                    node: graph.vertex(v).expect("vertex").name.to_string(),
-                },
-                Outgoing::Choose(v) => ClientMessage::Choose {
-                    id: None,
-                    response: graph.vertex(v).expect("vertex").name.to_string(),
-                },
-                Outgoing::Action(i) => {
-                    let a = graph.action(i).expect("action");
-                    ClientMessage::Action {
-                        id: None,
-                        action: a.action_type,
-                        payload: a.payload.to_string(),
-                    }
-                }
-            };
+            let wire = message.message(graph).expect("a step of this graph");
             let reply = self.request(wire.clone()).await;
             let reply = reply.unwrap_or_else(|e| panic!("{wire:?} refused: {e:?}"));
             seen.extend(reply.messages);

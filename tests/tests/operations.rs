@@ -161,23 +161,7 @@ async fn a_reload_swaps_new_content_in_while_an_open_conversation_keeps_its_vers
     assert_eq!(content_version(&server).await, 2);
 
     // The conversation opened on version 1 walks on to its end, actions and all.
-    client.choose("PimsTideTale_Greet_r1").await.expect("yes");
-    client
-        .action(ActionType::AcceptQuest, "PimsTideTale")
-        .await
-        .expect("accepted");
-    client.advance("PimsTideTale_Tale").await.expect("the tale");
-    client
-        .action(
-            ActionType::AdvanceObjective,
-            "PimsTideTale|HearTheTale|1|mistral_cay",
-        )
-        .await
-        .expect("heard it");
-    client
-        .advance("PimsTideTale_Ending")
-        .await
-        .expect("the ending");
+    client.hear_pims_tale().await;
     client
         .action(ActionType::CompleteQuest, "PimsTideTale")
         .await

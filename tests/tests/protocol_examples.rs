@@ -7,6 +7,9 @@
 //! recorded block must equal the block between `<!-- recorded: NAME begin -->` and
 //! `<!-- recorded: NAME end -->` in docs/PROTOCOL.md.
 //! `BANTER_BLESS=1 cargo test -p banter-e2e --test protocol_examples` rewrites the blocks.
+//!
+//! Why one file over 600 lines: one test per recorded example; the recorder, the stand-ins and
+//! the comparison with the page are shared by all of them and by nothing else.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -249,24 +252,7 @@ impl Recorder {
     ) -> Vec<ServerMessage> {
         let mut received = Vec::new();
         for message in out.drain(..) {
-            let wire = match message {
-                Outgoing::Advance(v) => ClientMessage::Advance {
-                    id: None,
-                    node: graph.vertex(v).expect("vertex").name.to_string(),
-                },
-                Outgoing::Choose(v) => ClientMessage::Choose {
-                    id: None,
-                    response: graph.vertex(v).expect("vertex").name.to_string(),
-                },
-                Outgoing::Action(i) => {
-                    let a = graph.action(i).expect("action");
-                    ClientMessage::Action {
-                        id: None,
-                        action: a.action_type,
-                        payload: a.payload.to_string(),
-                    }
-                }
-            };
+            let wire = message.message(graph).expect("a step of this graph");
             let replies = self.request(wire.clone()).await;
             assert!(
                 !replies

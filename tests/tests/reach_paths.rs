@@ -9,7 +9,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use banter_e2e::{Backend, Client, Refused, Reply, TestServer, content_dir, copy_dir, temp_dir};
+use banter_e2e::{
+    Backend, Client, PIMS_QUEST, Refused, Reply, TestServer, content_dir, copy_dir, temp_dir,
+};
 use banter_protocol::{
     ActionType, ClientMessage, CloseReason, Effect, ErrorCode, Position, QuestStatus, ServerMessage,
 };
@@ -30,7 +32,6 @@ const NEAR_OSWIN: Position = [905.0, 30.0, 305.0];
 const STEP: f64 = 5.0;
 const STEP_EVERY: Duration = Duration::from_millis(100);
 
-const PIMS_QUEST: &str = "PimsTideTale";
 const LANTERNS: &str = "LanternsOfGullRock";
 
 /// Connects; the client, the welcome's resume token and the body's position it names.
@@ -96,23 +97,7 @@ async fn to_pims_payout(client: &mut Client) {
         client.talk("Pim").await.expect("talk").entry,
         "PimsTideTale_Greet"
     );
-    client.choose("PimsTideTale_Greet_r1").await.expect("yes");
-    client
-        .action(ActionType::AcceptQuest, PIMS_QUEST)
-        .await
-        .expect("accepted");
-    client.advance("PimsTideTale_Tale").await.expect("the tale");
-    client
-        .action(
-            ActionType::AdvanceObjective,
-            "PimsTideTale|HearTheTale|1|mistral_cay",
-        )
-        .await
-        .expect("heard it");
-    client
-        .advance("PimsTideTale_Ending")
-        .await
-        .expect("the ending");
+    client.hear_pims_tale().await;
 }
 
 /// One number from the test's database.

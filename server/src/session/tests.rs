@@ -1,5 +1,8 @@
 //! The command layer driven directly: a real SQLite store in a temporary file, the sample
 //! content, a fake clock, and no socket. Every command and every refusal it can give.
+//!
+//! Why one file over 600 lines: a list of independent tests of one module, each readable alone,
+//! over one shared fixture (the store, the content and the clock).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

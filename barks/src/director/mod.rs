@@ -7,22 +7,34 @@
 //! subtitle and plays the audio. No callbacks, no threads, no clock and no
 //! randomness of its own: time is a [`Duration`] since any epoch the caller
 //! likes, and every roll and shuffle uses the generator passed in.
+//!
+//! The director's own state and its inputs are here. Two parts live beside
+//! it: `eligibility.rs`, what the filters ask (the player view, the quiet
+//! holds, the filters and why a line or a fire is turned down), and
+//! `snapshot.rs`, the director's state by line id for save games and hot
+//! reloads.
 
-use std::collections::{BTreeMap, VecDeque};
-use std::fmt;
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
-use banter_player::{
-    BoatState, Effective, Fact, FishingState, FootState, PlayerStateMachine, availability,
-};
+use banter_player::Effective;
 use rand_core::Rng;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use crate::catalog::{BarkCatalog, Line, LineId, Priority};
-use crate::cue::{Cue, Payload, PayloadKey};
-use crate::deck::{Deck, DeckState};
+use crate::catalog::{BarkCatalog, LineId, Priority};
+use crate::cue::{Cue, Payload};
+use crate::deck::Deck;
 use crate::rng::unit;
+
+mod eligibility;
+mod snapshot;
+
+use eligibility::eligibility;
+pub use eligibility::{
+    Filter, Ineligible, PlayerView, QuietSet, QuietSource, Reason, dwell_cue, enter_cue,
+};
+pub use snapshot::{DirectorSnapshot, RestoreError, SpeakingSnapshot};
 
 /// Global spacing between two barks. "Casting, getting a bite and landing
 /// the fish are three cues in about 4 seconds. Without spacing X would talk
@@ -39,289 +51,6 @@ pub const SPEAKING_LOCK: Duration = Duration::from_secs(30);
 /// because the timer has to be cancellable by a state change, and a delay
 /// that already fired can't be taken back".
 pub const HEARTBEAT: Duration = Duration::from_secs(1);
-
-/// What the director needs to know about the player. Implemented for
-/// [`PlayerStateMachine`]; tests and tools can implement it on anything.
-pub trait PlayerView {
-    /// The unified predicate `Has(x)`: a held state or a set tag.
-    fn has(&self, fact: Fact) -> bool;
-    /// The heaviest held state, or `Idle`.
-    fn effective(&self) -> Effective;
-    /// PlayerAvailability's answer for barks: no interruption held, no menu
-    /// open, no live microphone.
-    fn barks_may_play(&self) -> bool;
-}
-
-impl PlayerView for PlayerStateMachine {
-    fn has(&self, fact: Fact) -> bool {
-        PlayerStateMachine::has(self, fact)
-    }
-
-    fn effective(&self) -> Effective {
-        PlayerStateMachine::effective(self)
-    }
-
-    fn barks_may_play(&self) -> bool {
-        availability::barks_may_play(self)
-    }
-}
-
-/// The cue the director raises when the effective state becomes `e`,
-/// including when nobody entered it ("I stopped fishing and I'm still
-/// sailing" raises [`Cue::TakeHelm`]).
-pub fn enter_cue(e: Effective) -> Option<Cue> {
-    let Effective::State(s) = e else { return None };
-    if s == FootState::Walking.into() {
-        Some(Cue::StartWalking)
-    } else if s == BoatState::Driving.into() {
-        Some(Cue::TakeHelm)
-    } else if s == FishingState::Casted.into() {
-        Some(Cue::Cast)
-    } else if s == FishingState::Cooldown.into() {
-        Some(Cue::FinishCatch)
-    } else {
-        None
-    }
-}
-
-/// The dwell cue whose timer runs while the effective state is `e`.
-pub fn dwell_cue(e: Effective) -> Option<Cue> {
-    match e {
-        Effective::Idle => Some(Cue::IdleDwell),
-        Effective::State(s) if s == FootState::Walking.into() => Some(Cue::WalkingDwell),
-        Effective::State(s) if s == BoatState::Driving.into() => Some(Cue::SailingDwell),
-        Effective::State(s) if s == FishingState::Casted.into() => Some(Cue::WaitingForBite),
-        Effective::State(_) => None,
-    }
-}
-
-/// A system that holds X quiet for a while, independently of the player's
-/// own switch. "If the tutorial wrote the same boolean as the player, it
-/// would hand the preference back as 'on' when it finished, whatever the
-/// player had chosen."
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub enum QuietSource {
-    /// The combat tutorial: minutes of the combat master talking.
-    CombatTutorial,
-    /// Any other scripted tutorial.
-    Tutorial,
-    /// The end credits.
-    Credits,
-    /// Photo mode.
-    PhotoMode,
-}
-
-impl QuietSource {
-    /// Every source.
-    pub const ALL: [QuietSource; 4] = [
-        QuietSource::CombatTutorial,
-        QuietSource::Tutorial,
-        QuietSource::Credits,
-        QuietSource::PhotoMode,
-    ];
-
-    const fn bit(self) -> u8 {
-        1 << (self as u8)
-    }
-}
-
-/// The set of quiet holds currently taken. X is held quiet while it is not
-/// empty.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub struct QuietSet(u8);
-
-impl QuietSet {
-    /// Whether no hold is taken.
-    pub const fn is_empty(self) -> bool {
-        self.0 == 0
-    }
-
-    /// Whether `s` holds X quiet.
-    pub const fn contains(self, s: QuietSource) -> bool {
-        self.0 & s.bit() != 0
-    }
-
-    /// The holds, in declaration order.
-    pub fn iter(self) -> impl Iterator<Item = QuietSource> {
-        QuietSource::ALL
-            .into_iter()
-            .filter(move |s| self.contains(*s))
-    }
-
-    fn insert(&mut self, s: QuietSource) -> bool {
-        let had = self.contains(s);
-        self.0 |= s.bit();
-        !had
-    }
-
-    fn remove(&mut self, s: QuietSource) -> bool {
-        let had = self.contains(s);
-        self.0 &= !s.bit();
-        had
-    }
-}
-
-impl Serialize for QuietSet {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.iter())
-    }
-}
-
-impl<'de> Deserialize<'de> for QuietSet {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let v = Vec::<QuietSource>::deserialize(d)?;
-        let mut set = QuietSet::default();
-        for s in v {
-            set.insert(s);
-        }
-        Ok(set)
-    }
-}
-
-/// The six filters of `Fire(c, π)`, in the order they reject (section 4.5).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub enum Filter {
-    /// 1. Not started, the player's switch is off, or a system holds X quiet.
-    Quiet,
-    /// 2. PlayerAvailability says barks may not play.
-    Unavailable,
-    /// 3. The draw finds no eligible line.
-    Draw,
-    /// 4. A bark played less than 8 s ago and the line is not priority 2.
-    Spacing,
-    /// 5. A bark of equal or higher priority is speaking.
-    Speaking,
-    /// 6. The cue's probability roll failed.
-    Roll,
-}
-
-impl Filter {
-    /// Every filter, in order.
-    pub const ALL: [Filter; 6] = [
-        Filter::Quiet,
-        Filter::Unavailable,
-        Filter::Draw,
-        Filter::Spacing,
-        Filter::Speaking,
-        Filter::Roll,
-    ];
-
-    /// The filter's number in the article's list, 1 to 6.
-    pub const fn number(self) -> u8 {
-        self as u8 + 1
-    }
-}
-
-/// Why one line is not eligible right now (section 4.3).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub enum Ineligible {
-    /// A Require fact does not hold.
-    Missing(Fact),
-    /// A Forbid fact holds.
-    Forbidden(Fact),
-    /// The payload does not carry the value the line matches on.
-    PayloadMismatch {
-        /// The key.
-        key: PayloadKey,
-        /// The value the line wants.
-        wanted: String,
-    },
-    /// `t - t_l < κ_l`.
-    Cooldown {
-        /// Time left.
-        remaining: Duration,
-    },
-    /// The line was the last one heard from this pool, and the deck would
-    /// have to start over with it: never the same line twice in a row.
-    JustHeard,
-}
-
-impl fmt::Display for Ineligible {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Ineligible::Missing(x) => write!(f, "requires {x}"),
-            Ineligible::Forbidden(x) => write!(f, "forbids {x}"),
-            Ineligible::PayloadMismatch { key, wanted } => write!(f, "needs {key}={wanted}"),
-            Ineligible::Cooldown { remaining } => {
-                write!(f, "cooling down, {:.0} s left", remaining.as_secs_f64())
-            }
-            Ineligible::JustHeard => f.write_str("was the last line heard"),
-        }
-    }
-}
-
-/// Why a fire produced no line: which filter stopped it, and for which
-/// candidate line.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub enum Reason {
-    /// Filter 1: the director has not been started.
-    NotStarted,
-    /// Filter 1: the player turned barks off.
-    SwitchedOff,
-    /// Filter 1: some system holds X quiet.
-    HeldQuiet {
-        /// The holds taken.
-        holds: QuietSet,
-    },
-    /// Filter 2: barks may not play (interruption, menu, microphone).
-    Unavailable,
-    /// Filter 3: no line answers this cue at all.
-    EmptyPool,
-    /// Filter 3: no line of the pool is eligible; why, line by line.
-    NoEligibleLine {
-        /// Each line of the pool and why it is not eligible.
-        lines: Vec<(LineId, Ineligible)>,
-    },
-    /// Filter 4: a bark started less than 8 s ago and `line` is not
-    /// priority 2.
-    TooSoon {
-        /// The line the draw found.
-        line: LineId,
-        /// Time since the last bark started.
-        since_last: Duration,
-    },
-    /// Filter 5: `speaking` has equal or higher priority than `line`.
-    Speaking {
-        /// The line the draw found.
-        line: LineId,
-        /// The line still speaking.
-        speaking: LineId,
-    },
-    /// Filter 6: the roll failed.
-    Roll {
-        /// The line the draw found.
-        line: LineId,
-        /// The cue's probability.
-        probability: f64,
-        /// The roll, in `[0, 1)`; the line plays if it is below the
-        /// probability.
-        roll: f64,
-    },
-}
-
-impl Reason {
-    /// Which filter rejected.
-    pub fn filter(&self) -> Filter {
-        match self {
-            Reason::NotStarted | Reason::SwitchedOff | Reason::HeldQuiet { .. } => Filter::Quiet,
-            Reason::Unavailable => Filter::Unavailable,
-            Reason::EmptyPool | Reason::NoEligibleLine { .. } => Filter::Draw,
-            Reason::TooSoon { .. } => Filter::Spacing,
-            Reason::Speaking { .. } => Filter::Speaking,
-            Reason::Roll { .. } => Filter::Roll,
-        }
-    }
-
-    /// The line the draw found, when the rejection came after the draw.
-    pub fn candidate(&self) -> Option<LineId> {
-        match self {
-            Reason::TooSoon { line, .. }
-            | Reason::Speaking { line, .. }
-            | Reason::Roll { line, .. } => Some(*line),
-            _ => None,
-        }
-    }
-}
 
 /// What one fire (or one raised derived cue) came to.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -438,40 +167,6 @@ pub struct BarkDirector {
     effective: Effective,
     dwell_since: Duration,
     commands: VecDeque<Command>,
-}
-
-fn eligibility<P: PlayerView + ?Sized>(
-    line: &Line,
-    t_l: Option<Duration>,
-    now: Duration,
-    player: &P,
-    payload: &Payload<'_>,
-) -> Result<(), Ineligible> {
-    if let Some(f) = line.require.iter().find(|f| !player.has(**f)) {
-        return Err(Ineligible::Missing(*f));
-    }
-    if let Some(f) = line.forbid.iter().find(|f| player.has(**f)) {
-        return Err(Ineligible::Forbidden(*f));
-    }
-    if let Some((key, wanted)) = line
-        .matches
-        .iter()
-        .find(|(k, v)| payload.get(*k) != Some(v.as_str()))
-    {
-        return Err(Ineligible::PayloadMismatch {
-            key: *key,
-            wanted: wanted.clone(),
-        });
-    }
-    if let Some(t) = t_l {
-        let since = now.saturating_sub(t);
-        if since < line.cooldown {
-            return Err(Ineligible::Cooldown {
-                remaining: line.cooldown - since,
-            });
-        }
-    }
-    Ok(())
 }
 
 impl BarkDirector {
@@ -865,164 +560,4 @@ impl BarkDirector {
         self.commands.push_back(Command::Play { line });
         FireOutcome::Played { line, cut }
     }
-
-    /// The director's state by line id, for save games and hot reloads.
-    /// Pending commands are not part of it: poll them first.
-    pub fn snapshot(&self) -> DirectorSnapshot {
-        let id = |l: LineId| self.catalog.line(l).id.clone();
-        DirectorSnapshot {
-            version: DirectorSnapshot::VERSION,
-            started: self.started,
-            player_switch: self.switch_on,
-            holds: self.holds,
-            effective: self.effective,
-            dwell_since: self.dwell_since,
-            last_bark: self.last_bark,
-            speaking: self.speaking.map(|s| SpeakingSnapshot {
-                line: id(s.line),
-                since: s.since,
-                expires: s.expires,
-            }),
-            last_played: self
-                .last_played
-                .iter()
-                .enumerate()
-                .filter_map(|(i, t)| Some((self.catalog.lines()[i].id.clone(), (*t)?)))
-                .collect(),
-            decks: Cue::ALL
-                .iter()
-                .filter(|c| !self.decks[c.index()].is_empty())
-                .map(|&c| {
-                    let s = self.decks[c.index()].state();
-                    (
-                        c,
-                        DeckState {
-                            order: s.order.into_iter().map(id).collect(),
-                            pos: s.pos,
-                            last: s.last.map(id),
-                            shuffles: s.shuffles,
-                        },
-                    )
-                })
-                .collect(),
-        }
-    }
-
-    /// Rebuild a director from a snapshot, against `catalog`.
-    ///
-    /// Lines are matched by id, so a catalog edited since the snapshot still
-    /// restores: stamps of removed lines are dropped, and a pool whose lines
-    /// changed starts a fresh deck (remembering its last line if it is still
-    /// there, so the seam still holds).
-    pub fn restore(
-        catalog: impl Into<Arc<BarkCatalog>>,
-        snapshot: &DirectorSnapshot,
-    ) -> Result<Self, RestoreError> {
-        if snapshot.version != DirectorSnapshot::VERSION {
-            return Err(RestoreError::UnsupportedVersion(snapshot.version));
-        }
-        let mut d = BarkDirector::new(catalog);
-        let cat = Arc::clone(&d.catalog);
-        d.started = snapshot.started;
-        d.switch_on = snapshot.player_switch;
-        d.holds = snapshot.holds;
-        d.effective = snapshot.effective;
-        d.dwell_since = snapshot.dwell_since;
-        d.last_bark = snapshot.last_bark;
-        d.speaking = snapshot.speaking.as_ref().and_then(|s| {
-            let line = cat.find(&s.line)?;
-            Some(Speaking {
-                line,
-                priority: cat.line(line).priority,
-                since: s.since,
-                expires: s.expires,
-            })
-        });
-        for (id, t) in &snapshot.last_played {
-            if let Some(l) = cat.find(id) {
-                d.last_played[l.index()] = Some(*t);
-            }
-        }
-        for (cue, s) in &snapshot.decks {
-            let pool = cat.pool(*cue);
-            let order: Option<Vec<LineId>> = s.order.iter().map(|id| cat.find(id)).collect();
-            let last = s.last.as_ref().and_then(|id| cat.find(id));
-            let restored = order.and_then(|order| {
-                Deck::from_state(
-                    pool,
-                    DeckState {
-                        order,
-                        pos: s.pos,
-                        last,
-                        shuffles: s.shuffles,
-                    },
-                )
-            });
-            d.decks[cue.index()] = restored.unwrap_or_else(|| {
-                let mut fresh = Deck::new(pool.to_vec());
-                if let Some(l) = last.filter(|l| pool.contains(l)) {
-                    fresh = Deck::from_state(
-                        pool,
-                        DeckState {
-                            last: Some(l),
-                            ..fresh.state()
-                        },
-                    )
-                    .unwrap_or(fresh);
-                }
-                fresh
-            });
-        }
-        Ok(d)
-    }
-}
-
-/// A line holding the speaking lock, in a snapshot.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SpeakingSnapshot {
-    /// The line's id.
-    pub line: String,
-    /// When it started.
-    pub since: Duration,
-    /// When its lock lapses.
-    pub expires: Duration,
-}
-
-/// The director's state, by line id (see [`BarkDirector::snapshot`]).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct DirectorSnapshot {
-    /// Format version.
-    pub version: u32,
-    /// Started.
-    pub started: bool,
-    /// The player's switch.
-    pub player_switch: bool,
-    /// Quiet holds taken.
-    pub holds: QuietSet,
-    /// The effective state last seen.
-    pub effective: Effective,
-    /// Start of the current dwell window.
-    pub dwell_since: Duration,
-    /// When the last bark started.
-    pub last_bark: Option<Duration>,
-    /// The line holding the speaking lock.
-    pub speaking: Option<SpeakingSnapshot>,
-    /// `t_l` per line id.
-    pub last_played: BTreeMap<String, Duration>,
-    /// Each pool's deck, by line id.
-    pub decks: BTreeMap<Cue, DeckState<String>>,
-}
-
-impl DirectorSnapshot {
-    /// The format this crate writes and reads.
-    pub const VERSION: u32 = 1;
-}
-
-/// A snapshot that cannot be restored.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum RestoreError {
-    /// Written by an incompatible version.
-    #[error("unsupported bark director snapshot version {0}")]
-    UnsupportedVersion(u32),
 }
