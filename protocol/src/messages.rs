@@ -400,6 +400,10 @@ pub enum ErrorCode {
     NoCutscene,
     /// The store is unavailable; retry later. Nothing was applied.
     StoreUnavailable,
+    /// The database went away while the change was being committed and cannot be asked yet
+    /// whether it took effect. The arming is kept: send the same message again; it is applied
+    /// at most once, and the answer then says what happened.
+    OutcomeUnknown,
     /// Something went wrong on the server; nothing was applied.
     Internal,
     /// No conversation to resume with that token: expired, another player's or session's,
@@ -420,7 +424,10 @@ impl ErrorCode {
     pub fn retryable(self) -> bool {
         matches!(
             self,
-            ErrorCode::RateLimited | ErrorCode::TalkCooldown | ErrorCode::StoreUnavailable
+            ErrorCode::RateLimited
+                | ErrorCode::TalkCooldown
+                | ErrorCode::StoreUnavailable
+                | ErrorCode::OutcomeUnknown
         )
     }
 }

@@ -8,7 +8,7 @@
 //! (`banter_audit_dropped_total`): the audit is for support, and must never slow a player or
 //! hold memory without bound. Rows older than the retention are pruned every hour.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::sync::mpsc;
@@ -27,6 +27,27 @@ const BATCH: usize = 4096;
 const LINGER: Duration = Duration::from_millis(100);
 /// How often old rows are pruned.
 const PRUNE_EVERY: Duration = Duration::from_secs(3600);
+
+/// The last stamp handed out (see [`stamp`]).
+static LAST_STAMP: AtomicI64 = AtomicI64::new(0);
+
+/// When the server records something, in microseconds since the Unix epoch, strictly increasing
+/// within this process (a later call never gets an earlier or equal stamp, even when the wall
+/// clock steps back or two calls share a microsecond): the order support reads a player's rows
+/// in ([`AuditRecord::recorded_us`]).
+pub fn stamp() -> i64 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX));
+    let mut last = LAST_STAMP.load(Ordering::Relaxed);
+    loop {
+        let next = now.max(last.saturating_add(1));
+        match LAST_STAMP.compare_exchange_weak(last, next, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => return next,
+            Err(seen) => last = seen,
+        }
+    }
+}
 
 /// Audit settings.
 #[derive(Clone, Debug)]
@@ -54,6 +75,7 @@ impl Default for AuditConfig {
 pub struct AuditLog {
     queue: Option<mpsc::Sender<AuditRecord>>,
     recorded: AtomicU64,
+    written: AtomicU64,
     dropped: AtomicU64,
 }
 
@@ -69,6 +91,7 @@ impl AuditLog {
         let log = AuditLog {
             queue,
             recorded: AtomicU64::new(0),
+            written: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
         };
         (log, rx)
@@ -90,6 +113,7 @@ impl AuditLog {
             message: message.to_owned(),
             code: code.map(str::to_owned),
             detail: detail.map(|d| truncate(d, MAX_DETAIL_BYTES).to_owned()),
+            recorded_us: stamp(),
         };
         match queue.try_send(record) {
             Ok(()) => self.recorded.fetch_add(1, Ordering::Relaxed),
@@ -105,6 +129,13 @@ impl AuditLog {
     /// Records dropped because the queue was full or the store refused them.
     pub fn dropped(&self) -> u64 {
         self.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Records queued but neither written nor counted as dropped: at shutdown, what the grace
+    /// left unwritten.
+    pub fn unwritten(&self) -> u64 {
+        let done = self.written.load(Ordering::Relaxed) + self.dropped();
+        self.recorded().saturating_sub(done)
     }
 
     fn lost(&self, n: usize) {
@@ -192,6 +223,7 @@ async fn write(store: &dyn Store, log: &AuditLog, batch: &mut Vec<AuditRecord>) 
     for attempt in 0..3u32 {
         match store.record_audit(batch).await {
             Ok(()) => {
+                log.written.fetch_add(batch.len() as u64, Ordering::Relaxed);
                 batch.clear();
                 return;
             }

@@ -85,6 +85,14 @@ pub struct ServeArgs {
     #[arg(long, env = "BANTER_AUDIT_RETENTION_DAYS", default_value_t = 30)]
     pub audit_retention_days: u64,
 
+    /// Seconds the whole shutdown may take after SIGTERM or SIGINT, whatever the database is
+    /// doing: sessions are told and drained, the audit queue flushed and the store closed within
+    /// it, and what could not be written is counted and logged. The process exits a quarter of a
+    /// second before the grace ends, so a grace equal to the orchestrator's (Docker's `stop`: 10
+    /// s; Kubernetes: 30 s) is never cut short by its SIGKILL.
+    #[arg(long, env = "BANTER_SHUTDOWN_GRACE", default_value_t = 10)]
+    pub shutdown_grace_secs: u64,
+
     /// Benchmarks only: serve `GET /bench/echo`, a WebSocket that echoes every text frame on the
     /// same stack and settings as `/v1/ws` (`banter-sim bench` measures against it). Refused
     /// with `--production`.
@@ -115,6 +123,8 @@ pub struct Config {
     pub coordinate_sessions: bool,
     /// The audit log of conversation steps and refusals.
     pub audit: crate::audit::AuditConfig,
+    /// How long the whole shutdown may take after the signal (see [`crate::run`]).
+    pub shutdown_grace: Duration,
     /// Route `GET /bench/echo`, the transport-limit echo for `banter-sim bench` (off by default;
     /// never in production).
     pub bench_echo: bool,
@@ -194,10 +204,14 @@ impl Default for Config {
             world: WorldRules::default(),
             coordinate_sessions: true,
             audit: crate::audit::AuditConfig::default(),
+            shutdown_grace: Duration::from_secs(10),
             bench_echo: false,
         }
     }
 }
+
+/// The shortest shutdown grace: time to tell sessions and close the store.
+pub const MIN_SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
 
 /// Why a configuration cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -242,6 +256,7 @@ impl Config {
                 retention: Duration::from_secs(args.audit_retention_days.saturating_mul(24 * 3600)),
                 ..crate::audit::AuditConfig::default()
             },
+            shutdown_grace: Duration::from_secs(args.shutdown_grace_secs),
             bench_echo: args.bench_echo,
         };
         config.validate()?;
@@ -281,6 +296,11 @@ impl Config {
         }
         if self.limits.max_session_starts == 0 {
             return Err(ConfigError::NotPositive("the session-start cap"));
+        }
+        if self.shutdown_grace < MIN_SHUTDOWN_GRACE {
+            return Err(ConfigError::NotPositive(
+                "the shutdown grace (at least 1 s)",
+            ));
         }
         if self.limits.max_handshakes == 0 {
             return Err(ConfigError::NotPositive("the handshake cap"));

@@ -14,7 +14,10 @@ use banter_protocol::{Effect, QuestStatus};
 use serde::{Deserialize, Serialize};
 
 use crate::quests;
-use crate::store::{MAX_AMOUNT, MAX_ID_LEN, ObjectiveAdvance, PlayerRecord, Store, StoreError};
+use crate::store::{
+    Applied as StoreApplied, Change, MAX_AMOUNT, MAX_ID_LEN, ObjectiveAdvance, PlayerRecord, Step,
+    Store, StoreError,
+};
 
 /// The JSON body of `POST /internal/events`.
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
@@ -231,9 +234,7 @@ async fn start_tutorial(
     content: &Content,
     event: &GameEvent,
 ) -> Result<Applied, EventError> {
-    store
-        .advance_objectives(&event.player, Some(&event.event_id), &[])
-        .await?;
+    record_event(store, event, &[]).await?;
     let record = store.load_player(&event.player).await?;
     let Some(first) = banter_dialogue::tutorial::first_stage(content) else {
         return Ok(Applied::default());
@@ -246,6 +247,41 @@ async fn start_tutorial(
         advanced: Vec::new(),
         tutorial_stage: Some(first),
     })
+}
+
+/// The event's store step: its advances (maybe none) under its id, with its audit row, in one
+/// transaction; the progress of each advance. The step's key is the event id, so a second
+/// delivery is refused twice over (the key, and `applied_events`), both as a duplicate.
+async fn record_event(
+    store: &dyn Store,
+    event: &GameEvent,
+    advances: &[ObjectiveAdvance],
+) -> Result<Vec<u32>, EventError> {
+    let key = format!("event/{}", event.event_id);
+    let detail = format!("{:?} {}", event.what, event.event_id);
+    let step = Step {
+        player: &event.player,
+        key: &key,
+        conversation: None,
+        message: "event",
+        detail: Some(crate::audit::truncate(
+            &detail,
+            crate::audit::MAX_DETAIL_BYTES,
+        )),
+        recorded_us: crate::audit::stamp(),
+        change: Change::Advance {
+            event_id: Some(&event.event_id),
+            advances,
+        },
+    };
+    match store.apply_step(&step).await {
+        Ok(StoreApplied::Advanced(progress)) => Ok(progress),
+        Ok(other) => Err(EventError::Store(StoreError::Corrupt(format!(
+            "an event's step answered {other:?}"
+        )))),
+        Err(StoreError::StepApplied { .. }) => Err(EventError::Duplicate(event.event_id.clone())),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Why an event was not applied. Nothing changed.
@@ -288,10 +324,7 @@ pub async fn apply(
         attempts += 1;
         let record = store.load_player(&event.player).await?;
         let advances = matching_advances(content, &record, event);
-        match store
-            .advance_objectives(&event.player, Some(&event.event_id), &advances)
-            .await
-        {
+        match record_event(store, event, &advances).await {
             Ok(progress) => {
                 let advanced = advances
                     .into_iter()
@@ -308,8 +341,8 @@ pub async fn apply(
                     tutorial_stage: None,
                 });
             }
-            Err(StoreError::QuestState { .. }) if attempts < 3 => continue,
-            Err(e) => return Err(e.into()),
+            Err(EventError::Store(StoreError::QuestState { .. })) if attempts < 3 => continue,
+            Err(e) => return Err(e),
         }
     }
 }

@@ -56,10 +56,15 @@ impl From<crate::store::StoreError> for ApiError {
             }
             StoreError::UnknownPlayer(_) => ApiError::NotFound(e.to_string()),
             StoreError::DuplicateEvent { .. } => ApiError::Duplicate(e.to_string()),
-            StoreError::Unavailable(_) => ApiError::StoreUnavailable {
-                reference: crate::incident::report_outage("http", &e),
-            },
+            // An event whose COMMIT's outcome is unknown: the game server retries with the same
+            // event id, which applies at most once and answers `duplicate` if the first landed.
+            StoreError::Unavailable(_) | StoreError::OutcomeUnknown(_) => {
+                ApiError::StoreUnavailable {
+                    reference: crate::incident::report_outage("http", &e),
+                }
+            }
             StoreError::QuestState { .. }
+            | StoreError::StepApplied { .. }
             | StoreError::AlreadyPaid { .. }
             | StoreError::Config(_)
             | StoreError::Migration(_)

@@ -48,11 +48,35 @@ pub enum ServerError {
     Io(#[from] std::io::Error),
 }
 
-/// How long shutdown waits for sessions to say goodbye before it stops waiting.
-const SESSION_DRAIN: Duration = Duration::from_secs(10);
+/// What is left of the grace when the process must be done: a margin for the runtime to wind
+/// down and the process to exit before an orchestrator's SIGKILL at exactly the grace.
+const EXIT_MARGIN: Duration = Duration::from_millis(250);
+
+/// When each step of a shutdown must be done, from the moment the signal arrived and the grace
+/// (`--shutdown-grace`). Sessions get the first 60 % (they were told at the signal and mostly
+/// close at once; one stuck on a database that is down is what this bounds), the audit queue's
+/// flush runs to 90 %, and the store is closed by the grace less [`EXIT_MARGIN`].
+#[derive(Clone, Copy, Debug)]
+pub struct ShutdownBudget {
+    pub sessions: tokio::time::Instant,
+    pub audit: tokio::time::Instant,
+    pub store: tokio::time::Instant,
+}
+
+impl ShutdownBudget {
+    pub fn new(signalled: tokio::time::Instant, grace: Duration) -> ShutdownBudget {
+        let end = signalled + grace.saturating_sub(EXIT_MARGIN);
+        ShutdownBudget {
+            sessions: (signalled + grace.mul_f64(0.6)).min(end),
+            audit: (signalled + grace.mul_f64(0.9)).min(end),
+            store: end,
+        }
+    }
+}
 
 /// Runs the service on `listener` until `shutdown` completes, then stops accepting, tells every
-/// open session why, waits for them, flushes the store and returns.
+/// open session why, waits for them, flushes the audit queue and closes the store, all within
+/// the configured shutdown grace whatever the database is doing (see [`ShutdownBudget`]).
 pub async fn run(
     config: Config,
     listener: TcpListener,
@@ -85,32 +109,61 @@ pub async fn run(
     let addr = listener.local_addr()?;
     tracing::info!(%addr, "listening");
     let stop = app.shutdown.clone();
+    let signalled = Arc::new(std::sync::OnceLock::new());
+    let signal_time = signalled.clone();
     listen::serve(app.clone(), listener, router, async move {
         shutdown.await;
+        let _ = signal_time.set(tokio::time::Instant::now());
         tracing::info!("shutting down: no new connections; telling sessions");
         stop.cancel();
     })
     .await;
+    let signalled = signalled
+        .get()
+        .copied()
+        .unwrap_or_else(tokio::time::Instant::now);
+    let budget = ShutdownBudget::new(signalled, app.config.shutdown_grace);
 
     // Upgraded WebSockets live outside the HTTP server's own drain; wait for them here.
     app.shutdown.cancel();
     app.sessions.close();
-    if tokio::time::timeout(SESSION_DRAIN, app.sessions.wait())
+    if tokio::time::timeout_at(budget.sessions, app.sessions.wait())
         .await
         .is_err()
     {
-        tracing::warn!("some sessions did not end in time");
+        tracing::warn!(
+            sessions = app.sessions.len(),
+            "some sessions did not end within the shutdown grace"
+        );
     }
     #[cfg(unix)]
     reload_task.abort();
     claims_task.abort();
     // The sessions are gone: write what the audit queue still holds, then close the store.
     audit_stop.cancel();
-    if let Some(task) = audit_task {
-        let _ = task.await;
+    if let Some(mut task) = audit_task
+        && tokio::time::timeout_at(budget.audit, &mut task)
+            .await
+            .is_err()
+    {
+        task.abort();
     }
-    app.store.close().await;
-    tracing::info!("stopped");
+    let unwritten = app.audit.unwritten();
+    if unwritten > 0 {
+        // Best-effort records only (refusals and plain steps): a step that changed a player's
+        // state wrote its audit row in its own transaction.
+        tracing::warn!(
+            records = unwritten,
+            "audit records not written before shutdown"
+        );
+    }
+    if tokio::time::timeout_at(budget.store, app.store.close())
+        .await
+        .is_err()
+    {
+        tracing::warn!("the store did not close within the shutdown grace");
+    }
+    tracing::info!(seconds = signalled.elapsed().as_secs_f64(), "stopped");
     Ok(())
 }
 

@@ -35,7 +35,8 @@ use crate::config::Limits;
 /// The most a connection buffers while reading a request head (hyper's minimum is 8 KiB).
 pub const HEAD_BUFFER_BYTES: usize = 16 * 1024;
 
-/// How long shutdown waits for plain HTTP connections (not sessions) to finish their request.
+/// The longest shutdown waits for plain HTTP connections (not sessions) to finish their
+/// request; less when the shutdown grace is short (a half of it).
 const HTTP_DRAIN: Duration = Duration::from_secs(5);
 
 /// How long the accept loop pauses after an error that is not about one connection (out of file
@@ -90,7 +91,8 @@ pub async fn serve(
     }
     closing.cancel();
     connections.close();
-    if tokio::time::timeout(HTTP_DRAIN, connections.wait())
+    let drain = HTTP_DRAIN.min(app.config.shutdown_grace / 2);
+    if tokio::time::timeout(drain, connections.wait())
         .await
         .is_err()
     {

@@ -4,15 +4,107 @@
 //! payload. The engine then checks that the quest's state still allows it at this moment (no
 //! completing a quest that is not active, no accepting one whose prerequisites are not met), and
 //! commits through the store, which makes each reward exactly-once in the database.
+//!
+//! Every change of a player's state is a store *step* ([`crate::store::Step`]): the change and
+//! its audit row in one transaction, under an idempotency key. That is what lets the engine tell
+//! the truth when a COMMIT's outcome is unknown (the connection dropped while it was in
+//! flight): it asks the store whether the key landed ([`Store::step_applied`], which waits for a
+//! transaction still holding it) and answers with the effect if it did, the refusal only if it
+//! did not, and `outcome_unknown` only if the database cannot be asked within
+//! [`FIND_OUT_PATIENCE`]. A retry under the same key (the same arming, sent again) answers with
+//! what the first attempt did.
 
 use std::str::FromStr;
+use std::time::Duration;
 
 use banter_dialogue::content::{Content, QuestDef};
 use banter_dialogue::{Counter, Facts};
 use banter_player::{Fact, PlayerStateMachine};
 use banter_protocol::{Action, Effect, ErrorCode, FactSheet, Profile, QuestStatus};
 
-use crate::store::{PlayerRecord, StoreError, StoredQuestStatus};
+use crate::store::{
+    Applied, Change, ObjectiveAdvance, PlayerRecord, Step, Store, StoreError, StoredQuestStatus,
+};
+
+/// How long the engine keeps asking whether a step whose COMMIT was lost took effect, before it
+/// answers `outcome_unknown` (the database is still unreachable).
+pub const FIND_OUT_PATIENCE: Duration = Duration::from_secs(5);
+
+/// Who takes a step that may change the player's state: its idempotency key and what its audit
+/// row says.
+#[derive(Clone, Copy, Debug)]
+pub struct StepContext<'a> {
+    /// Unique per player for each arming of an action (the session builds it from the
+    /// conversation, the action and how often it was spent): the same arming sent again carries
+    /// the same key, so it is applied at most once.
+    pub key: &'a str,
+    /// The conversation the step belongs to.
+    pub conversation: Option<&'a str>,
+    /// The client message (`action`, `talk`, `cutscene_done`).
+    pub message: &'a str,
+    /// What support reads: the action and its payload.
+    pub detail: Option<&'a str>,
+}
+
+impl<'a> StepContext<'a> {
+    fn step(&self, player: &'a str, change: Change<'a>) -> Step<'a> {
+        Step {
+            player,
+            key: self.key,
+            conversation: self.conversation,
+            message: self.message,
+            detail: self.detail,
+            recorded_us: crate::audit::stamp(),
+            change,
+        }
+    }
+}
+
+/// Where a step's change stands once the engine knows.
+enum Landed {
+    /// Applied by this call.
+    Now(Applied),
+    /// Applied by an earlier attempt under the same key (a retry, or a COMMIT whose answer was
+    /// lost): the caller answers with what it did, read back from the store.
+    Earlier,
+}
+
+/// Applies `step`, and finds out before answering when its COMMIT's outcome is unknown.
+async fn land(store: &dyn Store, step: &Step<'_>) -> Result<Landed, EngineError> {
+    match store.apply_step(step).await {
+        Ok(applied) => Ok(Landed::Now(applied)),
+        Err(StoreError::StepApplied { .. }) => Ok(Landed::Earlier),
+        Err(StoreError::OutcomeUnknown(reason)) => {
+            match find_out(store, step.player, step.key).await {
+                Some(true) => Ok(Landed::Earlier),
+                // Final: the store waited for any transaction holding the key.
+                Some(false) => Err(EngineError::Store(StoreError::Unavailable(reason))),
+                None => Err(EngineError::Store(StoreError::OutcomeUnknown(reason))),
+            }
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Asks the store whether the step with `key` landed, with backoff, for up to
+/// [`FIND_OUT_PATIENCE`]; `None` if it could not be asked.
+async fn find_out(store: &dyn Store, player: &str, key: &str) -> Option<bool> {
+    let deadline = tokio::time::Instant::now() + FIND_OUT_PATIENCE;
+    let mut pause = Duration::from_millis(50);
+    loop {
+        match store.step_applied(player, key).await {
+            Ok(applied) => return Some(applied),
+            Err(e) => {
+                tracing::warn!(%player, key, error = %e, "cannot yet learn whether a step landed")
+            }
+        }
+        if tokio::time::Instant::now() + pause > deadline {
+            return None;
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_secs(1));
+    }
+}
 
 /// What an action did.
 #[derive(Clone, Debug, PartialEq)]
@@ -37,6 +129,7 @@ impl EngineError {
     pub fn code(&self) -> ErrorCode {
         match self {
             EngineError::QuestState(_) => ErrorCode::QuestState,
+            EngineError::Store(StoreError::OutcomeUnknown(_)) => ErrorCode::OutcomeUnknown,
             EngineError::Store(e) if e.retryable() => ErrorCode::StoreUnavailable,
             EngineError::Store(StoreError::QuestState { .. } | StoreError::AlreadyPaid { .. }) => {
                 ErrorCode::QuestState
@@ -144,14 +237,105 @@ fn quest_def<'c>(content: &'c Content, quest: &str) -> Result<&'c QuestDef, Engi
         .ok_or_else(|| EngineError::QuestState(format!("no quest `{quest}`")))
 }
 
-/// Runs an accepted action against the player's quests. On success the store has committed the
-/// change and `record` is reloaded from it; on error nothing was applied.
+/// Runs an accepted action against the player's quests as the step `context` names. On success
+/// the store has committed the change (now, or an earlier attempt under the same key did) and
+/// `record` is reloaded from it; on error nothing was applied, except for `outcome_unknown`,
+/// after which sending the same step again says what happened.
 pub async fn execute(
-    store: &dyn crate::store::Store,
+    store: &dyn Store,
     content: &Content,
     player: &str,
     record: &mut PlayerRecord,
     action: &Action,
+    context: &StepContext<'_>,
+) -> Result<Outcome, EngineError> {
+    match execute_once(store, content, player, record, action, context).await {
+        // The state refuses it now; but if that state is this very step's doing (its answer
+        // lost, the same arming sent again), the answer is what the step did.
+        Err(EngineError::QuestState(reason)) if mutates_store(action) => {
+            match store.step_applied(player, context.key).await {
+                Ok(true) => {
+                    refresh_after_commit(store, content, player, record).await;
+                    answer_earlier(content, record, action)
+                }
+                _ => Err(EngineError::QuestState(reason)),
+            }
+        }
+        other => other,
+    }
+}
+
+/// What an action did, for a step that an earlier attempt under the same key applied: rebuilt
+/// from the store as it is now (`record`, just read).
+fn answer_earlier(
+    content: &Content,
+    record: &PlayerRecord,
+    action: &Action,
+) -> Result<Outcome, EngineError> {
+    let plain = |effect: Effect| Outcome {
+        effect,
+        jump: None,
+        cutscene: None,
+    };
+    Ok(match action {
+        Action::AcceptQuest { quest_id } => {
+            let def = quest_def(content, quest_id)?;
+            plain(Effect::QuestAccepted {
+                quest: quest_id.clone(),
+                objectives: def.objectives.iter().map(|o| o.id.clone()).collect(),
+            })
+        }
+        Action::CompleteQuest { quest_id } => {
+            let def = quest_def(content, quest_id)?;
+            plain(Effect::QuestCompleted {
+                quest: quest_id.clone(),
+                coins: i64::from(def.rewards.coins),
+                experience: i64::from(def.rewards.experience),
+            })
+        }
+        Action::AdvanceObjective {
+            quest_id,
+            objective_id,
+            ..
+        } => {
+            let def = quest_def(content, quest_id)?;
+            let target = def
+                .objectives
+                .iter()
+                .find(|o| o.id == *objective_id)
+                .map_or(1, |o| o.target);
+            let progress = record
+                .quests
+                .get(quest_id)
+                .and_then(|q| q.progress.get(objective_id))
+                .copied()
+                .unwrap_or(0);
+            plain(Effect::ObjectiveAdvanced {
+                quest: quest_id.clone(),
+                objective: objective_id.clone(),
+                progress,
+                target,
+            })
+        }
+        Action::TrackQuest { quest_id } => plain(Effect::QuestTracked {
+            quest: quest_id.clone(),
+        }),
+        other => {
+            return Err(EngineError::QuestState(format!(
+                "{} changes no stored state",
+                other.action_type().name()
+            )));
+        }
+    })
+}
+
+async fn execute_once(
+    store: &dyn Store,
+    content: &Content,
+    player: &str,
+    record: &mut PlayerRecord,
+    action: &Action,
+    context: &StepContext<'_>,
 ) -> Result<Outcome, EngineError> {
     let plain = |effect: Effect| Outcome {
         effect,
@@ -179,7 +363,14 @@ pub async fn execute(
                 }
             }
             let objectives: Vec<String> = def.objectives.iter().map(|o| o.id.clone()).collect();
-            store.accept_quest(player, quest_id, &objectives).await?;
+            let change = Change::Accept {
+                quest: quest_id,
+                objectives: &objectives,
+            };
+            if let Landed::Earlier = land(store, &context.step(player, change)).await? {
+                refresh_after_commit(store, content, player, record).await;
+                return answer_earlier(content, record, action);
+            }
             plain(Effect::QuestAccepted {
                 quest: quest_id.clone(),
                 objectives,
@@ -212,9 +403,16 @@ pub async fn execute(
             }
             let coins = i64::from(def.rewards.coins);
             let experience = i64::from(def.rewards.experience);
-            store
-                .complete_quest(player, quest_id, coins, experience)
-                .await?;
+            let change = Change::Complete {
+                quest: quest_id,
+                coins,
+                experience,
+                advances: &[],
+            };
+            if let Landed::Earlier = land(store, &context.step(player, change)).await? {
+                refresh_after_commit(store, content, player, record).await;
+                return answer_earlier(content, record, action);
+            }
             plain(Effect::QuestCompleted {
                 quest: quest_id.clone(),
                 coins,
@@ -238,16 +436,31 @@ pub async fn execute(
                     ))
                 })?;
             let amount = amount.as_ref().map_or(1, |a| a.amount);
-            let progress = store
-                .advance_objective(
-                    player,
-                    quest_id,
-                    objective_id,
-                    amount,
-                    objective.target,
-                    None,
-                )
-                .await?;
+            let advances = [ObjectiveAdvance {
+                quest: quest_id.clone(),
+                objective: objective_id.clone(),
+                amount,
+                target: objective.target,
+            }];
+            let change = Change::Advance {
+                event_id: None,
+                advances: &advances,
+            };
+            let progress = match land(store, &context.step(player, change)).await? {
+                Landed::Now(Applied::Advanced(progress)) => progress
+                    .first()
+                    .copied()
+                    .ok_or_else(|| StoreError::Corrupt("an advance returned no progress".into()))?,
+                Landed::Now(other) => {
+                    return Err(
+                        StoreError::Corrupt(format!("an advance step answered {other:?}")).into(),
+                    );
+                }
+                Landed::Earlier => {
+                    refresh_after_commit(store, content, player, record).await;
+                    return answer_earlier(content, record, action);
+                }
+            };
             plain(Effect::ObjectiveAdvanced {
                 quest: quest_id.clone(),
                 objective: objective_id.clone(),
@@ -257,7 +470,10 @@ pub async fn execute(
         }
         Action::TrackQuest { quest_id } => {
             quest_def(content, quest_id)?;
-            store.set_tracked_quest(player, Some(quest_id)).await?;
+            let change = Change::Track {
+                quest: Some(quest_id),
+            };
+            land(store, &context.step(player, change)).await?;
             plain(Effect::QuestTracked {
                 quest: quest_id.clone(),
             })
@@ -287,7 +503,7 @@ pub async fn execute(
 /// a starved pool timed this read out). So a failed read is logged and the session's facts stay
 /// as they were until the next read; the store, not this copy, decides every write.
 async fn refresh_after_commit(
-    store: &dyn crate::store::Store,
+    store: &dyn Store,
     content: &Content,
     player: &str,
     record: &mut PlayerRecord,
@@ -309,7 +525,7 @@ async fn refresh_after_commit(
 /// completion). The quest change is committed already and its effect must reach the client, so a
 /// failed write is logged, not returned: the end still holds, and the next action moves the stage.
 async fn advance_tutorial(
-    store: &dyn crate::store::Store,
+    store: &dyn Store,
     content: &Content,
     player: &str,
     record: &mut PlayerRecord,
@@ -326,7 +542,9 @@ async fn advance_tutorial(
     }
 }
 
-fn mutates_store(action: &Action) -> bool {
+/// True if the action changes the player's stored state (it is a store step with its own
+/// audit row).
+pub fn mutates_store(action: &Action) -> bool {
     matches!(
         action,
         Action::AcceptQuest { .. }
@@ -371,20 +589,40 @@ pub fn resolve_entry<'c>(
 /// The node an NPC opens on when it has nothing left to offer.
 pub const ALL_DONE: &str = banter_dialogue::resolver::ALL_DONE;
 
-/// Ends a cutscene quest when its scene has played (article section 5): every objective is
-/// brought to its target (one store call) and the reward is paid through `complete_quest`, which
-/// pays exactly once. On success `record` is reloaded; on error the quest stays as the store
-/// left it (objectives possibly done, nothing paid) and calling again is safe.
+/// The idempotency key of a cutscene quest's ending: a quest is completed once per player, so
+/// the quest names the step whichever session, instance or restart reports the scene done.
+pub fn cutscene_step_key(quest: &str) -> String {
+    format!("cutscene/{quest}")
+}
+
+/// Ends a cutscene quest when its scene has played (article section 5): in one step, every
+/// objective is brought to its target and the reward is paid (exactly once, by the ledger). On
+/// success `record` is reloaded; on error nothing was applied and calling again is safe. A
+/// quest this very step already completed (its answer lost) answers as if it completed now.
 pub async fn finish_cutscene_quest(
-    store: &dyn crate::store::Store,
+    store: &dyn Store,
     content: &Content,
     player: &str,
     record: &mut PlayerRecord,
     quest_id: &str,
+    context: &StepContext<'_>,
 ) -> Result<Effect, EngineError> {
     let def = quest_def(content, quest_id)?;
     *record = store.load_player(player).await?;
-    require_active(record, content, quest_id)?;
+    let completed = || Effect::QuestCompleted {
+        quest: quest_id.to_owned(),
+        coins: i64::from(def.rewards.coins),
+        experience: i64::from(def.rewards.experience),
+    };
+    if let Err(not_active) = require_active(record, content, quest_id) {
+        return match store.step_applied(player, context.key).await {
+            Ok(true) => {
+                advance_tutorial(store, content, player, record).await;
+                Ok(completed())
+            }
+            _ => Err(not_active),
+        };
+    }
     let state = record.quests.get(quest_id);
     let advances: Vec<crate::store::ObjectiveAdvance> = def
         .objectives
@@ -402,18 +640,13 @@ pub async fn finish_cutscene_quest(
             })
         })
         .collect();
-    if !advances.is_empty() {
-        store.advance_objectives(player, None, &advances).await?;
-    }
-    let coins = i64::from(def.rewards.coins);
-    let experience = i64::from(def.rewards.experience);
-    store
-        .complete_quest(player, quest_id, coins, experience)
-        .await?;
+    let change = Change::Complete {
+        quest: quest_id,
+        coins: i64::from(def.rewards.coins),
+        experience: i64::from(def.rewards.experience),
+        advances: &advances,
+    };
+    land(store, &context.step(player, change)).await?;
     refresh_after_commit(store, content, player, record).await;
-    Ok(Effect::QuestCompleted {
-        quest: quest_id.to_owned(),
-        coins,
-        experience,
-    })
+    Ok(completed())
 }

@@ -5,6 +5,9 @@
 //! PostgreSQL is `TEST_DATABASE_URL` (default [`DEFAULT_TEST_DATABASE_URL`]). An unreachable
 //! PostgreSQL fails the test with a clear message: tests that need it never skip.
 
+pub mod cutter;
+
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -15,6 +18,27 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
 
 /// The PostgreSQL the suite runs against when `TEST_DATABASE_URL` is not set.
 pub const DEFAULT_TEST_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
+
+/// Where the PostgreSQL of `url` listens.
+pub fn postgres_addr(url: &str) -> Option<SocketAddr> {
+    let options = PgConnectOptions::from_str(url).ok()?;
+    (options.get_host(), options.get_port())
+        .to_socket_addrs()
+        .ok()?
+        .next()
+}
+
+/// A `postgres://` URL with its host and port replaced by `proxy`'s, and TLS off.
+pub fn postgres_url_via(url: &str, proxy: SocketAddr) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("postgres", url));
+    let (user, rest) = match rest.split_once('@') {
+        Some((user, rest)) => (format!("{user}@"), rest),
+        None => (String::new(), rest),
+    };
+    let path = rest.find(['/', '?']).map_or("", |at| &rest[at..]);
+    let sep = if path.contains('?') { '&' } else { '?' };
+    format!("{scheme}://{user}{proxy}{path}{sep}sslmode=disable")
+}
 
 static COUNTER: AtomicUsize = AtomicUsize::new(0);
 
@@ -123,6 +147,32 @@ impl TestDb {
             }
             TestDb::Sqlite { .. } => None,
         }
+    }
+
+    /// [`TestDb::url`] reaching the database through `proxy` instead (no TLS: the proxy reads
+    /// the protocol).
+    pub fn url_via(&self, proxy: SocketAddr) -> String {
+        postgres_url_via(&self.url(), proxy)
+    }
+
+    /// Where the PostgreSQL server listens (to put a [`cutter::CommitCutter`] in front of it).
+    pub fn pg_addr(&self) -> Option<SocketAddr> {
+        let options = self.pg_options()?;
+        (options.get_host(), options.get_port())
+            .to_socket_addrs()
+            .ok()?
+            .next()
+    }
+
+    /// [`TestDb::pg_options`] reaching the database through `proxy` instead.
+    pub fn pg_options_via(&self, proxy: SocketAddr) -> Option<PgConnectOptions> {
+        Some(
+            self.pg_options()?
+                .host(&proxy.ip().to_string())
+                .port(proxy.port())
+                // The proxy reads the protocol: no TLS through it.
+                .ssl_mode(sqlx::postgres::PgSslMode::Disable),
+        )
     }
 
     pub fn schema(&self) -> Option<&str> {

@@ -73,6 +73,13 @@ impl TestServer {
         server
     }
 
+    /// The test's database, kept alive past [`TestServer::stop`].
+    pub fn database_handle(&self) -> Arc<TestDb> {
+        self.database
+            .clone()
+            .expect("a server started by `start_on` or `start_with` has a test database")
+    }
+
     /// The test's database, to look behind the server (ledger rows, profiles).
     pub fn database(&self) -> &TestDb {
         self.database

@@ -9,6 +9,9 @@ use crate::config::{Config, LogFormat, ServeArgs};
 
 use super::{EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE};
 
+/// How long the runtime waits for tasks still running after [`crate::run`] returned.
+const SHUTDOWN_STRAGGLERS: std::time::Duration = std::time::Duration::from_millis(100);
+
 fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -66,6 +69,9 @@ pub fn run(args: &ServeArgs, err: &mut dyn Write) -> std::io::Result<u8> {
         let listener = tokio::net::TcpListener::bind(args.bind).await?;
         crate::run(config, listener, shutdown_signal()).await
     });
+    // `run` kept to the shutdown grace; a task still blocked on a database that is down (a
+    // SQLite call on a blocking thread, say) must not hold the process past it.
+    runtime.shutdown_timeout(SHUTDOWN_STRAGGLERS);
     match result {
         Ok(()) => Ok(EXIT_OK),
         Err(e) => {

@@ -14,11 +14,12 @@
 //! Longer than most files here (about 700 lines) on purpose: every command of the session sits in
 //! one place, so the checks each way in makes can be read side by side.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use banter_dialogue::content::{NpcDef, QuestDef};
-use banter_dialogue::{DialogueGraph, Walk};
+use banter_dialogue::{ActionIndex, DialogueGraph, Walk};
 use banter_player::availability;
 use banter_player::{
     DialogueState, OwnerHandle, OwnerHandles, PlayerStateMachine, StoryState, TagHandle, owner, tag,
@@ -48,6 +49,11 @@ pub struct OpenConversation {
     library: Arc<ContentVersion>,
     graph: Arc<DialogueGraph>,
     walk: Walk,
+    /// Unique among every instance's conversations: `<instance>.<session>.<n>`. With an
+    /// action's index and how often it was spent, it names each arming's store step.
+    uid: String,
+    /// How often each action was spent (committed) in this conversation.
+    spent: HashMap<ActionIndex, u32>,
 }
 
 impl OpenConversation {
@@ -73,6 +79,11 @@ pub struct SessionCore {
     cutscene: Option<String>,
     /// The cutscene quest whose reward lands when `cutscene` is reported done.
     cutscene_quest: Option<String>,
+    /// Conversations (and cutscene quests) this session opened, for their unique names.
+    opened: u64,
+    /// The step being handled wrote its audit row in its own transaction (it changed the
+    /// player's state), so the best-effort audit queue must not record it again.
+    audited_in_store: bool,
     /// What the step being handled has caused so far.
     out: Vec<ServerMessage>,
 }
@@ -105,8 +116,16 @@ impl SessionCore {
             last_talk: memory.last_talk,
             cutscene: None,
             cutscene_quest: None,
+            opened: 0,
+            audited_in_store: false,
             out: Vec::new(),
         }
+    }
+
+    /// A name no other conversation of any session on any instance has.
+    fn next_uid(&mut self) -> String {
+        self.opened += 1;
+        format!("{}.{}", self.app.session_key(self.id), self.opened)
     }
 
     pub fn welcome(&self) -> ServerMessage {
@@ -148,9 +167,10 @@ impl SessionCore {
         let before = step
             .as_ref()
             .and_then(|_| self.conversation().map(str::to_owned));
+        self.audited_in_store = false;
         match self.command(message, now).await {
             Ok(()) => {
-                if let Some(detail) = step {
+                if let Some(detail) = step.filter(|_| !self.audited_in_store) {
                     let conversation = before.as_deref().or(self.conversation());
                     self.app
                         .audit
@@ -442,12 +462,15 @@ impl SessionCore {
             content: (cached != Some(published.hash.as_str())).then(|| published.json.to_string()),
             facts: sheet,
         });
+        let uid = self.next_uid();
         self.conversation = Some(OpenConversation {
             name: npc.conversation.clone(),
             npc,
             library,
             graph,
             walk,
+            uid,
+            spent: HashMap::new(),
         });
         // A new conversation supersedes one a dropped connection left for a resume.
         self.app.parked.discard(&self.player);
@@ -469,14 +492,24 @@ impl SessionCore {
         let accept = Action::AcceptQuest {
             quest_id: quest.id.clone(),
         };
+        let key = format!("{}/accept", self.next_uid());
+        let detail = format!("AcceptQuest {} (cutscene {scene})", quest.id);
+        let context = quests::StepContext {
+            key: &key,
+            conversation: None,
+            message: "talk",
+            detail: Some(&detail),
+        };
         let outcome = quests::execute(
             self.app.store.as_ref(),
             &library.content,
             &self.player,
             &mut self.record,
             &accept,
+            &context,
         )
         .await?;
+        self.audited_in_store = true;
         self.app.metrics.action_run(ActionType::AcceptQuest);
         self.app.metrics.action_run(ActionType::PlayCutscene);
         self.last_talk = Some(now);
@@ -508,16 +541,27 @@ impl SessionCore {
         }
         if let Some(quest) = self.cutscene_quest.clone() {
             let library = self.app.content.current();
+            let key = quests::cutscene_step_key(&quest);
+            let detail = format!("{scene} (CompleteQuest {quest})");
+            let conversation = self.conversation().map(str::to_owned);
+            let context = quests::StepContext {
+                key: &key,
+                conversation: conversation.as_deref(),
+                message: "cutscene_done",
+                detail: Some(&detail),
+            };
             let finished = quests::finish_cutscene_quest(
                 self.app.store.as_ref(),
                 &library.content,
                 &self.player,
                 &mut self.record,
                 &quest,
+                &context,
             )
             .await;
             match finished {
                 Ok(effect) => {
+                    self.audited_in_store = true;
                     self.app.metrics.action_run(ActionType::CompleteQuest);
                     self.out.push(ServerMessage::Effect {
                         action: ActionType::CompleteQuest,
@@ -630,18 +674,39 @@ impl SessionCore {
                     .ok_or_else(|| SessionError::UnknownVertex(node.clone()))?;
             }
         }
+        // The arming's step: the same arming sent again (after `outcome_unknown`, say) has the
+        // same key, so the store applies it at most once and the answer says what it did.
+        let key = format!(
+            "{}/{}/{}",
+            open.uid,
+            index.0,
+            open.spent.get(&index).copied().unwrap_or(0)
+        );
+        let detail = format!("{} {payload}", action_type.name());
+        let context = quests::StepContext {
+            key: &key,
+            conversation: Some(&open.name),
+            message: "action",
+            detail: Some(crate::audit::truncate(
+                &detail,
+                crate::audit::MAX_DETAIL_BYTES,
+            )),
+        };
         let outcome = quests::execute(
             self.app.store.as_ref(),
             &library.content,
             &self.player,
             &mut self.record,
             &authored,
+            &context,
         )
         .await?;
         // Committed: only now is the arming spent.
+        self.audited_in_store = quests::mutates_store(&authored);
         self.app.metrics.action_run(action_type);
         let open = open_mut(&mut self.conversation)?;
         open.walk.spend(index);
+        *open.spent.entry(index).or_insert(0) += 1;
         if let Some(node) = &outcome.jump {
             let target = graph
                 .find(node)

@@ -169,7 +169,18 @@ impl From<StoreError> for Refusal {
                     ),
                 )
             }
-            StoreError::DuplicateEvent { .. }
+            StoreError::OutcomeUnknown(_) => {
+                let reference = crate::incident::report_outage("session", &e);
+                Refusal::new(
+                    ErrorCode::OutcomeUnknown,
+                    format!(
+                        "the database went away while committing; whether it took effect is not \
+                         known yet: send the same message again (ref {reference})"
+                    ),
+                )
+            }
+            StoreError::StepApplied { .. }
+            | StoreError::DuplicateEvent { .. }
             | StoreError::InvalidAmount { .. }
             | StoreError::InvalidInput(_)
             | StoreError::UnknownPlayer(_)
@@ -280,6 +291,14 @@ mod tests {
                 ErrorCode::StoreUnavailable,
             ),
             (
+                StoreError::OutcomeUnknown(SECRET.into()),
+                ErrorCode::OutcomeUnknown,
+            ),
+            (
+                StoreError::StepApplied { key: SECRET.into() },
+                ErrorCode::Internal,
+            ),
+            (
                 StoreError::QuestState {
                     quest: "Q".into(),
                     found: Some(StoredQuestStatus::Completed),
@@ -330,7 +349,7 @@ mod tests {
             );
             if matches!(
                 refusal.code,
-                ErrorCode::Internal | ErrorCode::StoreUnavailable
+                ErrorCode::Internal | ErrorCode::StoreUnavailable | ErrorCode::OutcomeUnknown
             ) {
                 assert!(refusal.message.contains("(ref "), "{}", refusal.message);
             }

@@ -33,11 +33,11 @@ use sqlx::{Connection, Database, Pool, Transaction};
 use super::error::map_sqlx;
 use super::queries::Queries;
 use super::sql::SqlDialect;
-use super::validate::{check_advances, check_id, check_objectives, check_reward};
+use super::validate::{check_advances, check_id, check_objectives, check_reward, check_step};
 use super::write_gate::{Priority, WriteTurn};
 use super::{
-    AuditEntry, AuditRecord, ClaimEvent, ConnectOptions, LedgerEntry, ObjectiveAdvance, Paid,
-    PlayerRecord, SessionClaim, Store, StoreError,
+    Applied, AuditEntry, AuditRecord, Change, ClaimEvent, ConnectOptions, LedgerEntry,
+    ObjectiveAdvance, Paid, PlayerRecord, SessionClaim, Step, Store, StoreError,
 };
 
 /// Opens a backend's pool (`pool` with its own settings) with the size and acquire timeout of
@@ -157,10 +157,33 @@ pub trait Backend: Send + Sync + 'static {
         async { Ok(self.pool().begin().await?) }
     }
 
-    /// [`Store::accept_quest`]. By default several statements in a write transaction, which is
-    /// right only where write transactions never interleave (SQLite's, under `BEGIN IMMEDIATE`):
-    /// elsewhere a concurrent accept would fail on the primary key, not as
-    /// [`StoreError::QuestState`].
+    /// Accepts a quest on `conn`, inside the caller's write transaction (a step's). By default
+    /// [`Queries::accept`]'s several statements, which is right only where write transactions
+    /// never interleave (SQLite's, under `BEGIN IMMEDIATE`): elsewhere a concurrent accept would
+    /// fail on the primary key, not as [`StoreError::QuestState`].
+    fn accept_on(
+        conn: &mut <Self::Db as Database>::Connection,
+        player: &str,
+        quest: &str,
+        objectives: &[String],
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        Self::Db::accept(conn, player, quest, objectives)
+    }
+
+    /// Completes and pays on `conn`, inside the caller's write transaction (a step's). By default
+    /// [`Queries::complete`]'s several statements: right where write transactions never
+    /// interleave (see [`Backend::complete`]).
+    fn complete_on(
+        conn: &mut <Self::Db as Database>::Connection,
+        player: &str,
+        quest: &str,
+        coins: i64,
+        experience: i64,
+    ) -> impl Future<Output = Result<Paid, StoreError>> + Send {
+        Self::Db::complete(conn, player, quest, coins, experience)
+    }
+
+    /// [`Store::accept_quest`]: [`Backend::accept_on`] in a write transaction of its own.
     fn accept(
         &self,
         player: &str,
@@ -170,7 +193,7 @@ pub trait Backend: Send + Sync + 'static {
         async move {
             let turn = self.write_turn(Priority::Player).await?;
             let mut tx = self.begin_write(&turn).await?;
-            Self::Db::accept(&mut tx, player, quest, objectives).await?;
+            Self::accept_on(&mut tx, player, quest, objectives).await?;
             tx.commit().await?;
             Ok(())
         }
@@ -190,9 +213,24 @@ pub trait Backend: Send + Sync + 'static {
         async move {
             let turn = self.write_turn(Priority::Player).await?;
             let mut tx = self.begin_write(&turn).await?;
-            let paid = Self::Db::complete(&mut tx, player, quest, coins, experience).await?;
+            let paid = Self::complete_on(&mut tx, player, quest, coins, experience).await?;
             tx.commit().await?;
             Ok(paid)
+        }
+    }
+
+    /// [`Store::step_applied`]. By default, a read once this process's earlier writes are done
+    /// (the write turn): where every writer is in this process and takes turns (SQLite), no
+    /// transaction can still hold the key after that.
+    fn step_applied(
+        &self,
+        player: &str,
+        key: &str,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        async move {
+            let _turn = self.write_turn(Priority::Player).await?;
+            let mut conn = self.pool().acquire().await?;
+            Self::Db::step_recorded(&mut conn, player, key).await
         }
     }
 
@@ -308,7 +346,8 @@ impl<B: Backend> Store for B {
                 check_id("quest id", quest)?;
             }
             let _turn = self.write_turn(Priority::Player).await?;
-            B::Db::set_tracked_quest(self.pool(), player, quest).await
+            let mut conn = self.pool().acquire().await?;
+            B::Db::set_tracked_quest(&mut conn, player, quest).await
         })
     }
 
@@ -390,6 +429,59 @@ impl<B: Backend> Store for B {
 
     fn session_claims(&self) -> BoxFuture<'_, Result<BoxStream<'static, ClaimEvent>, StoreError>> {
         Box::pin(self.claims())
+    }
+
+    fn apply_step<'a>(&'a self, step: &'a Step<'a>) -> BoxFuture<'a, Result<Applied, StoreError>> {
+        Box::pin(async move {
+            let order = check_step(step)?;
+            let player = step.player;
+            let turn = self.write_turn(Priority::Player).await?;
+            let mut tx = self.begin_write(&turn).await?;
+            // The audit row first: a key already taken stops the step before it changes anything
+            // (dropping the transaction rolls it back).
+            if !B::Db::record_step(&mut tx, step).await? {
+                return Err(StoreError::StepApplied {
+                    key: step.key.to_owned(),
+                });
+            }
+            let applied = match step.change {
+                Change::Accept { quest, objectives } => {
+                    B::accept_on(&mut tx, player, quest, objectives).await?;
+                    Applied::Accepted
+                }
+                Change::Advance { event_id, advances } => Applied::Advanced(
+                    B::Db::advance(&mut tx, player, event_id, advances, &order).await?,
+                ),
+                Change::Complete {
+                    quest,
+                    coins,
+                    experience,
+                    advances,
+                } => {
+                    if !advances.is_empty() {
+                        B::Db::advance(&mut tx, player, None, advances, &order).await?;
+                    }
+                    Applied::Paid(B::complete_on(&mut tx, player, quest, coins, experience).await?)
+                }
+                Change::Track { quest } => {
+                    B::Db::set_tracked_quest(&mut tx, player, quest).await?;
+                    Applied::Tracked
+                }
+            };
+            tx.commit().await.map_err(|e| map_sqlx(e).at_commit())?;
+            Ok(applied)
+        })
+    }
+
+    fn step_applied<'a>(
+        &'a self,
+        player: &'a str,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(async move {
+            check_id("player id", player)?;
+            Backend::step_applied(self, player, key).await
+        })
     }
 
     fn record_audit<'a>(

@@ -66,6 +66,21 @@ pub enum StoreError {
     #[error("store unavailable: {0}")]
     Unavailable(String),
 
+    /// The connection was lost while the transaction's COMMIT was in flight: the change may or
+    /// may not have been applied, and only the database knows. A step's caller finds out with
+    /// [`Store::step_applied`](super::Store::step_applied) before it tells a player anything.
+    /// Retryable: a retry of a step under the same key applies it at most once.
+    #[error("outcome unknown: {0}")]
+    OutcomeUnknown(String),
+
+    /// A step with this idempotency key was applied before (its audit row exists): this call
+    /// applied nothing. The caller answers with what the first one did.
+    #[error("step {key:?} was applied before")]
+    StepApplied {
+        /// The step's idempotency key.
+        key: String,
+    },
+
     /// The quest is not in the state the operation needs. `found` is `None` when the player never
     /// accepted it. Nothing changed.
     #[error("quest {quest:?} is {found_text}, the operation needs it {expected}", found_text = Found(*.found))]
@@ -129,19 +144,34 @@ pub enum StoreError {
 }
 
 impl StoreError {
-    /// True when the same call may succeed later: only [`StoreError::Unavailable`].
+    /// True when the same call may succeed later: [`StoreError::Unavailable`] and
+    /// [`StoreError::OutcomeUnknown`].
     ///
     /// A retry after `Unavailable` is safe for every write the store offers: paying is guarded by
     /// the ledger's unique key, an advance carrying an event id by `applied_events`. (An advance
     /// *without* an event id is not idempotent: give it one if it may be retried.)
     pub fn retryable(&self) -> bool {
-        matches!(self, StoreError::Unavailable(_))
+        matches!(
+            self,
+            StoreError::Unavailable(_) | StoreError::OutcomeUnknown(_)
+        )
+    }
+
+    /// This error, seen on a COMMIT: a connection-level failure there ([`StoreError::Unavailable`])
+    /// leaves the outcome unknown; anything else the database answered stands.
+    pub(crate) fn at_commit(self) -> StoreError {
+        match self {
+            StoreError::Unavailable(reason) => StoreError::OutcomeUnknown(reason),
+            other => other,
+        }
     }
 
     /// A short stable name for logs and metrics.
     pub fn kind(&self) -> &'static str {
         match self {
             StoreError::Unavailable(_) => "unavailable",
+            StoreError::OutcomeUnknown(_) => "outcome_unknown",
+            StoreError::StepApplied { .. } => "step_applied",
             StoreError::QuestState { .. } => "quest_state",
             StoreError::AlreadyPaid { .. } => "already_paid",
             StoreError::DuplicateEvent { .. } => "duplicate_event",

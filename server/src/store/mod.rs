@@ -75,6 +75,9 @@ pub const MAX_ID_LEN: usize = 128;
 /// The longest event id the store accepts, in bytes.
 pub const MAX_EVENT_ID_LEN: usize = 200;
 
+/// The longest step key the store accepts, in bytes (an event's key is its id and a prefix).
+pub const MAX_STEP_KEY_LEN: usize = 256;
+
 /// A player's profile row.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProfileRecord {
@@ -177,6 +180,66 @@ pub enum ClaimEvent {
     Resync,
 }
 
+/// A step that changes a player's state (a conversation action, a cutscene quest's end, a game
+/// event), written by [`Store::apply_step`] with its audit row in one transaction: a change is
+/// never stored without its record, nor its record without the change.
+#[derive(Debug, Clone, Copy)]
+pub struct Step<'a> {
+    /// The player whose state changes.
+    pub player: &'a str,
+    /// The idempotency key, unique per player: the same step retried (after an unknown outcome,
+    /// say) carries the same key and is applied at most once.
+    pub key: &'a str,
+    /// The conversation the step belongs to, if any (for the audit row).
+    pub conversation: Option<&'a str>,
+    /// The message that caused it (`action`, `cutscene_done`, `event`...).
+    pub message: &'a str,
+    /// What support reads (the action and payload, the event...), kept short by the caller.
+    pub detail: Option<&'a str>,
+    /// When the server took the step ([`AuditRecord::recorded_us`]).
+    pub recorded_us: i64,
+    /// The change.
+    pub change: Change<'a>,
+}
+
+/// What a [`Step`] changes; each as the store method of the same name describes.
+#[derive(Debug, Clone, Copy)]
+pub enum Change<'a> {
+    /// [`Store::accept_quest`].
+    Accept {
+        quest: &'a str,
+        objectives: &'a [String],
+    },
+    /// [`Store::advance_objectives`].
+    Advance {
+        event_id: Option<&'a str>,
+        advances: &'a [ObjectiveAdvance],
+    },
+    /// `advances` first (a cutscene quest's objectives brought to their targets; usually
+    /// none), then [`Store::complete_quest`].
+    Complete {
+        quest: &'a str,
+        coins: i64,
+        experience: i64,
+        advances: &'a [ObjectiveAdvance],
+    },
+    /// [`Store::set_tracked_quest`].
+    Track { quest: Option<&'a str> },
+}
+
+/// What [`Store::apply_step`] did, by the kind of [`Change`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Applied {
+    /// The quest was accepted.
+    Accepted,
+    /// The new progress of each advance, in order.
+    Advanced(Vec<u32>),
+    /// The reward paid.
+    Paid(Paid),
+    /// The tracked quest was set.
+    Tracked,
+}
+
 /// One audit record to write: an accepted action or a rejection.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct AuditRecord {
@@ -190,6 +253,10 @@ pub struct AuditRecord {
     pub code: Option<String>,
     /// Free-form detail (the choice, the payload...), kept short by the caller.
     pub detail: Option<String>,
+    /// When the server recorded it, in microseconds since the Unix epoch, strictly increasing
+    /// within a process (`audit::stamp`): support reads a player's rows in this order, since
+    /// a step written in its own transaction lands before the records queued ahead of it.
+    pub recorded_us: i64,
 }
 
 /// One stored audit row.
@@ -199,6 +266,9 @@ pub struct AuditEntry {
     pub id: i64,
     /// When, in milliseconds since the Unix epoch (database clock).
     pub at_ms: i64,
+    /// The step's idempotency key, for a step that changed the player's state (written in the
+    /// change's own transaction); `None` for best-effort records.
+    pub step_key: Option<String>,
     /// What was recorded.
     #[sqlx(flatten)]
     pub record: AuditRecord,
@@ -381,13 +451,29 @@ pub trait Store: Send + Sync + 'static {
     /// The stream ends when the store is closed.
     fn session_claims(&self) -> BoxFuture<'_, Result<BoxStream<'static, ClaimEvent>, StoreError>>;
 
+    /// Applies a step's change and writes its audit row (with the step's key) in one transaction.
+    /// Errors as the change's own method, plus: [`StoreError::StepApplied`] if a step with this
+    /// key was applied before (nothing changes), and [`StoreError::OutcomeUnknown`] if the
+    /// connection was lost during COMMIT (ask [`Store::step_applied`]).
+    fn apply_step<'a>(&'a self, step: &'a Step<'a>) -> BoxFuture<'a, Result<Applied, StoreError>>;
+
+    /// Whether the step with this key was applied, finally: a transaction that may still hold
+    /// the key (its COMMIT in flight when its connection was lost) is waited for first, so the
+    /// answer cannot change afterwards.
+    fn step_applied<'a>(
+        &'a self,
+        player: &'a str,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<bool, StoreError>>;
+
     /// Appends audit records, in one transaction.
     fn record_audit<'a>(
         &'a self,
         records: &'a [AuditRecord],
     ) -> BoxFuture<'a, Result<(), StoreError>>;
 
-    /// The player's most recent audit rows, at most `limit`, oldest first.
+    /// The player's most recent audit rows, at most `limit`, in the order they were recorded
+    /// (`recorded_us`, then id).
     fn audit_for_player<'a>(
         &'a self,
         player: &'a str,

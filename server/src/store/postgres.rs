@@ -11,7 +11,9 @@
 //!
 //! Round trips: `accept_quest` and `complete_quest` are each a single statement (data-modifying
 //! CTEs) run in its own implicit transaction: one round trip where an explicit transaction of
-//! separate statements took 5 and 6 (`store_tps` bench, BENCHMARKS.md).
+//! separate statements took 5 and 6 (`store_tps` bench, BENCHMARKS.md). A player's step
+//! (`apply_step`) runs the same statement inside a transaction with its audit row: four round
+//! trips (BEGIN, the audit row under the step key's advisory lock, the statement, COMMIT).
 //!
 //! Everything else it shares with SQLite (`backend.rs`): this file holds only
 //! where PostgreSQL differs, those two statements, NOTIFY with each claim and LISTEN for the
@@ -29,7 +31,7 @@ use futures_util::StreamExt;
 use futures_util::stream::BoxStream;
 use sqlx::Pool;
 use sqlx::migrate::Migrator;
-use sqlx::postgres::{PgConnectOptions, PgListener, PgPool, PgPoolOptions, Postgres};
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgListener, PgPool, PgPoolOptions, Postgres};
 use tokio::sync::watch;
 
 use super::backend::{Backend, Chore, Done, open_pool};
@@ -193,15 +195,53 @@ impl Backend for PgStore {
         &self.pool
     }
 
+    /// One statement on its own: one round trip, its own implicit transaction.
     async fn accept(
         &self,
         player: &str,
         quest: &str,
         objectives: &[String],
     ) -> Result<(), StoreError> {
-        // One statement, so one round trip and its own transaction: the profile if missing, the
-        // quest row, its progress rows. A concurrent accept of the same quest waits on the
-        // primary key, then inserts nothing (and so no progress rows either).
+        let mut conn = self.pool.acquire().await?;
+        Self::accept_on(&mut conn, player, quest, objectives).await
+    }
+
+    /// One statement on its own: one round trip, its own implicit transaction.
+    async fn complete(
+        &self,
+        player: &str,
+        quest: &str,
+        coins: i64,
+        experience: i64,
+    ) -> Result<Paid, StoreError> {
+        let mut conn = self.pool.acquire().await?;
+        Self::complete_on(&mut conn, player, quest, coins, experience).await
+    }
+
+    /// Under the step key's advisory lock (`sql::STEP_FENCE`), which a transaction writing the
+    /// step holds until it ends: a COMMIT still in flight on a lost connection is waited for.
+    async fn step_applied(&self, player: &str, key: &str) -> Result<bool, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query(sql::STEP_FENCE)
+            .bind(player)
+            .bind(key)
+            .execute(&mut *tx)
+            .await?;
+        // A new statement, a snapshot taken after the lock: it sees that transaction's end.
+        let applied = Postgres::step_recorded(&mut tx, player, key).await?;
+        tx.rollback().await?;
+        Ok(applied)
+    }
+
+    async fn accept_on(
+        conn: &mut PgConnection,
+        player: &str,
+        quest: &str,
+        objectives: &[String],
+    ) -> Result<(), StoreError> {
+        // One statement, so one round trip: the profile if missing, the quest row, its progress
+        // rows. A concurrent accept of the same quest waits on the primary key, then inserts
+        // nothing (and so no progress rows either).
         let inserted: Option<String> = sqlx::query_scalar(
             "WITH profile AS ( \
                INSERT INTO profiles (player_id) VALUES ($1) ON CONFLICT (player_id) DO NOTHING \
@@ -217,28 +257,27 @@ impl Backend for PgStore {
         .bind(player)
         .bind(quest)
         .bind(objectives)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&mut *conn)
         .await?;
         if inserted.is_none() {
             // A new statement, a fresh snapshot: it sees the accept that beat ours.
-            let mut conn = self.pool.acquire().await?;
             return Err(StoreError::QuestState {
                 quest: quest.to_owned(),
-                found: Postgres::quest_status(&mut conn, sql::QUEST_STATUS, player, quest).await?,
+                found: Postgres::quest_status(conn, sql::QUEST_STATUS, player, quest).await?,
                 expected: "never accepted",
             });
         }
         Ok(())
     }
 
-    async fn complete(
-        &self,
+    async fn complete_on(
+        conn: &mut PgConnection,
         player: &str,
         quest: &str,
         coins: i64,
         experience: i64,
     ) -> Result<Paid, StoreError> {
-        // One statement, so one round trip and its own transaction. `done`'s UPDATE takes the
+        // One statement, so one round trip. `done`'s UPDATE takes the
         // quest row's lock and only moves an 'active' row: a concurrent completion waits for
         // that lock, re-checks the row once the first commits, finds it 'completed' and matches
         // nothing, so it inserts no ledger row and adds nothing to the profile (`paid` selects
@@ -266,7 +305,7 @@ impl Backend for PgStore {
         .bind(quest)
         .bind(coins)
         .bind(experience)
-        .fetch_one(&self.pool)
+        .fetch_one(&mut *conn)
         .await;
         let row = match row {
             Ok(row) => row,
@@ -311,8 +350,7 @@ impl Backend for PgStore {
             Some(StoredQuestStatus::Active) => {
                 // Active in our snapshot, yet the UPDATE moved nothing: a concurrent call
                 // changed the row while we waited for its lock. Read it again.
-                let mut conn = self.pool.acquire().await?;
-                match Postgres::quest_status(&mut conn, sql::QUEST_STATUS, player, quest).await? {
+                match Postgres::quest_status(conn, sql::QUEST_STATUS, player, quest).await? {
                     Some(StoredQuestStatus::Completed) => Err(StoreError::QuestState {
                         quest: quest.to_owned(),
                         found: Some(StoredQuestStatus::Completed),
@@ -374,15 +412,18 @@ impl Backend for PgStore {
     async fn append_audit(&self, records: &[AuditRecord]) -> Result<(), StoreError> {
         let column =
             |f: fn(&AuditRecord) -> Option<String>| records.iter().map(f).collect::<Vec<_>>();
+        let recorded: Vec<i64> = records.iter().map(|r| r.recorded_us).collect();
         sqlx::query(
-            "INSERT INTO audit_log (player_id, conversation, message, code, detail) \
-             SELECT * FROM UNNEST($1::TEXT[], $2::TEXT[], $3::TEXT[], $4::TEXT[], $5::TEXT[])",
+            "INSERT INTO audit_log (player_id, conversation, message, code, detail, recorded_us) \
+             SELECT * FROM UNNEST($1::TEXT[], $2::TEXT[], $3::TEXT[], $4::TEXT[], $5::TEXT[], \
+                                  $6::BIGINT[])",
         )
         .bind(column(|r| Some(r.player_id.clone())))
         .bind(column(|r| r.conversation.clone()))
         .bind(column(|r| Some(r.message.clone())))
         .bind(column(|r| r.code.clone()))
         .bind(column(|r| r.detail.clone()))
+        .bind(recorded)
         .execute(&self.pool)
         .await?;
         Ok(())

@@ -16,7 +16,7 @@ use super::sql::{self, SqlDialect};
 use super::validate::progress_from_db;
 use super::{
     AuditEntry, LedgerEntry, ObjectiveAdvance, Paid, PlayerRecord, ProfileRecord, QuestRecord,
-    SessionClaim, StoreError, StoredQuestStatus,
+    SessionClaim, Step, StoreError, StoredQuestStatus,
 };
 
 /// The number of rows a statement changed (sqlx has it on each backend's result, not on a trait).
@@ -125,10 +125,24 @@ pub trait Queries: Database + SqlDialect {
 
     /// Sets (or clears) the tracked quest, creating the profile if missing.
     fn set_tracked_quest(
-        pool: &Pool<Self>,
+        conn: &mut Self::Connection,
         player: &str,
         quest: Option<&str>,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// A step's audit row with its key ([`Statements::record_step`](sql::Statements)), in the
+    /// step's transaction; `false` (nothing written) if the key is taken.
+    fn record_step(
+        conn: &mut Self::Connection,
+        step: &Step<'_>,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
+    /// True if the step's audit row is committed ([`sql::STEP_RECORDED`]).
+    fn step_recorded(
+        conn: &mut Self::Connection,
+        player: &str,
+        key: &str,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 
     /// Sets the tutorial stage, creating the profile if missing.
     fn set_tutorial_stage(
@@ -439,16 +453,41 @@ where
     }
 
     async fn set_tracked_quest(
-        pool: &Pool<Self>,
+        conn: &mut Self::Connection,
         player: &str,
         quest: Option<&str>,
     ) -> Result<(), StoreError> {
         sqlx::query(&Self::sql().set_tracked_quest)
             .bind(player)
             .bind(quest)
-            .execute(pool)
+            .execute(conn)
             .await?;
         Ok(())
+    }
+
+    async fn record_step(conn: &mut Self::Connection, step: &Step<'_>) -> Result<bool, StoreError> {
+        let inserted = sqlx::query(&Self::sql().record_step)
+            .bind(step.player)
+            .bind(step.key)
+            .bind(step.conversation)
+            .bind(step.message)
+            .bind(step.detail)
+            .bind(step.recorded_us)
+            .execute(conn)
+            .await?;
+        Ok(inserted.rows() == 1)
+    }
+
+    async fn step_recorded(
+        conn: &mut Self::Connection,
+        player: &str,
+        key: &str,
+    ) -> Result<bool, StoreError> {
+        Ok(sqlx::query_scalar(sql::STEP_RECORDED)
+            .bind(player)
+            .bind(key)
+            .fetch_one(conn)
+            .await?)
     }
 
     async fn set_tutorial_stage(

@@ -54,6 +54,15 @@ pub const PAY: &str = "INSERT INTO reward_ledger (player_id, quest_id, coins, ex
 /// Records a game event as applied; its primary key refuses a second delivery.
 pub const RECORD_EVENT: &str = "INSERT INTO applied_events (event_id, player_id) VALUES ($1, $2)";
 
+/// PostgreSQL: waits for any transaction holding a step key (see [`Statements::record_step`]),
+/// in the reader's own transaction; [`STEP_RECORDED`] then reads the final answer.
+pub const STEP_FENCE: &str =
+    "SELECT 1 FROM (SELECT pg_advisory_xact_lock(hashtextextended($1 || '/' || $2, 0))) AS fence";
+
+/// True if a step's audit row, and so its change, is committed.
+pub const STEP_RECORDED: &str =
+    "SELECT EXISTS (SELECT 1 FROM audit_log WHERE player_id = $1 AND step_key = $2)";
+
 /// How many rewards were paid for a quest.
 pub const LEDGER_COUNT: &str = "SELECT COUNT(*) FROM reward_ledger WHERE quest_id = $1";
 
@@ -120,6 +129,20 @@ impl Dialect {
         }
     }
 
+    /// What a step's audit row is selected from: on PostgreSQL, the transaction-scoped advisory
+    /// lock of the player's step key, taken before the row is written, so that
+    /// [`STEP_FENCE`]'s reader waits for a transaction still holding the key (a COMMIT in flight
+    /// when its connection was lost) to end. SQLite has one writer at a time and needs none;
+    /// its `WHERE true` keeps `ON CONFLICT` from parsing as a join constraint.
+    fn step_source(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "WHERE true",
+            Dialect::Postgres => {
+                "FROM (SELECT pg_advisory_xact_lock(hashtextextended($1 || '/' || $2, 0))) AS fence"
+            }
+        }
+    }
+
     /// The row lock an advance takes on the quest's state. PostgreSQL: `FOR SHARE`, so that a
     /// concurrent completion (whose UPDATE locks the row) waits until the advance commits.
     /// SQLite has no row locks and needs none: a writer holds the database's one write lock from
@@ -179,6 +202,10 @@ pub struct Statements {
     pub audit_for_player: String,
     /// Deletes audit rows older than `$1` milliseconds.
     pub prune_audit: String,
+    /// A step's audit row: player `$1`, key `$2`, conversation `$3`, message `$4`, detail `$5`,
+    /// recorded at `$6` microseconds.
+    /// Inserts nothing if the key is taken.
+    pub record_step: String,
 }
 
 impl Statements {
@@ -238,12 +265,20 @@ impl Statements {
                 "SELECT {ledger_columns} FROM reward_ledger WHERE player_id = $1 AND quest_id = $2"
             ),
             audit_for_player: format!(
-                "SELECT id, {}, player_id, conversation, message, code, detail FROM ( \
-                   SELECT * FROM audit_log WHERE player_id = $1 ORDER BY id DESC LIMIT $2 \
-                 ) AS recent ORDER BY id",
+                "SELECT id, {}, step_key, player_id, conversation, message, code, detail, \
+                        recorded_us FROM ( \
+                   SELECT * FROM audit_log WHERE player_id = $1 \
+                   ORDER BY recorded_us DESC, id DESC LIMIT $2 \
+                 ) AS recent ORDER BY recorded_us, id",
                 dialect.millis("at", "at_ms")
             ),
             prune_audit: format!("DELETE FROM audit_log WHERE at < {}", dialect.millis_ago()),
+            record_step: format!(
+                "INSERT INTO audit_log \
+                   (player_id, step_key, conversation, message, detail, recorded_us) \
+                 SELECT $1, $2, $3, $4, $5, $6 {} ON CONFLICT DO NOTHING",
+                dialect.step_source()
+            ),
         }
     }
 }

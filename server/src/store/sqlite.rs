@@ -200,18 +200,19 @@ impl Backend for SqliteStore {
         let mut tx = self.begin_write(&turn).await?;
         // One multi-row INSERT per chunk: each statement is a round trip to sqlx's SQLite worker
         // thread, and one per record cost more than the rest of a conversation step
-        // (BENCHMARKS.md, "The transport's limit"). 5 binds a row stays far under SQLite's
+        // (BENCHMARKS.md, "The transport's limit"). 6 binds a row stays far under SQLite's
         // variable limit (32,766).
         for chunk in records.chunks(AUDIT_ROWS_PER_INSERT) {
             let mut insert = sqlx::QueryBuilder::<Sqlite>::new(
-                "INSERT INTO audit_log (player_id, conversation, message, code, detail) ",
+                "INSERT INTO audit_log (player_id, conversation, message, code, detail, recorded_us) ",
             );
             insert.push_values(chunk, |mut row, record| {
                 row.push_bind(&record.player_id)
                     .push_bind(&record.conversation)
                     .push_bind(&record.message)
                     .push_bind(&record.code)
-                    .push_bind(&record.detail);
+                    .push_bind(&record.detail)
+                    .push_bind(record.recorded_us);
             });
             insert.build().execute(&mut *tx).await?;
         }

@@ -1,7 +1,10 @@
 //! Argument checks every backend makes before any database work, and the one check of a value
 //! read back.
 
-use super::{MAX_AMOUNT, MAX_EVENT_ID_LEN, MAX_ID_LEN, MAX_REWARD, ObjectiveAdvance, StoreError};
+use super::{
+    Change, MAX_AMOUNT, MAX_EVENT_ID_LEN, MAX_ID_LEN, MAX_REWARD, MAX_STEP_KEY_LEN,
+    ObjectiveAdvance, Step, StoreError,
+};
 
 pub(crate) fn check_id(what: &str, value: &str) -> Result<(), StoreError> {
     check_len(what, value, MAX_ID_LEN)
@@ -63,6 +66,41 @@ pub(crate) fn check_advances(
             .cmp(&(&advances[b].quest, &advances[b].objective))
     });
     Ok(order)
+}
+
+/// Validates a step before any database work: its player, key and change, as the change's own
+/// method would. Returns the order in which to apply its advances (see [`check_advances`]).
+pub(crate) fn check_step(step: &Step<'_>) -> Result<Vec<usize>, StoreError> {
+    check_id("player id", step.player)?;
+    check_len("step key", step.key, MAX_STEP_KEY_LEN)?;
+    check_len("audit message", step.message, MAX_ID_LEN)?;
+    match step.change {
+        Change::Accept { quest, objectives } => {
+            check_id("quest id", quest)?;
+            check_objectives(objectives)?;
+            Ok(Vec::new())
+        }
+        Change::Advance { event_id, advances } => check_advances(step.player, event_id, advances),
+        Change::Complete {
+            quest,
+            coins,
+            experience,
+            advances,
+        } => {
+            check_id("quest id", quest)?;
+            check_reward(coins, experience)?;
+            if advances.is_empty() {
+                return Ok(Vec::new());
+            }
+            check_advances(step.player, None, advances)
+        }
+        Change::Track { quest } => {
+            if let Some(quest) = quest {
+                check_id("quest id", quest)?;
+            }
+            Ok(Vec::new())
+        }
+    }
 }
 
 pub(crate) fn check_reward(coins: i64, experience: i64) -> Result<(), StoreError> {

@@ -44,6 +44,7 @@ mod progress;
 mod quests;
 mod rewards;
 mod sqlite_only;
+mod steps;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

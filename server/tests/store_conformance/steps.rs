@@ -1,0 +1,303 @@
+//! Steps: a change of a player's state and its audit row in one transaction, under an
+//! idempotency key. The same key applies once; a refused step leaves neither row nor change; and
+//! `step_applied` says what landed. What only PostgreSQL can show (a connection cut at COMMIT)
+//! is at the end.
+
+use banter_server::store::{
+    Applied, Change, ObjectiveAdvance, PgStore, Step, Store, StoreError, StoredQuestStatus,
+};
+use banter_test_db::cutter::{CommitCutter, Cut};
+
+use crate::store_support::{OpenStore, TestDb};
+use crate::{accept, load, objectives, progress_of, snapshot, status_of};
+
+fn step<'a>(player: &'a str, key: &'a str, change: Change<'a>) -> Step<'a> {
+    Step {
+        player,
+        key,
+        conversation: Some("Pim"),
+        message: "action",
+        detail: Some("detail"),
+        recorded_us: 1,
+        change,
+    }
+}
+
+fn advance(quest: &str, objective: &str, amount: u32, target: u32) -> ObjectiveAdvance {
+    ObjectiveAdvance {
+        quest: quest.into(),
+        objective: objective.into(),
+        amount,
+        target,
+    }
+}
+
+/// How many audit rows carry `key`.
+async fn rows_with_key(store: &dyn Store, player: &str, key: &str) -> usize {
+    store
+        .audit_for_player(player, 1000)
+        .await
+        .expect("audit")
+        .iter()
+        .filter(|e| e.step_key.as_deref() == Some(key))
+        .count()
+}
+
+async fn a_step_writes_its_change_and_its_audit_row_together(db: &TestDb) {
+    let store = db.open().await;
+    let ids = objectives(&["fish"]);
+    let accepted = store
+        .apply_step(&step(
+            "p1",
+            "c1/0/0",
+            Change::Accept {
+                quest: "q1",
+                objectives: &ids,
+            },
+        ))
+        .await;
+    assert_eq!(accepted, Ok(Applied::Accepted));
+    let record = load(store.as_ref(), "p1").await;
+    assert_eq!(status_of(&record, "q1"), Some(StoredQuestStatus::Active));
+    let audit = store.audit_for_player("p1", 10).await.expect("audit");
+    assert_eq!(audit.len(), 1);
+    assert_eq!(audit[0].step_key.as_deref(), Some("c1/0/0"));
+    assert_eq!(
+        (
+            audit[0].record.message.as_str(),
+            audit[0].record.conversation.as_deref(),
+            audit[0].record.code.as_deref(),
+            audit[0].record.detail.as_deref()
+        ),
+        ("action", Some("Pim"), None, Some("detail"))
+    );
+    assert_eq!(store.step_applied("p1", "c1/0/0").await, Ok(true));
+    assert_eq!(store.step_applied("p1", "c1/0/1").await, Ok(false));
+    assert_eq!(store.step_applied("p2", "c1/0/0").await, Ok(false));
+}
+
+async fn the_same_key_applies_once(db: &TestDb) {
+    let store = db.open().await;
+    accept(store.as_ref(), "p1", "q1", &["fish"]).await;
+    let advances = [advance("q1", "fish", 1, 5)];
+    let change = Change::Advance {
+        event_id: None,
+        advances: &advances,
+    };
+    assert_eq!(
+        store.apply_step(&step("p1", "c1/3/0", change)).await,
+        Ok(Applied::Advanced(vec![1]))
+    );
+    let before = snapshot(store.as_ref(), "p1").await;
+    let again = store.apply_step(&step("p1", "c1/3/0", change)).await;
+    assert!(
+        matches!(&again, Err(StoreError::StepApplied { key }) if key == "c1/3/0"),
+        "{again:?}"
+    );
+    assert_eq!(
+        snapshot(store.as_ref(), "p1").await,
+        before,
+        "nothing changed"
+    );
+    assert_eq!(rows_with_key(store.as_ref(), "p1", "c1/3/0").await, 1);
+    // The next arming of the same action has its own key.
+    assert_eq!(
+        store.apply_step(&step("p1", "c1/3/1", change)).await,
+        Ok(Applied::Advanced(vec![2]))
+    );
+    // Another player's key space is its own.
+    accept(store.as_ref(), "p2", "q1", &["fish"]).await;
+    assert_eq!(
+        store.apply_step(&step("p2", "c1/3/0", change)).await,
+        Ok(Applied::Advanced(vec![1]))
+    );
+}
+
+async fn a_refused_step_writes_no_row_and_its_key_stays_free(db: &TestDb) {
+    let store = db.open().await;
+    store.load_player("p1").await.expect("profile");
+    let complete = Change::Complete {
+        quest: "q1",
+        coins: 30,
+        experience: 5,
+        advances: &[],
+    };
+    let refused = store.apply_step(&step("p1", "k", complete)).await;
+    assert!(
+        matches!(refused, Err(StoreError::QuestState { found: None, .. })),
+        "{refused:?}"
+    );
+    assert_eq!(rows_with_key(store.as_ref(), "p1", "k").await, 0);
+    assert_eq!(store.step_applied("p1", "k").await, Ok(false));
+    accept(store.as_ref(), "p1", "q1", &["fish"]).await;
+    let paid = store.apply_step(&step("p1", "k", complete)).await;
+    assert!(
+        matches!(&paid, Ok(Applied::Paid(p)) if p.coins == 30 && p.total_coins == 30),
+        "{paid:?}"
+    );
+    assert_eq!(store.ledger("p1").await.expect("ledger").len(), 1);
+}
+
+async fn a_cutscene_step_fills_its_objectives_and_pays_in_one_transaction(db: &TestDb) {
+    let store = db.open().await;
+    accept(store.as_ref(), "p1", "scene", &["watch", "listen"]).await;
+    let advances = [
+        advance("scene", "watch", 1, 1),
+        advance("scene", "listen", 2, 2),
+    ];
+    let change = Change::Complete {
+        quest: "scene",
+        coins: 10,
+        experience: 40,
+        advances: &advances,
+    };
+    let paid = store
+        .apply_step(&step("p1", "cutscene/scene", change))
+        .await;
+    assert!(matches!(paid, Ok(Applied::Paid(_))), "{paid:?}");
+    let record = load(store.as_ref(), "p1").await;
+    assert_eq!(
+        (
+            status_of(&record, "scene"),
+            progress_of(&record, "scene", "watch"),
+            progress_of(&record, "scene", "listen"),
+            record.profile.coins
+        ),
+        (Some(StoredQuestStatus::Completed), Some(1), Some(2), 10)
+    );
+    // Reported again (a restart, another instance): the key says it landed; nothing is paid.
+    let again = store
+        .apply_step(&step("p1", "cutscene/scene", change))
+        .await;
+    assert!(
+        matches!(again, Err(StoreError::StepApplied { .. })),
+        "{again:?}"
+    );
+    assert_eq!(store.ledger_count("scene").await, Ok(1));
+}
+
+async fn an_event_step_is_refused_by_its_id_under_any_key(db: &TestDb) {
+    let store = db.open().await;
+    accept(store.as_ref(), "p1", "q1", &["fish"]).await;
+    let advances = [advance("q1", "fish", 1, 3)];
+    let change = Change::Advance {
+        event_id: Some("ev-1"),
+        advances: &advances,
+    };
+    assert_eq!(
+        store.apply_step(&step("p1", "event/ev-1", change)).await,
+        Ok(Applied::Advanced(vec![1]))
+    );
+    let again = store.apply_step(&step("p1", "another-key", change)).await;
+    assert!(
+        matches!(again, Err(StoreError::DuplicateEvent { .. })),
+        "{again:?}"
+    );
+    assert_eq!(rows_with_key(store.as_ref(), "p1", "another-key").await, 0);
+}
+
+async fn bad_steps_are_refused_before_any_work(db: &TestDb) {
+    let store = db.open().await;
+    let track = Change::Track { quest: Some("q1") };
+    let long_key = "k".repeat(257);
+    for (player, key) in [
+        ("", "k"),
+        ("p1", ""),
+        ("p1", long_key.as_str()),
+        ("p1", "a\nb"),
+    ] {
+        let refused = store.apply_step(&step(player, key, track)).await;
+        assert!(
+            matches!(refused, Err(StoreError::InvalidInput(_))),
+            "{player:?} {key:?}: {refused:?}"
+        );
+    }
+    assert_eq!(
+        store.apply_step(&step("p1", "k", track)).await,
+        Ok(Applied::Tracked)
+    );
+    assert_eq!(
+        load(store.as_ref(), "p1")
+            .await
+            .profile
+            .tracked_quest
+            .as_deref(),
+        Some("q1")
+    );
+}
+
+on_both_backends!(
+    a_step_writes_its_change_and_its_audit_row_together,
+    the_same_key_applies_once,
+    a_refused_step_writes_no_row_and_its_key_stays_free,
+    a_cutscene_step_fills_its_objectives_and_pays_in_one_transaction,
+    an_event_step_is_refused_by_its_id_under_any_key,
+    bad_steps_are_refused_before_any_work,
+);
+
+/// A store on `db` whose connections pass through a [`CommitCutter`].
+async fn through_cutter(db: &TestDb) -> (PgStore, CommitCutter) {
+    let upstream = db.pg_addr().expect("PostgreSQL's address");
+    let cutter = CommitCutter::start(upstream).await.expect("proxy");
+    let options = db.pg_options_via(cutter.addr()).expect("options");
+    let store = PgStore::connect_with(options, Default::default())
+        .await
+        .expect("a store through the proxy");
+    (store, cutter)
+}
+
+/// The connection dies after the COMMIT reached the database: the step committed, the store
+/// cannot know, and `step_applied` finds out it did. A retry under the same key changes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_commit_cut_after_it_was_sent_is_found_to_have_landed() {
+    let db = TestDb::postgres("cut_after_commit").await;
+    let (store, cutter) = through_cutter(&db).await;
+    accept(&store, "p1", "q1", &["fish"]).await;
+    let complete = Change::Complete {
+        quest: "q1",
+        coins: 30,
+        experience: 5,
+        advances: &[],
+    };
+    cutter.arm(Cut::AfterCommit, 1);
+    let unknown = store.apply_step(&step("p1", "c/1/0", complete)).await;
+    assert!(
+        matches!(unknown, Err(StoreError::OutcomeUnknown(_))),
+        "{unknown:?}"
+    );
+    assert_eq!(cutter.cuts(), 1);
+    assert_eq!(store.step_applied("p1", "c/1/0").await, Ok(true));
+    assert_eq!(store.ledger_count("q1").await, Ok(1));
+    let again = store.apply_step(&step("p1", "c/1/0", complete)).await;
+    assert!(
+        matches!(again, Err(StoreError::StepApplied { .. })),
+        "{again:?}"
+    );
+    assert_eq!(store.ledger_count("q1").await, Ok(1));
+}
+
+/// The connection dies before the COMMIT reached the database: the transaction rolled back,
+/// `step_applied` says so, and the same step applies once when retried.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_commit_cut_before_it_was_sent_is_found_not_to_have_landed() {
+    let db = TestDb::postgres("cut_before_commit").await;
+    let (store, cutter) = through_cutter(&db).await;
+    accept(&store, "p1", "q1", &["fish"]).await;
+    let complete = Change::Complete {
+        quest: "q1",
+        coins: 30,
+        experience: 5,
+        advances: &[],
+    };
+    cutter.arm(Cut::BeforeCommit, 1);
+    let unknown = store.apply_step(&step("p1", "c/1/0", complete)).await;
+    assert!(
+        matches!(unknown, Err(StoreError::OutcomeUnknown(_))),
+        "{unknown:?}"
+    );
+    assert_eq!(store.step_applied("p1", "c/1/0").await, Ok(false));
+    assert_eq!(store.ledger_count("q1").await, Ok(0));
+    let paid = store.apply_step(&step("p1", "c/1/0", complete)).await;
+    assert!(matches!(paid, Ok(Applied::Paid(_))), "{paid:?}");
+    assert_eq!(store.ledger_count("q1").await, Ok(1));
+}
