@@ -293,6 +293,13 @@ impl Session {
             // Where the server remembers the body, if it does: a server that was restarted (or
             // another instance) has none, and the next walk spawns it.
             self.position = connection.welcome.position;
+            // A cutscene quest's scene the previous session left playing (a drop, a restart,
+            // another instance): the server has it playing again and pays on `cutscene_done`.
+            if let Some(scene) = &connection.welcome.cutscene
+                && !self.scenes.contains(scene)
+            {
+                self.scenes.push(scene.clone());
+            }
             if self.connected_once {
                 self.metrics.reconnects += 1;
             }

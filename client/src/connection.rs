@@ -47,6 +47,9 @@ pub struct Welcome {
     pub position: Option<banter_protocol::Position>,
     /// The token a later session `resume`s this one's conversation with.
     pub resume_token: String,
+    /// A cutscene quest's scene still playing from the previous session: play it, then send
+    /// `cutscene_done` with it.
+    pub cutscene: Option<String>,
 }
 
 /// A refusal: the `error` that answered a request.
@@ -162,6 +165,7 @@ impl Connection {
                 profile: Profile::default(),
                 position: None,
                 resume_token: String::new(),
+                cutscene: None,
             },
         };
         match connection.recv(ANSWER_TIMEOUT).await? {
@@ -171,6 +175,7 @@ impl Connection {
                 profile,
                 position,
                 resume_token,
+                cutscene,
                 ..
             } => {
                 connection.welcome = Welcome {
@@ -179,6 +184,7 @@ impl Connection {
                     profile,
                     position,
                     resume_token,
+                    cutscene,
                 };
                 Ok(connection)
             }

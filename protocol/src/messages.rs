@@ -451,6 +451,12 @@ pub enum ServerMessage {
         /// of it): the next `move` must start from here, not teleport. Absent: spawn anywhere.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         position: Option<Position>,
+        /// A cutscene quest's scene still playing when the player's previous session ended (a
+        /// dropped connection, a server restart, another instance): the player is in that
+        /// cutscene now. Play it (or skip it) and send `cutscene_done` with this scene; its
+        /// quest is paid once. Absent: no cutscene.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cutscene: Option<String>,
     },
     /// A `resume` took back the conversation: the walk is where the dropped session left it.
     /// `hash` is the content version the conversation runs on (the one the client cached).

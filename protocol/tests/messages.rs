@@ -247,6 +247,7 @@ fn every_server_message() -> Vec<ServerMessage> {
             profile: profile.clone(),
             resume_token: "t".into(),
             position: Some([1.0, 2.0, 3.0]),
+            cutscene: Some("LanternLighting".into()),
         },
         ServerMessage::Resumed {
             conversation: "Pim".into(),

@@ -102,7 +102,7 @@ impl SessionCore {
             ..
         } = handles;
         let memory = app.hub.recall(&player);
-        SessionCore {
+        let mut core = SessionCore {
             app,
             player,
             id,
@@ -119,7 +119,9 @@ impl SessionCore {
             opened: 0,
             audited_in_store: false,
             out: Vec::new(),
-        }
+        };
+        core.restore_cutscene();
+        core
     }
 
     /// A name no other conversation of any session on any instance has.
@@ -136,6 +138,31 @@ impl SessionCore {
             profile: quests::profile(&self.record),
             resume_token: self.resume_token(),
             position: self.body.position(),
+            cutscene: self.cutscene.clone(),
+        }
+    }
+
+    /// A cutscene quest is accepted when its scene starts and completed when the scene is
+    /// reported done, so an active one means its scene was playing when the player's last
+    /// session ended (a dropped connection, a crash, a restart, another instance): the new
+    /// session picks the scene up, `welcome` says so, and `cutscene_done` pays the quest once
+    /// (its step key is the quest's, whichever session reports it). The player is not held
+    /// busy by it: a client that does not know the field can still talk to the giver, whose
+    /// check line plays the scene again in a conversation that pays with its own actions.
+    fn restore_cutscene(&mut self) {
+        let library = self.app.content.current();
+        let playing = library.content.quests.iter().find_map(|quest| {
+            let scene = quest.cutscene.as_ref()?;
+            let active = self
+                .record
+                .quests
+                .get(&quest.id)
+                .is_some_and(|q| q.status == crate::store::StoredQuestStatus::Active);
+            active.then(|| (scene.clone(), quest.id.clone()))
+        });
+        if let Some((scene, quest)) = playing {
+            self.cutscene = Some(scene);
+            self.cutscene_quest = Some(quest);
         }
     }
 

@@ -710,3 +710,46 @@ async fn completing_before_the_objective_is_quest_state_and_keeps_the_arming() {
     assert_eq!(p.code(early).await, ErrorCode::QuestState);
     assert_eq!(coins(&app, "hasty").await, 0, "nothing paid");
 }
+
+#[tokio::test]
+async fn a_cutscene_quest_left_playing_is_picked_up_by_the_next_session_and_paid_once() {
+    let (app, _db) = app_on(sample_content()).await;
+    let mut first = Player::new(&app, "watcher", 1).await;
+    let spawn = first.move_to(INES);
+    first.ok(spawn).await;
+    let talk = first.talk("Keeper Ines");
+    first.ok(talk).await;
+    // The session ends mid-scene (a drop, a crash, another instance: a new core either way).
+    drop(first);
+    let mut next = Player::new(&app, "watcher", 2).await;
+    assert!(
+        matches!(
+            next.core.welcome(),
+            ServerMessage::Welcome { cutscene: Some(scene), .. } if scene == "LanternLighting"
+        ),
+        "the welcome names the scene"
+    );
+    let done = next.cutscene_done("LanternLighting");
+    let paid = next.ok(done).await;
+    assert!(
+        matches!(
+            paid.as_slice(),
+            [ServerMessage::Effect {
+                effect: Effect::QuestCompleted { coins: 200, .. },
+                ..
+            }]
+        ),
+        "{paid:?}"
+    );
+    let again = next.cutscene_done("LanternLighting");
+    assert_eq!(next.code(again).await, ErrorCode::NoCutscene);
+    assert_eq!(app.store.ledger_count("LanternsOfGullRock").await, Ok(1));
+    let later = Player::new(&app, "watcher", 3).await;
+    assert!(
+        matches!(
+            later.core.welcome(),
+            ServerMessage::Welcome { cutscene: None, .. }
+        ),
+        "paid: nothing pending"
+    );
+}
