@@ -14,10 +14,15 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::store::{AuditRecord, Store};
+use crate::store::{AuditEntry, AuditRecord, Store};
 
 /// Longest `detail` kept, in bytes (cut at a character boundary).
 pub const MAX_DETAIL_BYTES: usize = 256;
+/// Most steps one trail record carries.
+pub const TRAIL_STEPS: usize = 32;
+/// The `message` of a trail record: several accepted steps of one conversation in one row (see
+/// [`Trail`]). No client message has this name.
+pub const TRAIL: &str = "trail";
 /// Most records one transaction writes.
 const BATCH: usize = 4096;
 /// How long the writer keeps collecting after the first record of a batch arrives. Each commit
@@ -106,15 +111,27 @@ impl AuditLog {
         code: Option<&str>,
         detail: Option<&str>,
     ) {
-        let Some(queue) = &self.queue else { return };
-        let record = AuditRecord {
+        if self.queue.is_none() {
+            return;
+        }
+        self.queue(AuditRecord {
             player_id: player.to_owned(),
             conversation: conversation.map(str::to_owned),
             message: message.to_owned(),
             code: code.map(str::to_owned),
             detail: detail.map(|d| truncate(d, MAX_DETAIL_BYTES).to_owned()),
             recorded_us: stamp(),
-        };
+        });
+    }
+
+    /// True when records are kept at all.
+    pub fn enabled(&self) -> bool {
+        self.queue.is_some()
+    }
+
+    /// Queues a record without waiting; a full queue drops it (and counts the drop).
+    fn queue(&self, record: AuditRecord) {
+        let Some(queue) = &self.queue else { return };
         match queue.try_send(record) {
             Ok(()) => self.recorded.fetch_add(1, Ordering::Relaxed),
             Err(_) => self.dropped.fetch_add(1, Ordering::Relaxed),
@@ -141,6 +158,116 @@ impl AuditLog {
     fn lost(&self, n: usize) {
         self.dropped.fetch_add(n as u64, Ordering::Relaxed);
     }
+}
+
+/// A session's accepted conversation steps that changed nothing stored, kept until there are
+/// [`TRAIL_STEPS`] of them, the conversation changes or the session ends, then queued as one
+/// record (message [`TRAIL`], one line per step: `recorded_us`, message and detail, tab
+/// separated). A row per step cost the server half its CPU on the validated step (BENCHMARKS.md,
+/// the audited step); a row per 32 costs a thirty-second of the writing. Support still reads a
+/// row per step: [`expand`] unfolds trails when they are read. Best-effort like every queued
+/// record: a crash loses the steps not yet queued, never a change of state (those are written
+/// with their change).
+#[derive(Debug, Default)]
+pub struct Trail {
+    conversation: Option<String>,
+    lines: String,
+    steps: usize,
+    first_us: i64,
+}
+
+impl Trail {
+    /// Adds an accepted step of `conversation`; queues the trail first if it belongs to another
+    /// conversation, and after if it is full.
+    pub fn push(
+        &mut self,
+        log: &AuditLog,
+        player: &str,
+        conversation: Option<&str>,
+        message: &str,
+        detail: &str,
+    ) {
+        if !log.enabled() {
+            return;
+        }
+        if self.steps > 0 && self.conversation.as_deref() != conversation {
+            self.flush(log, player);
+        }
+        if self.steps == 0 {
+            self.conversation = conversation.map(str::to_owned);
+            self.first_us = stamp();
+        }
+        use std::fmt::Write;
+        let at = if self.steps == 0 {
+            self.first_us
+        } else {
+            stamp()
+        };
+        let _ = write!(self.lines, "{at}\t{message}\t");
+        for c in truncate(detail, MAX_DETAIL_BYTES).chars() {
+            self.lines
+                .push(if matches!(c, '\t' | '\n') { ' ' } else { c });
+        }
+        self.lines.push('\n');
+        self.steps += 1;
+        if self.steps >= TRAIL_STEPS {
+            self.flush(log, player);
+        }
+    }
+
+    /// Queues what the trail holds, if anything.
+    pub fn flush(&mut self, log: &AuditLog, player: &str) {
+        if self.steps == 0 {
+            return;
+        }
+        let lines = std::mem::take(&mut self.lines);
+        log.queue(AuditRecord {
+            player_id: player.to_owned(),
+            conversation: self.conversation.take(),
+            message: TRAIL.to_owned(),
+            code: None,
+            detail: Some(lines),
+            recorded_us: self.first_us,
+        });
+        self.steps = 0;
+    }
+}
+
+/// Unfolds trail records into one entry per step (each with its own `recorded_us`, the row's id
+/// and time), and orders everything as it was recorded. Other rows pass unchanged.
+pub fn expand(rows: Vec<AuditEntry>) -> Vec<AuditEntry> {
+    let mut entries = Vec::with_capacity(rows.len());
+    for row in rows {
+        let lines = match (&row.record.detail, row.record.message.as_str()) {
+            (Some(lines), TRAIL) => lines.clone(),
+            _ => {
+                entries.push(row);
+                continue;
+            }
+        };
+        for line in lines.lines() {
+            let mut fields = line.splitn(3, '\t');
+            let (Some(at), Some(message), detail) = (fields.next(), fields.next(), fields.next())
+            else {
+                continue;
+            };
+            entries.push(AuditEntry {
+                id: row.id,
+                at_ms: row.at_ms,
+                step_key: None,
+                record: AuditRecord {
+                    player_id: row.record.player_id.clone(),
+                    conversation: row.record.conversation.clone(),
+                    message: message.to_owned(),
+                    code: None,
+                    detail: detail.map(str::to_owned),
+                    recorded_us: at.parse().unwrap_or(row.record.recorded_us),
+                },
+            });
+        }
+    }
+    entries.sort_by_key(|e| (e.record.recorded_us, e.id));
+    entries
 }
 
 /// The longest prefix of `text` of at most `max` bytes that ends on a character boundary.
@@ -250,6 +377,100 @@ mod tests {
         assert_eq!(truncate("hello", 3), "hel");
         assert_eq!(truncate("héllo", 2), "h");
         assert_eq!(truncate("", 0), "");
+    }
+
+    fn rows(records: Vec<AuditRecord>) -> Vec<AuditEntry> {
+        records
+            .into_iter()
+            .enumerate()
+            .map(|(i, record)| AuditEntry {
+                id: i as i64 + 1,
+                at_ms: 0,
+                step_key: None,
+                record,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_trail_queues_one_record_per_conversation_and_unfolds_into_its_steps() {
+        let (log, rx) = AuditLog::new(&AuditConfig::default());
+        let mut rx = rx.expect("on");
+        let mut trail = Trail::default();
+        trail.push(&log, "p", Some("Pim"), "talk", "Pim");
+        trail.push(&log, "p", Some("Pim"), "choose", "Pim_r1");
+        trail.push(&log, "p", Some("Pim"), "advance", "tab\there\nand a line");
+        assert_eq!(log.recorded(), 0, "nothing queued while the trail grows");
+        // Another conversation: the first trail goes out as one record.
+        trail.push(&log, "p", Some("Ines"), "talk", "Keeper Ines");
+        log.record(
+            "p",
+            Some("Ines"),
+            "choose",
+            Some("condition_failed"),
+            Some("no"),
+        );
+        trail.flush(&log, "p");
+        trail.flush(&log, "p");
+        let mut queued = Vec::new();
+        while let Ok(record) = rx.try_recv() {
+            queued.push(record);
+        }
+        assert_eq!(queued.len(), 3, "{queued:#?}");
+        assert_eq!(queued[0].message, TRAIL);
+        assert_eq!(queued[0].conversation.as_deref(), Some("Pim"));
+        let steps = expand(rows(queued));
+        let seen: Vec<(&str, Option<&str>, Option<&str>)> = steps
+            .iter()
+            .map(|e| {
+                (
+                    e.record.message.as_str(),
+                    e.record.conversation.as_deref(),
+                    e.record.detail.as_deref(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                ("talk", Some("Pim"), Some("Pim")),
+                ("choose", Some("Pim"), Some("Pim_r1")),
+                ("advance", Some("Pim"), Some("tab here and a line")),
+                ("talk", Some("Ines"), Some("Keeper Ines")),
+                ("choose", Some("Ines"), Some("no")),
+            ]
+        );
+        assert!(
+            steps
+                .windows(2)
+                .all(|w| w[0].record.recorded_us < w[1].record.recorded_us),
+            "in the order recorded"
+        );
+    }
+
+    #[test]
+    fn a_full_trail_goes_out_and_an_audit_that_is_off_keeps_none() {
+        let (log, rx) = AuditLog::new(&AuditConfig::default());
+        let mut rx = rx.expect("on");
+        let mut trail = Trail::default();
+        for i in 0..TRAIL_STEPS + 1 {
+            trail.push(&log, "p", Some("c"), "advance", &format!("n{i}"));
+        }
+        let full = rx.try_recv().expect("a full trail is queued");
+        assert_eq!(
+            full.detail.as_deref().map(|d| d.lines().count()),
+            Some(TRAIL_STEPS)
+        );
+        assert!(rx.try_recv().is_err(), "the next step waits in a new trail");
+
+        let (off, _) = AuditLog::new(&AuditConfig {
+            enabled: false,
+            ..AuditConfig::default()
+        });
+        let mut trail = Trail::default();
+        trail.push(&off, "p", Some("c"), "advance", "n");
+        trail.flush(&off, "p");
+        assert_eq!((off.recorded(), off.dropped()), (0, 0));
     }
 
     #[test]

@@ -212,9 +212,12 @@ async fn audit_trail(
     crate::store::check_id("player", &query.player)
         .map_err(|e| ApiError::BadRequest(e.to_string()))?;
     let limit = query.limit.unwrap_or(100).clamp(1, 1000);
-    let rows = app.store.audit_for_player(&query.player, limit).await?;
+    // Trail rows hold several steps each: unfold them, then keep the latest `limit` steps.
+    let rows = crate::audit::expand(app.store.audit_for_player(&query.player, limit).await?);
+    let skip = rows.len().saturating_sub(limit as usize);
     Ok(Json(
         rows.into_iter()
+            .skip(skip)
             .map(|row| AuditRow {
                 id: row.id,
                 at_ms: row.at_ms,

@@ -84,8 +84,17 @@ pub struct SessionCore {
     /// The step being handled wrote its audit row in its own transaction (it changed the
     /// player's state), so the best-effort audit queue must not record it again.
     audited_in_store: bool,
+    /// Accepted steps that changed nothing stored, on their way to the audit log.
+    trail: crate::audit::Trail,
     /// What the step being handled has caused so far.
     out: Vec<ServerMessage>,
+}
+
+impl Drop for SessionCore {
+    /// However the session ends, the steps it took reach the audit queue.
+    fn drop(&mut self) {
+        self.trail.flush(&self.app.audit, &self.player);
+    }
 }
 
 impl SessionCore {
@@ -118,6 +127,7 @@ impl SessionCore {
             cutscene_quest: None,
             opened: 0,
             audited_in_store: false,
+            trail: crate::audit::Trail::default(),
             out: Vec::new(),
         };
         core.restore_cutscene();
@@ -189,19 +199,21 @@ impl SessionCore {
             ));
         let id = message.id();
         let step = audited_step(&message);
-        // The conversation a step belongs to is the one open before it (a talk opens its own).
-        // Copied only for a step the audit keeps: moves and AFK reports allocate nothing here.
-        let before = step
-            .as_ref()
-            .and_then(|_| self.conversation().map(str::to_owned));
+        // A step belongs to the conversation open after it (a talk opens its own), except a
+        // close, which belongs to the one it closed: only that copies the name.
+        let closed = match &message {
+            ClientMessage::Close { .. } => self.conversation().map(str::to_owned),
+            _ => None,
+        };
         self.audited_in_store = false;
         match self.command(message, now).await {
             Ok(()) => {
                 if let Some(detail) = step.filter(|_| !self.audited_in_store) {
-                    let conversation = before.as_deref().or(self.conversation());
-                    self.app
-                        .audit
-                        .record(&self.player, conversation, kind, None, Some(&detail));
+                    let conversation = closed
+                        .as_deref()
+                        .or(self.conversation.as_ref().map(|c| c.name.as_str()));
+                    self.trail
+                        .push(&self.app.audit, &self.player, conversation, kind, &detail);
                 }
                 if let Some(id) = id {
                     self.out.push(ServerMessage::Ack { id });
