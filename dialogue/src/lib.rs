@@ -29,7 +29,7 @@ pub use diagnostic::{Diagnostic, Position, Problem, Severity, has_errors};
 pub use graph::{ActionIndex, AuthoredAction, DialogueGraph, Vertex, VertexId, VertexKind};
 pub use layers::Layer;
 pub use model::{Conversation, ConversationFile, Exit, Next, Node, NodeEntry, NodePatch, Response};
-pub use walk::{ARM_CAP, Shown, Walk, WalkError, next_line};
+pub use walk::{ARM_CAP, Shown, SnapshotError, Walk, WalkError, WalkSnapshot, next_line};
 
 /// Parses one conversation file, choosing the format by its name: `*.editor.json` is the
 /// editor export, any other `*.json` the canonical format.

@@ -86,7 +86,78 @@ pub struct Walk {
     closed: bool,
 }
 
+/// A walk's state by value (`R`, the armings, whether it closed), to park it outside the process
+/// and take it back on another. Only meaningful with the graph it was taken on: vertex and
+/// action indexes are that graph's.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WalkSnapshot {
+    /// The reachable set, by vertex index.
+    pub reachable: Vec<u32>,
+    /// Each armed action's index and how many runs it has left.
+    pub armed: Vec<(u32, u8)>,
+    pub closed: bool,
+}
+
+/// Why a [`WalkSnapshot`] cannot be taken back on a graph.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SnapshotError {
+    #[error("vertex {0} is not in the graph")]
+    UnknownVertex(u32),
+    #[error("action {0} is not in the graph")]
+    UnknownAction(u32),
+    #[error("action {action} is armed {remaining} times, more than the cap of {ARM_CAP}")]
+    OverArmed { action: u32, remaining: u8 },
+}
+
 impl Walk {
+    /// The walk's state by value.
+    pub fn snapshot(&self) -> WalkSnapshot {
+        WalkSnapshot {
+            reachable: self.reachable.iter().map(|v| v.0).collect(),
+            armed: self
+                .armed
+                .iter()
+                .map(|a| (a.action.0, a.remaining))
+                .collect(),
+            closed: self.closed,
+        }
+    }
+
+    /// Takes a snapshot back on `graph`, checking every index against it and every arming
+    /// against the cap: a snapshot from elsewhere (another process, the store) is input.
+    pub fn restore(graph: &DialogueGraph, snapshot: &WalkSnapshot) -> Result<Walk, SnapshotError> {
+        let mut reachable = Vec::with_capacity(snapshot.reachable.len());
+        for &v in &snapshot.reachable {
+            graph
+                .vertex(VertexId(v))
+                .ok_or(SnapshotError::UnknownVertex(v))?;
+            reachable.push(VertexId(v));
+        }
+        reachable.sort_unstable();
+        reachable.dedup();
+        let mut armed = Vec::with_capacity(snapshot.armed.len());
+        for &(action, remaining) in &snapshot.armed {
+            graph
+                .action(ActionIndex(action))
+                .ok_or(SnapshotError::UnknownAction(action))?;
+            if remaining > ARM_CAP {
+                return Err(SnapshotError::OverArmed { action, remaining });
+            }
+            armed.push(Arming {
+                action: ActionIndex(action),
+                remaining,
+            });
+        }
+        armed.sort_unstable_by_key(|a| a.action);
+        armed.dedup_by_key(|a| a.action);
+        Ok(Walk {
+            reachable,
+            armed,
+            closed: snapshot.closed,
+        })
+    }
+
     /// Opens a walk on `entry` (the resolver's choice) and shows it.
     pub fn open(
         graph: &DialogueGraph,

@@ -349,3 +349,46 @@ fn per_conversation_state_is_small() {
     // A whole accept flow: a handful of vertices and two armings.
     assert!(walk.footprint() <= 160, "{} bytes", walk.footprint());
 }
+
+#[test]
+fn a_snapshot_takes_the_walk_back_exactly_and_a_tampered_one_is_refused() {
+    let g = graph();
+    let mut walk = open(&g, "Greet");
+    walk.choose(&g, id(&g, "Greet_r1"), &NoFacts)
+        .expect("chosen");
+    let snapshot = walk.snapshot();
+    let text = serde_json::to_string(&snapshot).expect("json");
+    let back: banter_dialogue::WalkSnapshot = serde_json::from_str(&text).expect("parsed");
+    assert_eq!(Walk::restore(&g, &back), Ok(walk.clone()));
+    // The taken-back walk runs the armed action, once, like the original.
+    let mut taken_back = Walk::restore(&g, &back).expect("restored");
+    assert!(
+        taken_back
+            .take_action(&g, ActionType::AcceptQuest, "Nets")
+            .is_ok()
+    );
+    assert_eq!(
+        taken_back.take_action(&g, ActionType::AcceptQuest, "Nets"),
+        Err(WalkError::NotArmed)
+    );
+
+    let vertices = u32::try_from(g.len()).expect("small");
+    let mut far = snapshot.clone();
+    far.reachable.push(vertices);
+    assert_eq!(
+        Walk::restore(&g, &far),
+        Err(banter_dialogue::SnapshotError::UnknownVertex(vertices))
+    );
+    let mut forged = snapshot.clone();
+    forged.armed.push((9_999, 1));
+    assert_eq!(
+        Walk::restore(&g, &forged),
+        Err(banter_dialogue::SnapshotError::UnknownAction(9_999))
+    );
+    let mut stockpiled = snapshot;
+    stockpiled.armed[0].1 = 200;
+    assert!(matches!(
+        Walk::restore(&g, &stockpiled),
+        Err(banter_dialogue::SnapshotError::OverArmed { .. })
+    ));
+}

@@ -22,7 +22,9 @@ pub struct App {
     pub metrics: Metrics,
     pub hub: Hub,
     /// Conversations of dropped connections, waiting for a `resume`.
-    pub parked: crate::resume::ParkingLot<crate::session::OpenConversation>,
+    /// Which players' conversations this process parked, with the content version each opened
+    /// with (the walk itself is in the store).
+    pub parked: crate::resume::ParkingLot<Arc<crate::served::ContentVersion>>,
     pub audit: AuditLog,
     /// The audit writer's end of the queue, taken once by `run`.
     pub audit_queue:
@@ -90,8 +92,17 @@ fn instance_id() -> String {
     format!("i{:x}-{:x}", std::process::id(), nanos)
 }
 
-/// Seconds since the Unix epoch, for token expiry. With [`instance_id`], the only wall-clock
-/// reads in the server.
+/// Milliseconds since the Unix epoch: the windows of parked conversations, which every instance
+/// on the database must read alike.
+pub fn unix_millis() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// Seconds since the Unix epoch, for token expiry. With [`instance_id`], [`unix_millis`] and
+/// `audit::stamp`, the only wall-clock reads in the server: everything else runs on the
+/// monotonic [`App::now`].
 pub fn unix_now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)

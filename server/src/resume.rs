@@ -1,20 +1,23 @@
 //! Resuming a conversation after a dropped connection.
 //!
 //! When a session ends without a goodbye the client chose (the connection dropped, the peer went
-//! silent, a reconnect replaced it, the client stopped reading) and a conversation was open, the
-//! session parks that conversation here, walk and all, under the player and the session's resume
-//! token. A new session of the player that sends `resume` with that token within the grace window
-//! takes it back: the same reachable set, the same armings. After the window, or once the player
-//! opens another conversation, the parked one is gone and `resume` is refused.
+//! silent, a reconnect replaced it, the client stopped reading, the server shut down) and a
+//! conversation was open, the session parks that conversation, walk and all, under the player
+//! and the session's resume token: the walk in the store (`Store::park_conversation`, taken back
+//! exactly once on any instance), and here the content version it opened with. A new session of
+//! the player that sends `resume` with that token within the grace window takes it back: the same
+//! reachable set, the same armings. After the window, or once the player opens another
+//! conversation, the parked one is gone and `resume` is refused.
 //!
 //! A reconnect usually arrives before the server has noticed the old connection is dead: the new
 //! session replaces the old one, which parks its conversation as it winds down. `take` therefore
 //! waits (briefly, on a notification, never a poll) while an older session of the player is
 //! still running.
 //!
-//! Parked conversations live in this process's memory: a resume on another instance is refused,
-//! and the client talks again. A client that closes the connection itself (a WebSocket Close)
-//! chose to leave: nothing is parked.
+//! This lot is what one process knows: which of its sessions are still running (so a resume waits
+//! for them) and the content versions its parked conversations opened with. A resume on another
+//! instance finds no entry here, and asks the store (`session::core`). A client that closes the
+//! connection itself (a WebSocket Close) chose to leave: nothing is parked.
 
 use std::collections::HashMap;
 use std::sync::Mutex;

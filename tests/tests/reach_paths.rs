@@ -248,9 +248,8 @@ async fn resuming_after_walking_away_is_too_far_and_the_conversation_stays_parke
 /// The body is remembered per instance: on the instance where the conversation was parked the
 /// body is always known (a player cannot talk without one), so the reconnect that has no body is
 /// one to another instance on the same PostgreSQL. There `resume` is refused with `no_body` (the
-/// `welcome` had no `position`) and opens nothing; once the body is placed, the token still finds
-/// nothing there (`resume_refused`: parked conversations live in one process). Back on the first
-/// instance it resumes.
+/// `welcome` had no `position`) and opens nothing; once the body is placed, it resumes there
+/// (parked conversations live in the store), and only there.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resuming_with_no_body_is_no_body_and_opens_nothing() {
     let first = TestServer::start_on(Backend::Postgres).await;
@@ -283,23 +282,24 @@ async fn resuming_with_no_body_is_no_body_and_opens_nothing() {
         0
     );
     elsewhere.move_to(NEAR_PIM).await.expect("spawned here");
-    let refused = resume(&mut elsewhere, &resume_token)
+    // Parked conversations live in the store: with the body placed, this instance resumes it,
+    // armings and all.
+    let reply = resume(&mut elsewhere, &resume_token)
         .await
-        .expect_err("parked on the first instance");
-    assert_eq!(refused.code, ErrorCode::ResumeRefused, "{refused:?}");
-
-    // Back where the body and the parked conversation are, the same token resumes.
-    let (mut client, _, position) = connect(&first, &token).await;
-    assert_eq!(position, Some(NEAR_PIM));
-    let reply = resume(&mut client, &resume_token)
-        .await
-        .expect("resumed on the first instance");
+        .expect("resumed on the second instance");
     assert!(resumed(&reply, "Pim"), "{:?}", reply.messages);
-    client
+    elsewhere
         .action(ActionType::AcceptQuest, PIMS_QUEST)
         .await
         .expect("still armed");
-    let _ = elsewhere.until_closed().await;
+    // Taken once: the first instance has nothing left to resume under that token.
+    let (mut client, _, position) = connect(&first, &token).await;
+    assert_eq!(position, Some(NEAR_PIM));
+    let refused = resume(&mut client, &resume_token)
+        .await
+        .expect_err("taken already");
+    assert_eq!(refused.code, ErrorCode::ResumeRefused, "{refused:?}");
+    drop(client);
     second.stop().await.expect("clean shutdown");
     first.stop().await.expect("clean shutdown");
 }

@@ -159,3 +159,77 @@ async fn after_the_window_or_a_new_conversation_there_is_nothing_to_resume() {
     assert_eq!(refused.code, ErrorCode::ResumeRefused);
     server.stop().await.expect("clean shutdown");
 }
+
+/// Behind a load balancer without sticky sessions: the player drops off the first instance and
+/// lands on the second, which takes the conversation back from the store (the first instance
+/// parks it when the second claims the player). Exactly once: the first instance then has
+/// nothing to resume under that token, and a token of another player changes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conversation_parked_on_one_instance_resumes_on_another_once() {
+    let first = TestServer::start_on(banter_e2e::Backend::Postgres).await;
+    let second = first.another_instance().await;
+    let (client, token, resume_token) = mid_conversation(&first, "device-resume-lb").await;
+    let (stranger, _, stranger_token) = mid_conversation(&first, "device-resume-lb-2").await;
+    client.abort();
+    stranger.abort();
+
+    let (mut client, _) = connect(&second, &token).await;
+    client.move_to(NEAR_PIM).await.expect("spawned here");
+    let foreign = resume(&mut client, &stranger_token)
+        .await
+        .expect_err("another player's token");
+    assert_eq!(foreign.code, ErrorCode::ResumeRefused);
+    let reply = resume(&mut client, &resume_token)
+        .await
+        .expect("resumed on the second instance");
+    assert!(
+        reply.messages.iter().any(|m| matches!(
+            m,
+            ServerMessage::Resumed { conversation, .. } if conversation == "Pim"
+        )),
+        "{:?}",
+        reply.messages
+    );
+    client
+        .action(ActionType::AcceptQuest, "PimsTideTale")
+        .await
+        .expect("still armed, on the other instance");
+    let again = client
+        .action(ActionType::AcceptQuest, "PimsTideTale")
+        .await
+        .expect_err("spent");
+    assert_eq!(again.code, ErrorCode::NotArmed);
+    drop(client);
+
+    let (mut back, _) = connect(&first, &token).await;
+    back.move_to(NEAR_PIM).await.expect("spawned");
+    let twice = resume(&mut back, &resume_token)
+        .await
+        .expect_err("taken on the second instance already");
+    assert_eq!(twice.code, ErrorCode::ResumeRefused);
+    drop(back);
+    second.stop().await.expect("clean shutdown");
+    first.stop().await.expect("clean shutdown");
+}
+
+/// A restart (or a crash) of the only instance: the conversation parked before it is in the
+/// store, and the restarted server resumes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conversation_parked_before_a_restart_resumes_after_it() {
+    let server = TestServer::start().await;
+    let (client, token, resume_token) = mid_conversation(&server, "device-resume-restart").await;
+    client.abort();
+    // The session notices the drop and parks; the restart waits for it to end.
+    let server = server.restart().await;
+    let (mut client, _) = connect(&server, &token).await;
+    client.move_to(NEAR_PIM).await.expect("spawned");
+    resume(&mut client, &resume_token)
+        .await
+        .expect("resumed after the restart");
+    client
+        .action(ActionType::AcceptQuest, "PimsTideTale")
+        .await
+        .expect("still armed");
+    drop(client);
+    server.stop().await.expect("clean shutdown");
+}

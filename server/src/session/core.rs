@@ -38,6 +38,25 @@ use crate::world::{self, Body, WorldError};
 
 /// How long a `resume` waits for an older session of the player to wind down and park.
 const RESUME_PATIENCE: Duration = Duration::from_secs(2);
+/// Between two looks in the store for a conversation another instance is parking.
+const RESUME_POLL: Duration = Duration::from_millis(50);
+
+/// What the store keeps of a parked conversation: enough to take it back on any instance that
+/// serves the same content.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ParkedConversation {
+    name: String,
+    /// The NPC's instance id.
+    npc: String,
+    /// The conversation's published hash when it opened: it is taken back only on that version.
+    hash: String,
+    walk: banter_dialogue::WalkSnapshot,
+    uid: String,
+    spent: Vec<(u32, u32)>,
+    /// The end of its window, in milliseconds since the Unix epoch.
+    until_ms: i64,
+}
 
 /// An open conversation: the content version it opened with and the walk over it.
 pub struct OpenConversation {
@@ -84,6 +103,8 @@ pub struct SessionCore {
     /// The step being handled wrote its audit row in its own transaction (it changed the
     /// player's state), so the best-effort audit queue must not record it again.
     audited_in_store: bool,
+    /// No conversation opened or resumed yet: one may still be parked for the player.
+    may_have_parked: bool,
     /// Accepted steps that changed nothing stored, on their way to the audit log.
     trail: crate::audit::Trail,
     /// What the step being handled has caused so far.
@@ -127,6 +148,7 @@ impl SessionCore {
             cutscene_quest: None,
             opened: 0,
             audited_in_store: false,
+            may_have_parked: true,
             trail: crate::audit::Trail::default(),
             out: Vec::new(),
         };
@@ -271,16 +293,68 @@ impl SessionCore {
     }
 
     /// Parks the open conversation for a `resume` within the grace window (the session ended
-    /// without the client choosing to).
-    pub fn park(&mut self, now: Duration) {
-        if let Some(conversation) = self.conversation.take() {
+    /// without the client choosing to): its walk in the store, where any instance can take it
+    /// back exactly once, and the content version it opened with in this process, so a resume
+    /// here keeps that version even after a reload.
+    pub async fn park(&mut self, now: Duration) {
+        let Some(conversation) = self.conversation.take() else {
+            return;
+        };
+        let window = self.app.config.limits.resume_window;
+        let token = self.resume_token();
+        let now_ms = crate::app::unix_millis();
+        let until_ms = now_ms.saturating_add(i64::try_from(window.as_millis()).unwrap_or(i64::MAX));
+        if self
+            .park_in_store(&conversation, &token, until_ms, now_ms)
+            .await
+        {
             self.app.parked.park(
                 &self.player,
-                self.resume_token(),
-                now + self.app.config.limits.resume_window,
+                token,
+                now + window,
                 now,
-                conversation,
+                conversation.library.clone(),
             );
+        }
+    }
+
+    /// Writes a parked conversation to the store; false (logged) if it could not be.
+    async fn park_in_store(
+        &self,
+        conversation: &OpenConversation,
+        token: &str,
+        until_ms: i64,
+        now_ms: i64,
+    ) -> bool {
+        let parked = ParkedConversation {
+            name: conversation.name.clone(),
+            npc: conversation.npc.id.clone(),
+            hash: conversation
+                .library
+                .conversations
+                .get(&conversation.name)
+                .map(|p| p.hash.clone())
+                .unwrap_or_default(),
+            walk: conversation.walk.snapshot(),
+            uid: conversation.uid.clone(),
+            spent: conversation.spent.iter().map(|(i, n)| (i.0, *n)).collect(),
+            until_ms,
+        };
+        let stored = match serde_json::to_string(&parked) {
+            Ok(json) => {
+                self.app
+                    .store
+                    .park_conversation(&self.player, token, until_ms, now_ms, &json)
+                    .await
+            }
+            Err(e) => Err(crate::store::StoreError::InvalidInput(e.to_string())),
+        };
+        match stored {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!(player = %self.player, error = %e, "cannot park the conversation; a resume will be refused");
+                false
+            }
         }
     }
 
@@ -511,8 +585,15 @@ impl SessionCore {
             uid,
             spent: HashMap::new(),
         });
-        // A new conversation supersedes one a dropped connection left for a resume.
+        // A new conversation supersedes one a dropped connection left for a resume, here or on
+        // another instance (asked of the store once a session: only a session's first
+        // conversation can find one there).
         self.app.parked.discard(&self.player);
+        if std::mem::take(&mut self.may_have_parked)
+            && let Err(e) = self.app.store.discard_parked(&self.player).await
+        {
+            tracing::warn!(player = %self.player, error = %e, "cannot discard a parked conversation");
+        }
         Ok(())
     }
 
@@ -638,16 +719,37 @@ impl SessionCore {
         }
         self.check_free()?;
         let app = self.app.clone();
-        let (conversation, until) = app
+        // An older session of this player on this instance may be about to park: wait for it
+        // (briefly). What it kept here is the content version the conversation opened with.
+        let local = app
             .parked
             .take(&self.player, token, || now, RESUME_PATIENCE)
-            .await
-            .ok_or(SessionError::ResumeRefused)?;
+            .await;
+        let json = self.take_parked(token, local.is_some()).await?;
+        let parked: ParkedConversation =
+            serde_json::from_str(&json).map_err(|_| SessionError::ResumeRefused)?;
+        let conversation = self.rebuild(parked.clone(), local.map(|(library, _)| library))?;
         if let Err(far) = self.reach_now(&conversation.npc) {
-            app.parked
-                .park(&self.player, token.to_owned(), until, now, conversation);
+            // Out of reach: parked again for the rest of its window.
+            let now_ms = crate::app::unix_millis();
+            if self
+                .park_in_store(&conversation, token, parked.until_ms, now_ms)
+                .await
+            {
+                let left = Duration::from_millis(
+                    u64::try_from(parked.until_ms.saturating_sub(now_ms)).unwrap_or(0),
+                );
+                app.parked.park(
+                    &self.player,
+                    token.to_owned(),
+                    now + left,
+                    now,
+                    conversation.library.clone(),
+                );
+            }
             return Err(far.into());
         }
+        self.may_have_parked = false;
         let hash = conversation
             .library
             .conversations
@@ -662,6 +764,76 @@ impl SessionCore {
         });
         self.conversation = Some(conversation);
         Ok(())
+    }
+
+    /// The parked conversation's JSON from the store, taken (so exactly once, on any instance).
+    /// Another instance may still be parking it (the reconnect reached this one first): on a
+    /// database that several instances share, ask again for up to [`RESUME_PATIENCE`]. A SQLite
+    /// file serves one instance, and `parked_here` says whether this one parked it.
+    async fn take_parked(&self, token: &str, parked_here: bool) -> Result<String, Refusal> {
+        let shared = self.app.store.backend() == "postgres";
+        let deadline = tokio::time::Instant::now() + RESUME_PATIENCE;
+        loop {
+            let now_ms = crate::app::unix_millis();
+            match self
+                .app
+                .store
+                .take_parked(&self.player, token, now_ms)
+                .await
+            {
+                Ok(Some(json)) => return Ok(json),
+                Ok(None) if shared && !parked_here && tokio::time::Instant::now() < deadline => {
+                    tokio::time::sleep(RESUME_POLL).await;
+                }
+                Ok(None) => return Err(SessionError::ResumeRefused.into()),
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// An open conversation from what was parked: on the content version it opened with if this
+    /// process still has it, else on the version served now if that is the same conversation
+    /// (same hash: another instance on the same content). Anything else is refused, never a walk
+    /// on a graph it was not taken on.
+    fn rebuild(
+        &self,
+        parked: ParkedConversation,
+        kept_here: Option<Arc<ContentVersion>>,
+    ) -> Result<OpenConversation, SessionError> {
+        let hash_matches = |library: &Arc<ContentVersion>| {
+            library
+                .conversations
+                .get(&parked.name)
+                .is_some_and(|p| p.hash == parked.hash)
+        };
+        let library = kept_here
+            .filter(hash_matches)
+            .or_else(|| Some(self.app.content.current()).filter(hash_matches))
+            .ok_or(SessionError::ResumeRefused)?;
+        let published = library
+            .conversations
+            .get(&parked.name)
+            .ok_or(SessionError::ResumeRefused)?;
+        let graph = published.graph.clone();
+        let npc = library
+            .npcs
+            .by_id(&parked.npc)
+            .cloned()
+            .ok_or(SessionError::ResumeRefused)?;
+        let walk = Walk::restore(&graph, &parked.walk).map_err(|_| SessionError::ResumeRefused)?;
+        Ok(OpenConversation {
+            name: parked.name,
+            npc,
+            library,
+            graph,
+            walk,
+            uid: parked.uid,
+            spent: parked
+                .spent
+                .into_iter()
+                .map(|(i, n)| (ActionIndex(i), n))
+                .collect(),
+        })
     }
 
     /// Keeps the body and talk time in the hub, so a reconnect continues from them.

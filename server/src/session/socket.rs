@@ -35,13 +35,16 @@ enum End {
 
 impl End {
     /// A session that ended without the client choosing to (a dropped or silent connection, a
-    /// reconnect that replaced it, a client that stopped reading) parks its open conversation
-    /// for a `resume` within the grace window.
+    /// reconnect that replaced it, a client that stopped reading, the server shutting down)
+    /// parks its open conversation for a `resume` within the grace window, on any instance.
     fn parks(&self) -> bool {
         match self {
             End::Dropped | End::TooSlow => true,
             End::ClientClosed => false,
-            End::Bye(reason, _) => matches!(reason, ByeReason::Replaced | ByeReason::Timeout),
+            End::Bye(reason, _) => matches!(
+                reason,
+                ByeReason::Replaced | ByeReason::Timeout | ByeReason::Shutdown
+            ),
         }
     }
 }
@@ -90,7 +93,7 @@ pub async fn run(
                 End::TooSlow
             };
             if end.parks() {
-                core.park(app.now());
+                core.park(app.now()).await;
             }
             end
         }

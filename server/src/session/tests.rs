@@ -422,7 +422,7 @@ async fn resume_checks_the_world_now_and_a_refused_resume_leaves_it_parked() {
     let yes = old.choose("PimsTideTale_Greet_r1");
     old.ok(yes).await;
     let token = old.resume_token();
-    old.core.park(old.now);
+    old.core.park(old.now).await;
 
     let mut new = Player::new(&app, "dropper", 2).await;
     new.now = old.now + MS;

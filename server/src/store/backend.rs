@@ -484,6 +484,51 @@ impl<B: Backend> Store for B {
         })
     }
 
+    fn park_conversation<'a>(
+        &'a self,
+        player: &'a str,
+        token: &'a str,
+        until_ms: i64,
+        now_ms: i64,
+        parked: &'a str,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            check_id("player id", player)?;
+            check_id("resume token", token)?;
+            let turn = self.write_turn(Priority::Player).await?;
+            let mut tx = self.begin_write(&turn).await?;
+            B::Db::park(&mut tx, player, token, until_ms, now_ms, parked).await?;
+            tx.commit().await?;
+            Ok(())
+        })
+    }
+
+    fn take_parked<'a>(
+        &'a self,
+        player: &'a str,
+        token: &'a str,
+        now_ms: i64,
+    ) -> BoxFuture<'a, Result<Option<String>, StoreError>> {
+        Box::pin(async move {
+            check_id("player id", player)?;
+            if token.is_empty() || token.len() > super::MAX_ID_LEN {
+                return Ok(None);
+            }
+            let _turn = self.write_turn(Priority::Player).await?;
+            let mut conn = self.pool().acquire().await?;
+            B::Db::take_parked(&mut conn, player, token, now_ms).await
+        })
+    }
+
+    fn discard_parked<'a>(&'a self, player: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            check_id("player id", player)?;
+            let _turn = self.write_turn(Priority::Player).await?;
+            let mut conn = self.pool().acquire().await?;
+            B::Db::discard_parked(&mut conn, player).await
+        })
+    }
+
     fn record_audit<'a>(
         &'a self,
         records: &'a [AuditRecord],

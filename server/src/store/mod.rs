@@ -466,6 +466,30 @@ pub trait Store: Send + Sync + 'static {
         key: &'a str,
     ) -> BoxFuture<'a, Result<bool, StoreError>>;
 
+    /// Parks the player's open conversation (`parked`, opaque to the store) under `token` until
+    /// `until_ms` (milliseconds since the Unix epoch), replacing one parked before; sweeps every
+    /// player's parked conversations whose window closed before `now_ms`.
+    fn park_conversation<'a>(
+        &'a self,
+        player: &'a str,
+        token: &'a str,
+        until_ms: i64,
+        now_ms: i64,
+        parked: &'a str,
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// Takes (and removes) the player's parked conversation if it was parked under `token` and
+    /// its window is still open at `now_ms`; on any instance, exactly once.
+    fn take_parked<'a>(
+        &'a self,
+        player: &'a str,
+        token: &'a str,
+        now_ms: i64,
+    ) -> BoxFuture<'a, Result<Option<String>, StoreError>>;
+
+    /// Forgets the player's parked conversation (the player opened another one).
+    fn discard_parked<'a>(&'a self, player: &'a str) -> BoxFuture<'a, Result<(), StoreError>>;
+
     /// Appends audit records, in one transaction.
     fn record_audit<'a>(
         &'a self,

@@ -144,6 +144,30 @@ pub trait Queries: Database + SqlDialect {
         key: &str,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 
+    /// Sweeps closed windows, then parks the player's conversation ([`sql::PARK`]).
+    fn park(
+        conn: &mut Self::Connection,
+        player: &str,
+        token: &str,
+        until_ms: i64,
+        now_ms: i64,
+        parked: &str,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// [`sql::TAKE_PARKED`].
+    fn take_parked(
+        conn: &mut Self::Connection,
+        player: &str,
+        token: &str,
+        now_ms: i64,
+    ) -> impl Future<Output = Result<Option<String>, StoreError>> + Send;
+
+    /// [`sql::DISCARD_PARKED`].
+    fn discard_parked(
+        conn: &mut Self::Connection,
+        player: &str,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
     /// Sets the tutorial stage, creating the profile if missing.
     fn set_tutorial_stage(
         pool: &Pool<Self>,
@@ -460,6 +484,50 @@ where
         sqlx::query(&Self::sql().set_tracked_quest)
             .bind(player)
             .bind(quest)
+            .execute(conn)
+            .await?;
+        Ok(())
+    }
+
+    async fn park(
+        conn: &mut Self::Connection,
+        player: &str,
+        token: &str,
+        until_ms: i64,
+        now_ms: i64,
+        parked: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query(sql::SWEEP_PARKED)
+            .bind(now_ms)
+            .execute(&mut *conn)
+            .await?;
+        sqlx::query(sql::PARK)
+            .bind(player)
+            .bind(token)
+            .bind(until_ms)
+            .bind(parked)
+            .execute(&mut *conn)
+            .await?;
+        Ok(())
+    }
+
+    async fn take_parked(
+        conn: &mut Self::Connection,
+        player: &str,
+        token: &str,
+        now_ms: i64,
+    ) -> Result<Option<String>, StoreError> {
+        Ok(sqlx::query_scalar(sql::TAKE_PARKED)
+            .bind(player)
+            .bind(token)
+            .bind(now_ms)
+            .fetch_optional(conn)
+            .await?)
+    }
+
+    async fn discard_parked(conn: &mut Self::Connection, player: &str) -> Result<(), StoreError> {
+        sqlx::query(sql::DISCARD_PARKED)
+            .bind(player)
             .execute(conn)
             .await?;
         Ok(())

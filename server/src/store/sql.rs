@@ -63,6 +63,21 @@ pub const STEP_FENCE: &str =
 pub const STEP_RECORDED: &str =
     "SELECT EXISTS (SELECT 1 FROM audit_log WHERE player_id = $1 AND step_key = $2)";
 
+/// Parks a player's conversation (`$2` token, until `$3` ms, `$4` the JSON), replacing theirs.
+pub const PARK: &str = "INSERT INTO parked_conversations (player_id, token, until_ms, parked) \
+     VALUES ($1, $2, $3, $4) ON CONFLICT (player_id) DO UPDATE SET token = excluded.token, \
+     until_ms = excluded.until_ms, parked = excluded.parked";
+
+/// Sweeps every parked conversation whose window closed before `$1` ms.
+pub const SWEEP_PARKED: &str = "DELETE FROM parked_conversations WHERE until_ms <= $1";
+
+/// Takes a parked conversation: the player's, under this token, still in its window at `$3`.
+pub const TAKE_PARKED: &str = "DELETE FROM parked_conversations \
+     WHERE player_id = $1 AND token = $2 AND until_ms > $3 RETURNING parked";
+
+/// Forgets a player's parked conversation.
+pub const DISCARD_PARKED: &str = "DELETE FROM parked_conversations WHERE player_id = $1";
+
 /// How many rewards were paid for a quest.
 pub const LEDGER_COUNT: &str = "SELECT COUNT(*) FROM reward_ledger WHERE quest_id = $1";
 

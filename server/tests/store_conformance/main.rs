@@ -39,6 +39,7 @@ mod audit;
 mod claims;
 mod lifecycle;
 mod locks;
+mod parking;
 mod postgres_only;
 mod progress;
 mod quests;
