@@ -27,7 +27,8 @@
 # client of CPU, and what is measured would be the client's queueing, not the server's.
 #
 # Exit 1 when an invariant fails:
-#   - the median honest p99 under abuse is more than RATIO_MAX (2) times the median calm p99;
+#   - the median honest p99 under abuse is more than RATIO_MAX (2) times the median calm p99, or
+#     any round's is more than RATIO_MAX times that round's calm run;
 #   - the server's RSS after is more than the last baseline + RSS_TOLERANCE_KIB (16 MiB: allocator
 #     slack for a process whose calm baseline is a few tens of MiB);
 #   - a reward acknowledged is missing from the ledger, paid twice, paid with other coins, or a
@@ -206,6 +207,11 @@ ratio = lambda k: median(abuses, k) / max(median(calms, k), 1)
 failures = []
 if ratio("p99") > ratio_max:
     failures.append(f"median honest p99 under abuse is {ratio('p99'):.2f}x the median calm p99 (limit {ratio_max}x)")
+# Every round, not only the median: a player in the worst round is a player too.
+for i, (calm, abuse) in enumerate(zip(calms, abuses), 1):
+    own = abuse["latency_us"]["p99"] / max(calm["latency_us"]["p99"], 1)
+    if own > ratio_max:
+        failures.append(f"round {i}: honest p99 under abuse is {own:.2f}x its calm run's (limit {ratio_max}x)")
 if after > baseline + tolerance:
     failures.append(f"server RSS {after} KiB > baseline {baseline} + {tolerance} KiB, {int('$RSS_SETTLE_TIMEOUT')} s after the release")
 if missing or twice or wrong or untold:

@@ -159,6 +159,7 @@ async fn a_stop_keeps_to_its_grace_while_the_database_hangs() {
     let stopping = std::time::Instant::now();
     server.stop().await.expect("a clean stop");
     let took = stopping.elapsed();
+    eprintln!("stopped {took:?} after the stop signal, grace {grace:?}");
     // The grace is the promise; the margin is for a loaded CI machine's scheduling only.
     assert!(
         took < grace + Duration::from_secs(1),
