@@ -427,23 +427,43 @@ async fn reload(
     headers: HeaderMap,
 ) -> Result<Json<Reloaded>, ApiError> {
     require_service_key(&app, &headers)?;
-    reload_content(&app).map(|version| Json(Reloaded { version }))
+    reload_content(&app)
+        .await
+        .map(|version| Json(Reloaded { version }))
 }
 
 /// Reloads content; shared by the endpoint and SIGHUP.
-pub fn reload_content(app: &SharedApp) -> Result<u64, ApiError> {
-    match app.content.reload() {
-        Ok(version) => {
-            app.metrics.reloaded(true);
-            tracing::info!(version, "content reloaded");
-            Ok(version)
-        }
-        Err(e) => {
-            app.metrics.reloaded(false);
-            tracing::warn!(error = %e, "content reload refused; the old content stays");
-            Err(ApiError::ContentRefused(e.to_string()))
-        }
+pub async fn reload_content(app: &SharedApp) -> Result<u64, ApiError> {
+    let refused = |reason: String| {
+        app.metrics.reloaded(false);
+        tracing::warn!(error = %reason, "content reload refused; the old content stays");
+        ApiError::ContentRefused(reason)
+    };
+    let next = app
+        .content
+        .load_next()
+        .map_err(|e| refused(e.to_string()))?;
+    // A push must not strand a player: what someone holds (an active or tracked quest, an
+    // objective in progress, a parked conversation) must still be in it.
+    let held = app.store.held(crate::app::unix_millis()).await?;
+    let stranded = crate::served::stranded(&held, &next);
+    if !stranded.is_empty() {
+        return Err(refused(stranded_message(&stranded)));
     }
+    let version = app.content.publish(next);
+    app.metrics.reloaded(true);
+    tracing::info!(version, "content reloaded");
+    Ok(version)
+}
+
+/// The refusal of content that would strand players, naming all of it.
+pub fn stranded_message(stranded: &[String]) -> String {
+    format!(
+        "the new content would strand players ({} item(s)): {}; keep them, or migrate the \
+         players before the push",
+        stranded.len(),
+        stranded.join("; ")
+    )
 }
 
 #[derive(Serialize, Deserialize)]

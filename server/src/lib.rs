@@ -46,6 +46,8 @@ pub enum ServerError {
     Config(#[from] config::ConfigError),
     #[error("network: {0}")]
     Io(#[from] std::io::Error),
+    #[error("content: {0}")]
+    Stranded(String),
 }
 
 /// What is left of the grace when the process must be done: a margin for the runtime to wind
@@ -91,6 +93,20 @@ pub async fn run(
         npcs = library.npcs.len(),
         "content loaded, store ready"
     );
+    // A start on new content is a push too: refused if it would strand a player.
+    match store.held(app::unix_millis()).await {
+        Ok(held) => {
+            let stranded = served::stranded(&held, &library);
+            if !stranded.is_empty() {
+                store.close().await;
+                return Err(ServerError::Stranded(http::stranded_message(&stranded)));
+            }
+        }
+        Err(e) => {
+            store.close().await;
+            return Err(e.into());
+        }
+    }
     let content = ServedContent::new(config.content.clone(), library);
     let app = Arc::new(App::new(config, content, store));
     let router = http::router(app.clone());
@@ -175,7 +191,7 @@ async fn reload_on_sighup(app: app::SharedApp) {
         return;
     };
     while hangups.recv().await.is_some() {
-        let _ = http::reload_content(&app);
+        let _ = http::reload_content(&app).await;
     }
 }
 

@@ -17,6 +17,7 @@ use banter_dialogue::content::Content;
 use banter_dialogue::{Diagnostic, DialogueGraph, canonical, check};
 use sha2::{Digest, Sha256};
 
+use crate::store::Held;
 use crate::world::NpcRegistry;
 
 /// One conversation as the server publishes it: the graph it walks and the canonical JSON a
@@ -114,11 +115,116 @@ impl ServedContent {
         self.current.load_full()
     }
 
-    /// Loads the folder again; swaps it in only if it is clean. Returns the new version.
-    pub fn reload(&self) -> Result<u64, ContentErrors> {
-        let version = self.current().version + 1;
-        let library = ContentVersion::load(&self.dir, version)?;
-        self.current.store(Arc::new(library));
-        Ok(version)
+    /// Loads and checks the folder again as the next version, without serving it.
+    pub fn load_next(&self) -> Result<ContentVersion, ContentErrors> {
+        ContentVersion::load(&self.dir, self.current().version + 1)
+    }
+
+    /// Serves `next` from now on. Returns its version.
+    pub fn publish(&self, next: ContentVersion) -> u64 {
+        let version = next.version;
+        self.current.store(Arc::new(next));
+        version
+    }
+}
+
+/// What a content version would strand of what stored players hold: every active or tracked
+/// quest, objective in progress and parked conversation it no longer has, one line each with
+/// how many players hold it. Empty: nobody is stranded.
+pub fn stranded(held: &Held, next: &ContentVersion) -> Vec<String> {
+    let content = &next.content;
+    let players = |n: u64| {
+        if n == 1 {
+            "1 player".to_owned()
+        } else {
+            format!("{n} players")
+        }
+    };
+    let mut lines = Vec::new();
+    for (quest, n) in &held.active_quests {
+        if content.quest(quest).is_none() {
+            lines.push(format!("quest `{quest}` is active for {}", players(*n)));
+        }
+    }
+    for ((quest, objective), n) in &held.objectives {
+        let kept = content
+            .quest(quest)
+            .is_none_or(|q| q.objectives.iter().any(|o| o.id == *objective));
+        if !kept {
+            lines.push(format!(
+                "objective `{objective}` of quest `{quest}` has progress for {}",
+                players(*n)
+            ));
+        }
+    }
+    for (quest, n) in &held.tracked_quests {
+        if content.quest(quest).is_none() {
+            lines.push(format!("quest `{quest}` is tracked by {}", players(*n)));
+        }
+    }
+    let mut parked: std::collections::BTreeMap<String, u64> = std::collections::BTreeMap::new();
+    for json in &held.parked {
+        let name = serde_json::from_str::<serde_json::Value>(json)
+            .ok()
+            .and_then(|v| v.get("name").and_then(|n| n.as_str()).map(str::to_owned));
+        if let Some(name) = name
+            && !next.conversations.contains_key(&name)
+        {
+            *parked.entry(name).or_default() += 1;
+        }
+    }
+    for (name, n) in parked {
+        lines.push(format!(
+            "conversation `{name}` is parked for a resume by {}",
+            players(n)
+        ));
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> ContentVersion {
+        ContentVersion::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../content"), 1)
+            .expect("the sample content loads")
+    }
+
+    #[test]
+    fn what_players_hold_and_the_content_keeps_strands_nobody() {
+        let held = Held {
+            active_quests: vec![("PimsTideTale".into(), 3)],
+            objectives: vec![(("PimsTideTale".into(), "HearTheTale".into()), 3)],
+            tracked_quests: vec![("PimsTideTale".into(), 1)],
+            parked: vec![r#"{"name":"Pim","walk":{}}"#.into()],
+        };
+        assert_eq!(stranded(&held, &sample()), Vec::<String>::new());
+    }
+
+    #[test]
+    fn everything_held_and_gone_is_named_once_with_its_players() {
+        let held = Held {
+            active_quests: vec![("Gone".into(), 2)],
+            objectives: vec![
+                (("Gone".into(), "Any".into()), 2),
+                (("PimsTideTale".into(), "Renamed".into()), 1),
+            ],
+            tracked_quests: vec![("Gone".into(), 1)],
+            parked: vec![
+                r#"{"name":"Vanished"}"#.into(),
+                r#"{"name":"Vanished"}"#.into(),
+                "not json".into(),
+            ],
+        };
+        assert_eq!(
+            stranded(&held, &sample()),
+            [
+                "quest `Gone` is active for 2 players",
+                "objective `Renamed` of quest `PimsTideTale` has progress for 1 player",
+                "quest `Gone` is tracked by 1 player",
+                "conversation `Vanished` is parked for a resume by 2 players",
+            ]
+        );
     }
 }

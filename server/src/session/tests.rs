@@ -522,7 +522,8 @@ async fn an_action_after_a_reload_moved_the_npc_away_closes_walked_away_and_pays
     p.open("Pim", PIM).await;
     let yes = p.choose("PimsTideTale_Greet_r1");
     p.ok(yes).await;
-    app.content.reload().expect("reload");
+    app.content
+        .publish(app.content.load_next().expect("reload"));
     let accept = p.action(&accept_pims_tale());
     let (code, _, before) = p.refused(accept).await;
     assert_eq!(code, ErrorCode::TooFar);
@@ -583,7 +584,8 @@ async fn a_cutscene_that_ends_out_of_reach_closes_the_conversation_it_played_in(
         amount: None,
     });
     assert_eq!(p.code(objective).await, ErrorCode::Busy);
-    app.content.reload().expect("reload");
+    app.content
+        .publish(app.content.load_next().expect("reload"));
     let done = p.cutscene_done("LanternLighting");
     assert_eq!(
         p.ok(done).await,

@@ -520,6 +520,10 @@ impl<B: Backend> Store for B {
         })
     }
 
+    fn held(&self, now_ms: i64) -> BoxFuture<'_, Result<super::Held, StoreError>> {
+        Box::pin(B::Db::held(self.pool(), now_ms))
+    }
+
     fn discard_parked<'a>(&'a self, player: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
             check_id("player id", player)?;

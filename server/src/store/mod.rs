@@ -240,6 +240,20 @@ pub enum Applied {
     Tracked,
 }
 
+/// What stored players hold of the content, each with how many players hold it: what a content
+/// push must keep, or migrate, not to strand anyone.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Held {
+    /// Quests active for someone.
+    pub active_quests: Vec<(String, u64)>,
+    /// (quest, objective) with progress in an active quest.
+    pub objectives: Vec<((String, String), u64)>,
+    /// Quests someone tracks.
+    pub tracked_quests: Vec<(String, u64)>,
+    /// Conversations parked within their window, as the session stored them (JSON).
+    pub parked: Vec<String>,
+}
+
 /// One audit record to write: an accepted action or a rejection.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct AuditRecord {
@@ -486,6 +500,9 @@ pub trait Store: Send + Sync + 'static {
         token: &'a str,
         now_ms: i64,
     ) -> BoxFuture<'a, Result<Option<String>, StoreError>>;
+
+    /// What stored players hold of the content now (`now_ms` for the parked windows).
+    fn held(&self, now_ms: i64) -> BoxFuture<'_, Result<Held, StoreError>>;
 
     /// Forgets the player's parked conversation (the player opened another one).
     fn discard_parked<'a>(&'a self, player: &'a str) -> BoxFuture<'a, Result<(), StoreError>>;

@@ -53,6 +53,16 @@ pub struct PlayerRow {
     d: Option<String>,
 }
 
+/// One row of [`sql::HELD`].
+#[derive(Debug, FromRow)]
+pub struct HeldRow {
+    /// `i32`: see [`PlayerRow::kind`].
+    kind: i32,
+    id: Option<String>,
+    sub: Option<String>,
+    players: i64,
+}
+
 /// The store's SQL, run on `Self`'s connections.
 pub trait Queries: Database + SqlDialect {
     /// `SELECT 1`, for `/readyz`.
@@ -168,6 +178,12 @@ pub trait Queries: Database + SqlDialect {
         player: &str,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
+    /// What stored players hold of the content ([`sql::HELD`]).
+    fn held(
+        pool: &Pool<Self>,
+        now_ms: i64,
+    ) -> impl Future<Output = Result<super::Held, StoreError>> + Send;
+
     /// Sets the tutorial stage, creating the profile if missing.
     fn set_tutorial_stage(
         pool: &Pool<Self>,
@@ -231,6 +247,7 @@ where
     for<'r> String: Decode<'r, DB> + Type<DB>,
     usize: ColumnIndex<DB::Row>,
     for<'r> PlayerRow: FromRow<'r, DB::Row>,
+    for<'r> HeldRow: FromRow<'r, DB::Row>,
     for<'r> LedgerEntry: FromRow<'r, DB::Row>,
     for<'r> SessionClaim: FromRow<'r, DB::Row>,
     for<'r> AuditEntry: FromRow<'r, DB::Row>,
@@ -509,6 +526,30 @@ where
             .execute(&mut *conn)
             .await?;
         Ok(())
+    }
+
+    async fn held(pool: &Pool<Self>, now_ms: i64) -> Result<super::Held, StoreError> {
+        let rows: Vec<HeldRow> = sqlx::query_as(sql::HELD)
+            .bind(now_ms)
+            .fetch_all(pool)
+            .await?;
+        let mut held = super::Held::default();
+        for row in rows {
+            let Some(id) = row.id else { continue };
+            let players = u64::try_from(row.players).unwrap_or(0);
+            match row.kind {
+                0 => held.active_quests.push((id, players)),
+                1 => held
+                    .objectives
+                    .push(((id, row.sub.unwrap_or_default()), players)),
+                2 => held.tracked_quests.push((id, players)),
+                3 => held.parked.push(id),
+                other => {
+                    return Err(StoreError::Corrupt(format!("unknown held kind {other}")));
+                }
+            }
+        }
+        Ok(held)
     }
 
     async fn take_parked(

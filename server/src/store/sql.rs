@@ -78,6 +78,20 @@ pub const TAKE_PARKED: &str = "DELETE FROM parked_conversations \
 /// Forgets a player's parked conversation.
 pub const DISCARD_PARKED: &str = "DELETE FROM parked_conversations WHERE player_id = $1";
 
+/// What stored players hold of the content, with how many players hold each: active quests
+/// (`kind` 0), objectives with progress in an active quest (1, `sub` the objective), tracked
+/// quests (2) and parked conversations (3, `id` the JSON, read by the caller). Read into
+/// [`HeldRow`](super::queries::HeldRow).
+pub const HELD: &str = "\
+    SELECT 0 AS kind, quest_id AS id, NULL AS sub, COUNT(*) AS players FROM quest_states \
+           WHERE status = 'active' GROUP BY quest_id \
+    UNION ALL SELECT 1, p.quest_id, p.objective_id, COUNT(*) FROM objective_progress p \
+           JOIN quest_states q ON q.player_id = p.player_id AND q.quest_id = p.quest_id \
+           WHERE q.status = 'active' GROUP BY p.quest_id, p.objective_id \
+    UNION ALL SELECT 2, tracked_quest, NULL, COUNT(*) FROM profiles \
+           WHERE tracked_quest IS NOT NULL GROUP BY tracked_quest \
+    UNION ALL SELECT 3, parked, NULL, 1 FROM parked_conversations WHERE until_ms > $1";
+
 /// How many rewards were paid for a quest.
 pub const LEDGER_COUNT: &str = "SELECT COUNT(*) FROM reward_ledger WHERE quest_id = $1";
 
