@@ -31,6 +31,18 @@ async fn resume(
         .await
 }
 
+/// The reply says Pim's conversation was taken back.
+fn assert_resumed_pim(reply: &banter_e2e::Reply) {
+    assert!(
+        reply.messages.iter().any(|m| matches!(
+            m,
+            ServerMessage::Resumed { conversation, .. } if conversation == "Pim"
+        )),
+        "{:?}",
+        reply.messages
+    );
+}
+
 /// A player in Pim's greeting who said yes: AcceptQuest is armed, not yet sent.
 async fn mid_conversation(server: &TestServer, device: &str) -> (Client, String, String) {
     let token = server.login(device).await;
@@ -53,14 +65,7 @@ async fn a_dropped_connection_resumes_the_same_walk_with_its_armings() {
 
     let (mut client, _) = connect(&server, &token).await;
     let reply = resume(&mut client, &resume_token).await.expect("resumed");
-    assert!(
-        reply.messages.iter().any(|m| matches!(
-            m,
-            ServerMessage::Resumed { conversation, .. } if conversation == "Pim"
-        )),
-        "{:?}",
-        reply.messages
-    );
+    assert_resumed_pim(&reply);
     // The armed AcceptQuest is still armed, once; the walk goes on from where it was.
     client
         .action(ActionType::AcceptQuest, "PimsTideTale")
@@ -182,14 +187,7 @@ async fn a_conversation_parked_on_one_instance_resumes_on_another_once() {
     let reply = resume(&mut client, &resume_token)
         .await
         .expect("resumed on the second instance");
-    assert!(
-        reply.messages.iter().any(|m| matches!(
-            m,
-            ServerMessage::Resumed { conversation, .. } if conversation == "Pim"
-        )),
-        "{:?}",
-        reply.messages
-    );
+    assert_resumed_pim(&reply);
     client
         .action(ActionType::AcceptQuest, "PimsTideTale")
         .await

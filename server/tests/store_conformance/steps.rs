@@ -235,6 +235,14 @@ on_both_backends!(
     bad_steps_are_refused_before_any_work,
 );
 
+/// Completing `q1` for 30 coins and 5 experience.
+const PAY_Q1: Change<'static> = Change::Complete {
+    quest: "q1",
+    coins: 30,
+    experience: 5,
+    advances: &[],
+};
+
 /// A store on `db` whose connections pass through a [`CommitCutter`].
 async fn through_cutter(db: &TestDb) -> (PgStore, CommitCutter) {
     let upstream = db.pg_addr().expect("PostgreSQL's address");
@@ -253,12 +261,7 @@ async fn postgres_a_commit_cut_after_it_was_sent_is_found_to_have_landed() {
     let db = TestDb::postgres("cut_after_commit").await;
     let (store, cutter) = through_cutter(&db).await;
     accept(&store, "p1", "q1", &["fish"]).await;
-    let complete = Change::Complete {
-        quest: "q1",
-        coins: 30,
-        experience: 5,
-        advances: &[],
-    };
+    let complete = PAY_Q1;
     cutter.arm(Cut::AfterCommit, 1);
     let unknown = store.apply_step(&step("p1", "c/1/0", complete)).await;
     assert!(
@@ -283,12 +286,7 @@ async fn postgres_a_commit_cut_before_it_was_sent_is_found_not_to_have_landed() 
     let db = TestDb::postgres("cut_before_commit").await;
     let (store, cutter) = through_cutter(&db).await;
     accept(&store, "p1", "q1", &["fish"]).await;
-    let complete = Change::Complete {
-        quest: "q1",
-        coins: 30,
-        experience: 5,
-        advances: &[],
-    };
+    let complete = PAY_Q1;
     cutter.arm(Cut::BeforeCommit, 1);
     let unknown = store.apply_step(&step("p1", "c/1/0", complete)).await;
     assert!(
