@@ -444,26 +444,17 @@ pub async fn reload_content(app: &SharedApp) -> Result<u64, ApiError> {
         .load_next()
         .map_err(|e| refused(e.to_string()))?;
     // A push must not strand a player: what someone holds (an active or tracked quest, an
-    // objective in progress, a parked conversation) must still be in it.
-    let held = app.store.held(crate::app::unix_millis()).await?;
-    let stranded = crate::served::stranded(&held, &next);
-    if !stranded.is_empty() {
-        return Err(refused(stranded_message(&stranded)));
+    // objective in progress, a parked conversation) must still be in it, once the content's
+    // migrations have moved it.
+    match crate::migrations::admit(app.store.as_ref(), &app.config.content, &next).await {
+        Ok(_) => {}
+        Err(crate::migrations::NotAdmitted::Content(reason)) => return Err(refused(reason)),
+        Err(crate::migrations::NotAdmitted::Store(e)) => return Err(e.into()),
     }
     let version = app.content.publish(next);
     app.metrics.reloaded(true);
     tracing::info!(version, "content reloaded");
     Ok(version)
-}
-
-/// The refusal of content that would strand players, naming all of it.
-pub fn stranded_message(stranded: &[String]) -> String {
-    format!(
-        "the new content would strand players ({} item(s)): {}; keep them, or migrate the \
-         players before the push",
-        stranded.len(),
-        stranded.join("; ")
-    )
 }
 
 #[derive(Serialize, Deserialize)]

@@ -16,6 +16,7 @@ pub mod hub;
 pub mod incident;
 pub mod listen;
 pub mod metrics;
+pub mod migrations;
 pub mod outbox;
 pub mod quests;
 pub mod resume;
@@ -93,19 +94,14 @@ pub async fn run(
         npcs = library.npcs.len(),
         "content loaded, store ready"
     );
-    // A start on new content is a push too: refused if it would strand a player.
-    match store.held(app::unix_millis()).await {
-        Ok(held) => {
-            let stranded = served::stranded(&held, &library);
-            if !stranded.is_empty() {
-                store.close().await;
-                return Err(ServerError::Stranded(http::stranded_message(&stranded)));
-            }
-        }
-        Err(e) => {
-            store.close().await;
-            return Err(e.into());
-        }
+    // A start on new content is a push too: its migrations are applied, and it is refused if
+    // it would strand a player.
+    if let Err(refused) = migrations::admit(store.as_ref(), &config.content, &library).await {
+        store.close().await;
+        return Err(match refused {
+            migrations::NotAdmitted::Content(reason) => ServerError::Stranded(reason),
+            migrations::NotAdmitted::Store(e) => e.into(),
+        });
     }
     let content = ServedContent::new(config.content.clone(), library);
     let app = Arc::new(App::new(config, content, store));

@@ -103,6 +103,26 @@ fn a_broken_nextnode_exits_1_and_names_file_and_node() {
 }
 
 #[test]
+fn a_bad_migrations_file_exits_1_and_names_it() {
+    let copy = Copy::of_sample("migrations");
+    std::fs::write(
+        Path::new(copy.path()).join("migrations.json"),
+        r#"[{"Id":"m1","RemoveQuests":{"PimsTideTale":"Forget"}}]"#,
+    )
+    .expect("write");
+    let out = banter(&["check-content", copy.path()]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let text = stdout(&out);
+    assert!(
+        text.lines().any(|l| l.starts_with("error:")
+            && l.contains("migrations.json")
+            && l.contains("Forget")),
+        "{text}"
+    );
+    assert_eq!(text.lines().last(), Some("1 error, 0 warnings"), "{text}");
+}
+
+#[test]
 fn warnings_alone_exit_0() {
     let copy = Copy::of_sample("warnings");
     copy.edit("dialogue/base/Pim.json", r#""Speaker": "Pim","#, "");

@@ -1,5 +1,6 @@
 //! `check-content <dir>`: the loader's diagnostics and the content checks, one line each, then a
-//! summary. Exit 1 on any error, 0 on warnings only, so CI can gate on it.
+//! summary. Exit 1 on any error, 0 on warnings only, so CI can gate on it. The content
+//! migrations file is read too (a bad one would refuse the push that brings it).
 
 use std::io::{self, Write};
 use std::path::Path;
@@ -16,7 +17,12 @@ pub fn run(dir: &Path, out: &mut dyn Write, err: &mut dyn Write) -> io::Result<u
     for d in &diagnostics {
         writeln!(out, "{d}")?;
     }
-    let errors = diagnostics.iter().filter(|d| d.is_error()).count();
+    let migrations = crate::migrations::load(dir);
+    if let Err(problem) = &migrations {
+        writeln!(out, "error: {problem}")?;
+    }
+    let errors =
+        diagnostics.iter().filter(|d| d.is_error()).count() + usize::from(migrations.is_err());
     let warnings = diagnostics.len() - errors;
     writeln!(
         out,
@@ -24,7 +30,7 @@ pub fn run(dir: &Path, out: &mut dyn Write, err: &mut dyn Write) -> io::Result<u
         plural(errors, "error"),
         plural(warnings, "warning")
     )?;
-    Ok(if check::is_clean(&diagnostics) {
+    Ok(if check::is_clean(&diagnostics) && migrations.is_ok() {
         EXIT_OK
     } else {
         EXIT_PROBLEMS

@@ -520,6 +520,25 @@ impl<B: Backend> Store for B {
         })
     }
 
+    fn applied_migrations(&self) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {
+        Box::pin(B::Db::applied_migrations(self.pool()))
+    }
+
+    fn apply_migration<'a>(
+        &'a self,
+        migration: &'a crate::migrations::ContentMigration,
+        now_ms: i64,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(async move {
+            check_id("migration id", &migration.id)?;
+            let turn = self.write_turn(Priority::Player).await?;
+            let mut tx = self.begin_write(&turn).await?;
+            let applied = B::Db::apply_migration(&mut tx, migration, now_ms).await?;
+            tx.commit().await?;
+            Ok(applied)
+        })
+    }
+
     fn held(&self, now_ms: i64) -> BoxFuture<'_, Result<super::Held, StoreError>> {
         Box::pin(B::Db::held(self.pool(), now_ms))
     }

@@ -501,6 +501,17 @@ pub trait Store: Send + Sync + 'static {
         now_ms: i64,
     ) -> BoxFuture<'a, Result<Option<String>, StoreError>>;
 
+    /// The ids of the content migrations applied to this database.
+    fn applied_migrations(&self) -> BoxFuture<'_, Result<Vec<String>, StoreError>>;
+
+    /// Applies a content migration to every stored player in one transaction, recorded by its
+    /// id: `false`, and nothing done, if that id was applied before (by any instance).
+    fn apply_migration<'a>(
+        &'a self,
+        migration: &'a crate::migrations::ContentMigration,
+        now_ms: i64,
+    ) -> BoxFuture<'a, Result<bool, StoreError>>;
+
     /// What stored players hold of the content now (`now_ms` for the parked windows).
     fn held(&self, now_ms: i64) -> BoxFuture<'_, Result<Held, StoreError>>;
 

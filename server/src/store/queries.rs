@@ -184,6 +184,19 @@ pub trait Queries: Database + SqlDialect {
         now_ms: i64,
     ) -> impl Future<Output = Result<super::Held, StoreError>> + Send;
 
+    /// The ids of the content migrations applied so far.
+    fn applied_migrations(
+        pool: &Pool<Self>,
+    ) -> impl Future<Output = Result<Vec<String>, StoreError>> + Send;
+
+    /// Applies a content migration inside the caller's write transaction; `false` (nothing
+    /// done) if its id was applied before.
+    fn apply_migration(
+        conn: &mut Self::Connection,
+        migration: &crate::migrations::ContentMigration,
+        now_ms: i64,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
     /// Sets the tutorial stage, creating the profile if missing.
     fn set_tutorial_stage(
         pool: &Pool<Self>,
@@ -550,6 +563,116 @@ where
             }
         }
         Ok(held)
+    }
+
+    async fn applied_migrations(pool: &Pool<Self>) -> Result<Vec<String>, StoreError> {
+        Ok(
+            sqlx::query_scalar("SELECT id FROM applied_migrations ORDER BY id")
+                .fetch_all(pool)
+                .await?,
+        )
+    }
+
+    async fn apply_migration(
+        conn: &mut Self::Connection,
+        migration: &crate::migrations::ContentMigration,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        use crate::migrations::Removal;
+        let recorded = sqlx::query(
+            "INSERT INTO applied_migrations (id, applied_ms) VALUES ($1, $2) \
+             ON CONFLICT (id) DO NOTHING",
+        )
+        .bind(migration.id.as_str())
+        .bind(now_ms)
+        .execute(&mut *conn)
+        .await?;
+        if recorded.rows() == 0 {
+            return Ok(false);
+        }
+        for (old, new) in &migration.rename_quests {
+            // The new state row first, so the progress rows' foreign key has it; then the old
+            // one goes. A player holding both names fails the whole migration on the key.
+            for statement in [
+                "INSERT INTO quest_states (player_id, quest_id, status, accepted_at, completed_at) \
+                 SELECT player_id, $2, status, accepted_at, completed_at FROM quest_states \
+                 WHERE quest_id = $1",
+                "UPDATE objective_progress SET quest_id = $2 WHERE quest_id = $1",
+                "DELETE FROM quest_states WHERE quest_id = $1",
+                "UPDATE reward_ledger SET quest_id = $2 WHERE quest_id = $1",
+                "UPDATE profiles SET tracked_quest = $2 WHERE tracked_quest = $1",
+            ] {
+                sqlx::query(statement)
+                    .bind(old.as_str())
+                    .bind(new.as_str())
+                    .execute(&mut *conn)
+                    .await?;
+            }
+        }
+        for (quest, renames) in &migration.rename_objectives {
+            for (old, new) in renames {
+                sqlx::query(
+                    "UPDATE objective_progress SET objective_id = $3 \
+                     WHERE quest_id = $1 AND objective_id = $2",
+                )
+                .bind(quest.as_str())
+                .bind(old.as_str())
+                .bind(new.as_str())
+                .execute(&mut *conn)
+                .await?;
+            }
+        }
+        for (quest, removal) in &migration.remove_quests {
+            if let Removal::Pay(reward) = removal {
+                let (coins, experience) = (i64::from(reward.coins), i64::from(reward.experience));
+                sqlx::query(
+                    "INSERT INTO reward_ledger (player_id, quest_id, coins, experience) \
+                     SELECT player_id, $1, $2, $3 FROM quest_states \
+                     WHERE quest_id = $1 AND status = 'active'",
+                )
+                .bind(quest.as_str())
+                .bind(coins)
+                .bind(experience)
+                .execute(&mut *conn)
+                .await?;
+                sqlx::query(
+                    "UPDATE profiles SET coins = coins + $2, experience = experience + $3 \
+                     WHERE player_id IN (SELECT player_id FROM quest_states \
+                                         WHERE quest_id = $1 AND status = 'active')",
+                )
+                .bind(quest.as_str())
+                .bind(coins)
+                .bind(experience)
+                .execute(&mut *conn)
+                .await?;
+            }
+            match removal {
+                Removal::Pay(_) | Removal::Complete => {
+                    sqlx::query(&Self::sql().complete_everywhere)
+                        .bind(quest.as_str())
+                        .execute(&mut *conn)
+                        .await?;
+                }
+                Removal::Abandon => {
+                    for statement in [
+                        "DELETE FROM objective_progress WHERE quest_id = $1 AND player_id IN \
+                         (SELECT player_id FROM quest_states \
+                          WHERE quest_id = $1 AND status = 'active')",
+                        "DELETE FROM quest_states WHERE quest_id = $1 AND status = 'active'",
+                    ] {
+                        sqlx::query(statement)
+                            .bind(quest.as_str())
+                            .execute(&mut *conn)
+                            .await?;
+                    }
+                }
+            }
+            sqlx::query("UPDATE profiles SET tracked_quest = NULL WHERE tracked_quest = $1")
+                .bind(quest.as_str())
+                .execute(&mut *conn)
+                .await?;
+        }
+        Ok(true)
     }
 
     async fn take_parked(

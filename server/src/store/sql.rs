@@ -216,6 +216,8 @@ pub struct Statements {
     pub claim: String,
     /// Marks an active quest completed.
     pub complete: String,
+    /// Marks quest `$1` completed for every player who has it active (a content migration).
+    pub complete_everywhere: String,
     /// Adds a reward to the profile; returns the new coins and experience.
     pub add_reward: String,
     /// Sets (or clears) the tracked quest, creating the profile if missing.
@@ -272,6 +274,10 @@ impl Statements {
             complete: format!(
                 "UPDATE quest_states SET status = 'completed', completed_at = {now} \
                  WHERE player_id = $1 AND quest_id = $2 AND status = 'active'"
+            ),
+            complete_everywhere: format!(
+                "UPDATE quest_states SET status = 'completed', completed_at = {now} \
+                 WHERE quest_id = $1 AND status = 'active'"
             ),
             add_reward: format!(
                 "UPDATE profiles SET coins = coins + $2, experience = experience + $3, \
