@@ -21,9 +21,9 @@ pub fn run(dir: &Path, out: &mut dyn Write, err: &mut dyn Write) -> io::Result<u
     if let Err(problem) = &migrations {
         writeln!(out, "error: {problem}")?;
     }
-    let errors =
-        diagnostics.iter().filter(|d| d.is_error()).count() + usize::from(migrations.is_err());
-    let warnings = diagnostics.len() - errors;
+    let content_errors = diagnostics.iter().filter(|d| d.is_error()).count();
+    let warnings = diagnostics.len() - content_errors;
+    let errors = content_errors + usize::from(migrations.is_err());
     writeln!(
         out,
         "{errors} {}, {warnings} {}",
