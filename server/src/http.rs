@@ -447,6 +447,12 @@ pub async fn reload_content(app: &SharedApp) -> Result<u64, ApiError> {
     // objective in progress, a parked conversation) must still be in it, once the content's
     // migrations have moved it.
     match crate::migrations::admit(app.store.as_ref(), &app.config.content, &next).await {
+        // Migrations moved stored quests under live players: their sessions read them again.
+        // (Sessions on other instances read them at their next check or completion.)
+        Ok(applied) if !applied.is_empty() => {
+            let asked = app.hub.reload_everyone();
+            tracing::info!(migrations = ?applied, sessions = asked, "sessions asked to reload their players");
+        }
         Ok(_) => {}
         Err(crate::migrations::NotAdmitted::Content(reason)) => return Err(refused(reason)),
         Err(crate::migrations::NotAdmitted::Store(e)) => return Err(e.into()),

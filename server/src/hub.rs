@@ -192,6 +192,16 @@ impl Hub {
             .is_some_and(|e| e.control.try_send(control).is_ok())
     }
 
+    /// Asks every player's current local session to read its player from the store again (a
+    /// content migration moved stored quests under it). Returns how many were asked.
+    pub fn reload_everyone(&self) -> usize {
+        self.lock()
+            .values()
+            .filter_map(Local::current)
+            .filter(|e| e.control.try_send(Control::Progress(Vec::new())).is_ok())
+            .count()
+    }
+
     /// The session serving the player on this server now, if any.
     pub fn current(&self, player: &str) -> Option<u64> {
         self.lock()

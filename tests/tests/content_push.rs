@@ -131,6 +131,13 @@ async fn a_content_migration_moves_the_players_once(backend: Backend) {
     };
     assert_eq!(count(&server, &held("PimsTale")).await, 1);
     assert_eq!(count(&server, &held("PimsTideTale")).await, 0);
+    // The player's live session read the moved quest again: Pim opens on its check line, not
+    // on an offer of a quest the player already has.
+    assert_eq!(
+        client.talk("Pim").await.expect("talk").entry,
+        "PimsTale_Check"
+    );
+    client.close_conversation().await.expect("closed");
     assert_eq!(
         count(
             &server,
