@@ -88,15 +88,11 @@ pub async fn complete_world_objectives(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use banter_dialogue::content::{ObjectiveDef, QuestKind, QuestNodes, Rewards};
+    use banter_dialogue::content::ObjectiveDef;
 
     #[test]
     fn bodies_follow_the_objective_filters() {
         let quest = QuestDef {
-            id: "Q".into(),
-            giver: "g".into(),
-            kind: QuestKind::Side,
-            prerequisites: vec![],
             objectives: vec![
                 ObjectiveDef {
                     id: "Eels".into(),
@@ -115,13 +111,7 @@ mod tests {
                     rarity: None,
                 },
             ],
-            rewards: Rewards::default(),
-            nodes: QuestNodes {
-                greeting: "G".into(),
-                check: "C".into(),
-                completion: None,
-            },
-            cutscene: None,
+            ..QuestDef::minimal("Q", &[])
         };
         let body: serde_json::Value =
             serde_json::from_str(&event_body("e1", "p", &quest, 0, 2).expect("a catch"))

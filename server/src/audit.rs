@@ -174,6 +174,8 @@ pub struct Trail {
     lines: String,
     steps: usize,
     first_us: i64,
+    /// Where a step's detail is written before it is cleaned into `lines`, kept between steps.
+    scratch: String,
 }
 
 impl Trail {
@@ -185,7 +187,7 @@ impl Trail {
         player: &str,
         conversation: Option<&str>,
         message: &str,
-        detail: &str,
+        detail: impl std::fmt::Display,
     ) {
         if !log.enabled() {
             return;
@@ -204,7 +206,9 @@ impl Trail {
             stamp()
         };
         let _ = write!(self.lines, "{at}\t{message}\t");
-        for c in truncate(detail, MAX_DETAIL_BYTES).chars() {
+        self.scratch.clear();
+        let _ = write!(self.scratch, "{detail}");
+        for c in truncate(&self.scratch, MAX_DETAIL_BYTES).chars() {
             self.lines
                 .push(if matches!(c, '\t' | '\n') { ' ' } else { c });
         }
@@ -454,7 +458,7 @@ mod tests {
         let mut rx = rx.expect("on");
         let mut trail = Trail::default();
         for i in 0..TRAIL_STEPS + 1 {
-            trail.push(&log, "p", Some("c"), "advance", &format!("n{i}"));
+            trail.push(&log, "p", Some("c"), "advance", format!("n{i}"));
         }
         let full = rx.try_recv().expect("a full trail is queued");
         assert_eq!(

@@ -30,8 +30,8 @@ use crate::store::{Held, Store, StoreError};
 /// The file, in the content folder.
 pub const FILE: &str = "migrations.json";
 
-/// The largest migrations file read, like every content file.
-const MAX_BYTES: u64 = 8 * 1024 * 1024;
+/// The largest migrations file read: the content loader's limit for every content file.
+const MAX_BYTES: u64 = banter_dialogue::json::MAX_FILE_BYTES;
 
 /// One migration.
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]

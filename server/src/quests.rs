@@ -60,26 +60,32 @@ impl<'a> StepContext<'a> {
     }
 }
 
-/// Where a step's change stands once the engine knows.
-enum Landed {
-    /// Applied by this call.
-    Now(Applied),
-    /// Applied by an earlier attempt under the same key (a retry, or a COMMIT whose answer was
-    /// lost): the caller answers with what it did, read back from the store.
+/// Why a step did not apply now.
+enum NotNow {
+    /// An earlier attempt under the same key applied it (a retry, or a COMMIT whose answer was
+    /// lost): [`execute`] answers with what it did, read back from the store.
     Earlier,
+    /// Refused; nothing applied.
+    Refused(EngineError),
+}
+
+impl<E: Into<EngineError>> From<E> for NotNow {
+    fn from(e: E) -> NotNow {
+        NotNow::Refused(e.into())
+    }
 }
 
 /// Applies `step`, and finds out before answering when its COMMIT's outcome is unknown.
-async fn land(store: &dyn Store, step: &Step<'_>) -> Result<Landed, EngineError> {
+async fn land(store: &dyn Store, step: &Step<'_>) -> Result<Applied, NotNow> {
     match store.apply_step(step).await {
-        Ok(applied) => Ok(Landed::Now(applied)),
-        Err(StoreError::StepApplied { .. }) => Ok(Landed::Earlier),
+        Ok(applied) => Ok(applied),
+        Err(StoreError::StepApplied { .. }) => Err(NotNow::Earlier),
         Err(StoreError::OutcomeUnknown(reason)) => {
             match find_out(store, step.player, step.key).await {
-                Some(true) => Ok(Landed::Earlier),
+                Some(true) => Err(NotNow::Earlier),
                 // Final: the store waited for any transaction holding the key.
-                Some(false) => Err(EngineError::Store(StoreError::Unavailable(reason))),
-                None => Err(EngineError::Store(StoreError::OutcomeUnknown(reason))),
+                Some(false) => Err(StoreError::Unavailable(reason).into()),
+                None => Err(StoreError::OutcomeUnknown(reason).into()),
             }
         }
         Err(e) => Err(e.into()),
@@ -250,19 +256,19 @@ pub async fn execute(
     context: &StepContext<'_>,
 ) -> Result<Outcome, EngineError> {
     match execute_once(store, content, player, record, action, context).await {
+        Ok(outcome) => return Ok(outcome),
+        Err(NotNow::Earlier) => {}
         // The state refuses it now; but if that state is this very step's doing (its answer
         // lost, the same arming sent again), the answer is what the step did.
-        Err(EngineError::QuestState(reason)) if mutates_store(action) => {
-            match store.step_applied(player, context.key).await {
-                Ok(true) => {
-                    refresh_after_commit(store, content, player, record).await;
-                    answer_earlier(content, record, action)
-                }
-                _ => Err(EngineError::QuestState(reason)),
+        Err(NotNow::Refused(EngineError::QuestState(reason))) if mutates_store(action) => {
+            if store.step_applied(player, context.key).await != Ok(true) {
+                return Err(EngineError::QuestState(reason));
             }
         }
-        other => other,
+        Err(NotNow::Refused(e)) => return Err(e),
     }
+    refresh_after_commit(store, content, player, record).await;
+    answer_earlier(content, record, action)
 }
 
 /// What an action did, for a step that an earlier attempt under the same key applied: rebuilt
@@ -336,7 +342,7 @@ async fn execute_once(
     record: &mut PlayerRecord,
     action: &Action,
     context: &StepContext<'_>,
-) -> Result<Outcome, EngineError> {
+) -> Result<Outcome, NotNow> {
     let plain = |effect: Effect| Outcome {
         effect,
         jump: None,
@@ -359,7 +365,8 @@ async fn execute_once(
                     return Err(EngineError::QuestState(format!(
                         "quest `{quest_id}` is {}, not available",
                         other.name()
-                    )));
+                    ))
+                    .into());
                 }
             }
             let objectives: Vec<String> = def.objectives.iter().map(|o| o.id.clone()).collect();
@@ -367,10 +374,7 @@ async fn execute_once(
                 quest: quest_id,
                 objectives: &objectives,
             };
-            if let Landed::Earlier = land(store, &context.step(player, change)).await? {
-                refresh_after_commit(store, content, player, record).await;
-                return answer_earlier(content, record, action);
-            }
+            land(store, &context.step(player, change)).await?;
             plain(Effect::QuestAccepted {
                 quest: quest_id.clone(),
                 objectives,
@@ -399,7 +403,8 @@ async fn execute_once(
             if !objectives_done(record, def) {
                 return Err(EngineError::QuestState(format!(
                     "quest `{quest_id}` has objectives left"
-                )));
+                ))
+                .into());
             }
             let coins = i64::from(def.rewards.coins);
             let experience = i64::from(def.rewards.experience);
@@ -409,10 +414,7 @@ async fn execute_once(
                 experience,
                 advances: &[],
             };
-            if let Landed::Earlier = land(store, &context.step(player, change)).await? {
-                refresh_after_commit(store, content, player, record).await;
-                return answer_earlier(content, record, action);
-            }
+            land(store, &context.step(player, change)).await?;
             plain(Effect::QuestCompleted {
                 quest: quest_id.clone(),
                 coins,
@@ -447,18 +449,14 @@ async fn execute_once(
                 advances: &advances,
             };
             let progress = match land(store, &context.step(player, change)).await? {
-                Landed::Now(Applied::Advanced(progress)) => progress
+                Applied::Advanced(progress) => progress
                     .first()
                     .copied()
                     .ok_or_else(|| StoreError::Corrupt("an advance returned no progress".into()))?,
-                Landed::Now(other) => {
+                other => {
                     return Err(
                         StoreError::Corrupt(format!("an advance step answered {other:?}")).into(),
                     );
-                }
-                Landed::Earlier => {
-                    refresh_after_commit(store, content, player, record).await;
-                    return answer_earlier(content, record, action);
                 }
             };
             plain(Effect::ObjectiveAdvanced {
@@ -646,7 +644,11 @@ pub async fn finish_cutscene_quest(
         experience: i64::from(def.rewards.experience),
         advances: &advances,
     };
-    land(store, &context.step(player, change)).await?;
+    match land(store, &context.step(player, change)).await {
+        // Completed now, or by an earlier report of the same scene: either way it is paid.
+        Ok(_) | Err(NotNow::Earlier) => {}
+        Err(NotNow::Refused(e)) => return Err(e),
+    }
     refresh_after_commit(store, content, player, record).await;
     Ok(completed())
 }

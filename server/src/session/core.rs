@@ -220,7 +220,6 @@ impl SessionCore {
                 banter_protocol::ClientMessageKind::from(&message),
             ));
         let id = message.id();
-        let step = audited_step(&message);
         // A step belongs to the conversation open after it (a talk opens its own), except a
         // close, which belongs to the one it closed: only that copies the name.
         let closed = match &message {
@@ -228,14 +227,14 @@ impl SessionCore {
             _ => None,
         };
         self.audited_in_store = false;
-        match self.command(message, now).await {
+        match self.command(&message, now).await {
             Ok(()) => {
-                if let Some(detail) = step.filter(|_| !self.audited_in_store) {
+                if let Some(detail) = audited_step(&message).filter(|_| !self.audited_in_store) {
                     let conversation = closed
                         .as_deref()
                         .or(self.conversation.as_ref().map(|c| c.name.as_str()));
                     self.trail
-                        .push(&self.app.audit, &self.player, conversation, kind, &detail);
+                        .push(&self.app.audit, &self.player, conversation, kind, detail);
                 }
                 if let Some(id) = id {
                     self.out.push(ServerMessage::Ack { id });
@@ -358,24 +357,24 @@ impl SessionCore {
         }
     }
 
-    async fn command(&mut self, message: ClientMessage, now: Duration) -> Result<(), Refusal> {
+    async fn command(&mut self, message: &ClientMessage, now: Duration) -> Result<(), Refusal> {
         match message {
-            ClientMessage::Move { position, .. } => self.on_move(position, now),
+            ClientMessage::Move { position, .. } => self.on_move(*position, now),
             ClientMessage::Talk {
                 npc,
                 instance,
                 cached,
                 ..
             } => {
-                self.on_talk(&npc, instance.as_deref(), cached.as_deref(), now)
+                self.on_talk(npc, instance.as_deref(), cached.as_deref(), now)
                     .await
             }
             ClientMessage::Advance { node, .. } => {
                 let open = open_mut(&mut self.conversation)?;
                 let vertex = open
                     .graph
-                    .find(&node)
-                    .ok_or(SessionError::UnknownVertex(node))?;
+                    .find(node)
+                    .ok_or_else(|| SessionError::UnknownVertex(node.clone()))?;
                 let facts = ServerFacts {
                     record: &self.record,
                     machine: &self.machine,
@@ -388,8 +387,8 @@ impl SessionCore {
                 let open = open_mut(&mut self.conversation)?;
                 let vertex = open
                     .graph
-                    .find(&response)
-                    .ok_or(SessionError::UnknownVertex(response))?;
+                    .find(response)
+                    .ok_or_else(|| SessionError::UnknownVertex(response.clone()))?;
                 let facts = ServerFacts {
                     record: &self.record,
                     machine: &self.machine,
@@ -400,7 +399,7 @@ impl SessionCore {
             }
             ClientMessage::Action {
                 action, payload, ..
-            } => self.on_action(action, &payload).await,
+            } => self.on_action(*action, payload).await,
             ClientMessage::Close { .. } => {
                 if self.conversation.is_none() {
                     return Err(SessionError::NoConversation.into());
@@ -409,24 +408,24 @@ impl SessionCore {
                 Ok(())
             }
             ClientMessage::SetAfk { afk, .. } => {
-                self.afk.set(&mut self.machine, afk);
+                self.afk.set(&mut self.machine, *afk);
                 Ok(())
             }
             ClientMessage::FetchConversation { conversation, .. } => {
                 let library = self.app.content.current();
                 let published = library
                     .conversations
-                    .get(&conversation)
+                    .get(conversation)
                     .ok_or_else(|| SessionError::UnknownConversation(conversation.clone()))?;
                 self.out.push(ServerMessage::Conversation {
-                    conversation,
+                    conversation: conversation.clone(),
                     hash: published.hash.clone(),
                     content: published.json.to_string(),
                 });
                 Ok(())
             }
-            ClientMessage::CutsceneDone { scene, .. } => self.on_cutscene_done(&scene).await,
-            ClientMessage::Resume { token, .. } => self.on_resume(&token, now).await,
+            ClientMessage::CutsceneDone { scene, .. } => self.on_cutscene_done(scene).await,
+            ClientMessage::Resume { token, .. } => self.on_resume(token, now).await,
         }
     }
 
@@ -955,23 +954,38 @@ fn open_mut(
 
 /// What the audit log keeps of an accepted conversation step, so support can replay it; `None`
 /// for messages that are not conversation steps (moves, AFK, fetches), which are not recorded.
-fn audited_step(message: &ClientMessage) -> Option<String> {
+/// Written straight into the session's trail: nothing is allocated for it per step.
+fn audited_step(message: &ClientMessage) -> Option<StepDetail<'_>> {
     match message {
-        ClientMessage::Talk { npc, instance, .. } => Some(match instance {
-            Some(instance) => format!("{npc} ({instance})"),
-            None => npc.clone(),
-        }),
-        ClientMessage::Advance { node, .. } => Some(node.clone()),
-        ClientMessage::Choose { response, .. } => Some(response.clone()),
-        ClientMessage::Action {
-            action, payload, ..
-        } => Some(format!("{} {payload}", action.name())),
-        ClientMessage::Close { .. } => Some(String::new()),
-        ClientMessage::CutsceneDone { scene, .. } => Some(scene.clone()),
-        // The token is a secret of the player's: never in the log.
-        ClientMessage::Resume { .. } => Some(String::new()),
         ClientMessage::Move { .. }
         | ClientMessage::SetAfk { .. }
         | ClientMessage::FetchConversation { .. } => None,
+        _ => Some(StepDetail(message)),
+    }
+}
+
+/// The detail of an audited step: the NPC (and instance), node, response, `ActionType payload`
+/// or scene; nothing for a close or a resume (whose token is a secret of the player's).
+struct StepDetail<'a>(&'a ClientMessage);
+
+impl std::fmt::Display for StepDetail<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            ClientMessage::Talk { npc, instance, .. } => match instance {
+                Some(instance) => write!(f, "{npc} ({instance})"),
+                None => f.write_str(npc),
+            },
+            ClientMessage::Advance { node, .. } => f.write_str(node),
+            ClientMessage::Choose { response, .. } => f.write_str(response),
+            ClientMessage::Action {
+                action, payload, ..
+            } => write!(f, "{} {payload}", action.name()),
+            ClientMessage::CutsceneDone { scene, .. } => f.write_str(scene),
+            ClientMessage::Close { .. }
+            | ClientMessage::Resume { .. }
+            | ClientMessage::Move { .. }
+            | ClientMessage::SetAfk { .. }
+            | ClientMessage::FetchConversation { .. } => Ok(()),
+        }
     }
 }
