@@ -130,7 +130,7 @@ impl Done {
 
 /// What a database does its own way. Every implementor is a [`Store`]. Arguments reach these
 /// methods already checked.
-pub trait Backend: Send + Sync + 'static {
+pub trait Backend: Send + Sync + Sized + 'static {
     /// The sqlx database.
     type Db: Queries;
 
@@ -234,6 +234,22 @@ pub trait Backend: Send + Sync + 'static {
         }
     }
 
+    /// [`Store::apply_step`], its arguments checked (`order` from `check_step`). By default
+    /// [`run_step`] in a write transaction of its own.
+    fn step(
+        &self,
+        step: &Step<'_>,
+        order: Vec<usize>,
+    ) -> impl Future<Output = Result<Applied, StoreError>> + Send {
+        async move {
+            let turn = self.write_turn(Priority::Player).await?;
+            let mut tx = self.begin_write(&turn).await?;
+            let applied = run_step::<Self>(&mut tx, step, &order).await?;
+            tx.commit().await.map_err(|e| map_sqlx(e).at_commit())?;
+            Ok(applied)
+        }
+    }
+
     /// Runs a claim, a release or a first visit's profile.
     fn chore(&self, chore: Chore) -> impl Future<Output = Result<Done, StoreError>> + Send;
 
@@ -250,6 +266,46 @@ pub trait Backend: Send + Sync + 'static {
 
     /// [`Store::close`].
     fn shut_down(&self) -> impl Future<Output = ()> + Send;
+}
+
+/// A step's audit row and its change, on `conn` inside the caller's write transaction: the
+/// audit row first, so that a key already taken stops the step before it changes anything (the
+/// caller rolls back on any error).
+pub async fn run_step<B: Backend + ?Sized>(
+    conn: &mut <B::Db as Database>::Connection,
+    step: &Step<'_>,
+    order: &[usize],
+) -> Result<Applied, StoreError> {
+    let player = step.player;
+    if !B::Db::record_step(conn, step).await? {
+        return Err(StoreError::StepApplied {
+            key: step.key.to_owned(),
+        });
+    }
+    Ok(match step.change {
+        Change::Accept { quest, objectives } => {
+            B::accept_on(conn, player, quest, objectives).await?;
+            Applied::Accepted
+        }
+        Change::Advance { event_id, advances } => {
+            Applied::Advanced(B::Db::advance(conn, player, event_id, advances, order).await?)
+        }
+        Change::Complete {
+            quest,
+            coins,
+            experience,
+            advances,
+        } => {
+            if !advances.is_empty() {
+                B::Db::advance(conn, player, None, advances, order).await?;
+            }
+            Applied::Paid(B::complete_on(conn, player, quest, coins, experience).await?)
+        }
+        Change::Track { quest } => {
+            B::Db::set_tracked_quest(conn, player, quest).await?;
+            Applied::Tracked
+        }
+    })
 }
 
 impl<B: Backend> Store for B {
@@ -434,42 +490,7 @@ impl<B: Backend> Store for B {
     fn apply_step<'a>(&'a self, step: &'a Step<'a>) -> BoxFuture<'a, Result<Applied, StoreError>> {
         Box::pin(async move {
             let order = check_step(step)?;
-            let player = step.player;
-            let turn = self.write_turn(Priority::Player).await?;
-            let mut tx = self.begin_write(&turn).await?;
-            // The audit row first: a key already taken stops the step before it changes anything
-            // (dropping the transaction rolls it back).
-            if !B::Db::record_step(&mut tx, step).await? {
-                return Err(StoreError::StepApplied {
-                    key: step.key.to_owned(),
-                });
-            }
-            let applied = match step.change {
-                Change::Accept { quest, objectives } => {
-                    B::accept_on(&mut tx, player, quest, objectives).await?;
-                    Applied::Accepted
-                }
-                Change::Advance { event_id, advances } => Applied::Advanced(
-                    B::Db::advance(&mut tx, player, event_id, advances, &order).await?,
-                ),
-                Change::Complete {
-                    quest,
-                    coins,
-                    experience,
-                    advances,
-                } => {
-                    if !advances.is_empty() {
-                        B::Db::advance(&mut tx, player, None, advances, &order).await?;
-                    }
-                    Applied::Paid(B::complete_on(&mut tx, player, quest, coins, experience).await?)
-                }
-                Change::Track { quest } => {
-                    B::Db::set_tracked_quest(&mut tx, player, quest).await?;
-                    Applied::Tracked
-                }
-            };
-            tx.commit().await.map_err(|e| map_sqlx(e).at_commit())?;
-            Ok(applied)
+            self.step(step, order).await
         })
     }
 

@@ -1,49 +1,61 @@
-//! [`GroupCommit`]: the SQLite store's session claims, releases and first visits' profiles,
-//! many to a transaction.
+//! [`GroupCommit`]: SQLite writes many to a transaction, one fsync for the lot.
 //!
-//! Every connection that starts a session writes its claim, and writes again when it ends (a
-//! first visit writes its profile too). With `synchronous = FULL` each commit is an fsync of
-//! the WAL, and SQLite has one writer: at 1,000 connects/s those commits were more than the
-//! writer could do, and upgrades queued for hundreds of milliseconds behind them (RELIABILITY.md,
-//! scenario 6, fourth round). So one task writes them all: it takes whatever is waiting, waits
-//! for a housekeeping turn at the [`WriteGate`], takes what arrived meanwhile, and commits the
-//! lot in one transaction. A lone job runs on its own, in autocommit.
+//! SQLite has one writer, and with `synchronous = FULL` each commit is an fsync of the WAL. Two
+//! kinds of write arrive together in numbers:
 //!
-//! The writer has a connection of its own, with `synchronous = NORMAL`: its commits are not
-//! fsynced. None of these rows is worth an fsync. After a power loss every session is gone with
-//! the machine, a claim or a release lost with it is overwritten by the next claim, and a lost
-//! first-visit profile (all zeros) is created again at the next visit. A process crash loses
-//! nothing (the WAL is in the kernel's page cache), and WAL keeps the file consistent either
-//! way. Everything that is worth an fsync, quest state, the ledger, the audit log, goes through
-//! the pool, whose connections stay `synchronous = FULL`; each such commit syncs the WAL up to
-//! its own frames, so whatever this writer committed before it is durable from then on too.
+//! - **Housekeeping** ([`Chore`]): every connection that starts a session writes its claim, and
+//!   writes again when it ends (a first visit writes its profile too). At 1,000 connects/s those
+//!   commits were more than the writer could do, and upgrades queued for hundreds of
+//!   milliseconds behind them (RELIABILITY.md, scenario 6, fourth round).
+//! - **Players' steps** ([`OwnedStep`]): quest accepts, advances, payouts and tracking, each
+//!   with its audit row. Players who read at the same pace write together, and each waited for
+//!   the fsyncs of every step queued before it (a burst of payouts reached 50 ms at p99, calm;
+//!   scenario 6, fifth round).
 //!
-//! A caller is answered after the commit, so a claim it is told of is durable. A caller that
-//! stops waiting does not undo its job: a claim or a release lands or fails the same with
-//! nobody waiting for it, as it would if the caller were cancelled just after its own commit.
+//! So each kind has a writer task, a *lane*: it takes whatever is waiting, waits for its turn at
+//! the [`WriteGate`] (housekeeping or player priority), takes what arrived meanwhile, and commits
+//! the lot in one transaction. Each job in a batch of several runs inside a savepoint of its own:
+//! a job that fails is rolled back to its savepoint and answered with its own error, and the
+//! others go on, so one job's failure is never another's. Each caller is answered after the
+//! commit, so an outcome a caller is told of is durable.
 //!
-//! Should a statement fail in a batch (nothing in these ever should, short of the store
-//! failing), the batch is rolled back and each job is run again on its own, so one job's
-//! failure is never another's.
+//! The housekeeping lane's connection is `synchronous = NORMAL`: none of those rows is worth an
+//! fsync. After a power loss every session is gone with the machine, a claim or a release lost
+//! with it is overwritten by the next claim, and a lost first-visit profile (all zeros) is
+//! created again at the next visit. A process crash loses nothing (the WAL is in the kernel's
+//! page cache), and WAL keeps the file consistent either way. The players' lane keeps
+//! `synchronous = FULL`: quest state, the ledger and the audit rows of steps are fsynced before
+//! anyone is told, and each such commit syncs the WAL up to its own frames, so whatever the
+//! housekeeping lane committed before it is durable from then on too.
+//!
+//! A caller that stops waiting does not undo its job: the job lands or fails the same with
+//! nobody waiting for it, as it would if the caller were cancelled just after its own commit. A
+//! step landed that way is found by its key when retried (`StoreError::StepApplied`).
+//!
+//! When a COMMIT fails at the connection, whether it landed is unknown: every job of the batch
+//! that had succeeded is told so ([`Lane::commit_failed`]; for a step,
+//! `StoreError::OutcomeUnknown`), none is retried, and the connection is opened afresh.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use futures_util::future::BoxFuture;
 use sqlx::Connection;
 use sqlx::sqlite::{Sqlite, SqliteConnectOptions, SqliteConnection, SqlitePool, SqliteSynchronous};
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::backend::{Chore, Done};
+use super::backend::{Chore, Done, run_step};
 use super::error::map_sqlx;
 use super::queries::Queries;
+use super::sqlite::SqliteStore;
 use super::write_gate::{Priority, WriteGate, WriteTurn};
-use super::{SessionClaim, StoreError};
+use super::{Applied, Change, ObjectiveAdvance, SessionClaim, Step, StoreError};
 
 /// Jobs one transaction takes at most.
 pub const MAX_BATCH: usize = 256;
 
-/// Jobs waiting for the writer at most; a caller past it waits to queue.
+/// Jobs waiting for a lane at most; a caller past it waits to queue.
 const QUEUE: usize = 4096;
 
 /// Where the claims made are announced (`Store::session_claims`); `None` once the store closed.
@@ -57,27 +69,223 @@ pub fn current(claims: &ClaimsSender) -> Option<broadcast::Sender<SessionClaim>>
     }
 }
 
-/// A write waiting for the group commit, with where its outcome goes.
-#[derive(Debug)]
-struct Job {
-    chore: Chore,
-    reply: oneshot::Sender<Result<Done, StoreError>>,
+/// A kind of write that a [`GroupCommit`] batches: how it runs, and how its lane is set up.
+pub trait Lane: Send + Sync + 'static {
+    /// What a job of this kind is.
+    type Job: Send + Sync + 'static;
+    /// What a job did.
+    type Done: Send + 'static;
+
+    /// The gate queue the lane waits in.
+    const PRIORITY: Priority;
+    /// The lane connection's `synchronous` setting.
+    const SYNCHRONOUS: SqliteSynchronous;
+
+    /// Runs one job inside the lane's open transaction (or a savepoint of it).
+    fn run<'c>(
+        job: &'c Self::Job,
+        conn: &'c mut SqliteConnection,
+    ) -> BoxFuture<'c, Result<Self::Done, StoreError>>;
+
+    /// What a job that had succeeded is told when its batch's COMMIT failed with `err`.
+    fn commit_failed(err: StoreError) -> StoreError {
+        err
+    }
+
+    /// Called for each job committed, before its caller is answered.
+    fn committed(&self, done: &Self::Done) {
+        let _ = done;
+    }
 }
 
-/// The handle the store writes through; the writer task ends when it is dropped.
+/// The housekeeping lane: claims, releases and first visits' profiles. A claim is announced to
+/// the store's claims subscribers once committed.
 #[derive(Debug)]
-pub struct GroupCommit {
-    jobs: mpsc::Sender<Job>,
+pub struct Housekeeping {
+    /// Where claims are announced.
+    pub claims: ClaimsSender,
+}
+
+impl Lane for Housekeeping {
+    type Job = Chore;
+    type Done = Done;
+    const PRIORITY: Priority = Priority::Housekeeping;
+    const SYNCHRONOUS: SqliteSynchronous = SqliteSynchronous::Normal;
+
+    fn run<'c>(job: &'c Chore, conn: &'c mut SqliteConnection) -> BoxFuture<'c, Result<Done, StoreError>> {
+        Box::pin(Sqlite::chore(conn, job))
+    }
+
+    fn committed(&self, done: &Done) {
+        let Done::Claimed(claim) = done else {
+            return;
+        };
+        // No subscriber is fine: nobody hosts an older session to close.
+        if let Some(sender) = current(&self.claims) {
+            let _ = sender.send(claim.clone());
+        }
+    }
+}
+
+/// The players' lane: steps that change a player's state, each with its audit row.
+#[derive(Debug)]
+pub struct PlayerSteps;
+
+impl Lane for PlayerSteps {
+    type Job = OwnedStep;
+    type Done = Applied;
+    const PRIORITY: Priority = Priority::Player;
+    const SYNCHRONOUS: SqliteSynchronous = SqliteSynchronous::Full;
+
+    fn run<'c>(job: &'c OwnedStep, conn: &'c mut SqliteConnection) -> BoxFuture<'c, Result<Applied, StoreError>> {
+        Box::pin(async move { run_step::<SqliteStore>(conn, &job.step(), &job.order).await })
+    }
+
+    fn commit_failed(err: StoreError) -> StoreError {
+        err.at_commit()
+    }
+}
+
+/// A [`Step`] that owns its parts, so that it can wait in the players' lane, with the order its
+/// advances are applied in (from `check_step`).
+#[derive(Debug)]
+pub struct OwnedStep {
+    player: String,
+    key: String,
+    conversation: Option<String>,
+    message: String,
+    detail: Option<String>,
+    recorded_us: i64,
+    change: OwnedChange,
+    order: Vec<usize>,
+}
+
+#[derive(Debug)]
+enum OwnedChange {
+    Accept {
+        quest: String,
+        objectives: Vec<String>,
+    },
+    Advance {
+        event_id: Option<String>,
+        advances: Vec<ObjectiveAdvance>,
+    },
+    Complete {
+        quest: String,
+        coins: i64,
+        experience: i64,
+        advances: Vec<ObjectiveAdvance>,
+    },
+    Track {
+        quest: Option<String>,
+    },
+}
+
+impl OwnedStep {
+    /// `step`'s parts, owned, with its checked `order`.
+    pub fn new(step: &Step<'_>, order: Vec<usize>) -> OwnedStep {
+        let change = match step.change {
+            Change::Accept { quest, objectives } => OwnedChange::Accept {
+                quest: quest.to_owned(),
+                objectives: objectives.to_vec(),
+            },
+            Change::Advance { event_id, advances } => OwnedChange::Advance {
+                event_id: event_id.map(str::to_owned),
+                advances: advances.to_vec(),
+            },
+            Change::Complete {
+                quest,
+                coins,
+                experience,
+                advances,
+            } => OwnedChange::Complete {
+                quest: quest.to_owned(),
+                coins,
+                experience,
+                advances: advances.to_vec(),
+            },
+            Change::Track { quest } => OwnedChange::Track {
+                quest: quest.map(str::to_owned),
+            },
+        };
+        OwnedStep {
+            player: step.player.to_owned(),
+            key: step.key.to_owned(),
+            conversation: step.conversation.map(str::to_owned),
+            message: step.message.to_owned(),
+            detail: step.detail.map(str::to_owned),
+            recorded_us: step.recorded_us,
+            change,
+            order,
+        }
+    }
+
+    /// The step, borrowed back.
+    pub fn step(&self) -> Step<'_> {
+        let change = match &self.change {
+            OwnedChange::Accept { quest, objectives } => Change::Accept {
+                quest,
+                objectives,
+            },
+            OwnedChange::Advance { event_id, advances } => Change::Advance {
+                event_id: event_id.as_deref(),
+                advances,
+            },
+            OwnedChange::Complete {
+                quest,
+                coins,
+                experience,
+                advances,
+            } => Change::Complete {
+                quest,
+                coins: *coins,
+                experience: *experience,
+                advances,
+            },
+            OwnedChange::Track { quest } => Change::Track {
+                quest: quest.as_deref(),
+            },
+        };
+        Step {
+            player: &self.player,
+            key: &self.key,
+            conversation: self.conversation.as_deref(),
+            message: &self.message,
+            detail: self.detail.as_deref(),
+            recorded_us: self.recorded_us,
+            change,
+        }
+    }
+}
+
+/// A job waiting for its lane, with where its outcome goes.
+struct Queued<L: Lane> {
+    job: L::Job,
+    reply: oneshot::Sender<Result<L::Done, StoreError>>,
+}
+
+/// The handle a store writes a lane's jobs through; the lane's task ends when it is dropped.
+pub struct GroupCommit<L: Lane> {
+    jobs: mpsc::Sender<Queued<L>>,
     counts: Arc<Counts>,
     closed: CancellationToken,
 }
 
-/// What the group commit has done since the store opened.
+impl<L: Lane> std::fmt::Debug for GroupCommit<L> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GroupCommit")
+            .field("priority", &L::PRIORITY)
+            .field("stats", &self.stats())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a lane has done since the store opened.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct GroupCommitStats {
-    /// Jobs handed to the writer.
+    /// Jobs handed to the lane.
     pub jobs: u64,
-    /// Transactions the writer ran for them (a lone job's autocommit counts as one).
+    /// Transactions the lane ran for them.
     pub transactions: u64,
 }
 
@@ -87,22 +295,23 @@ struct Counts {
     transactions: AtomicU64,
 }
 
-impl GroupCommit {
-    /// Starts the writer task on the current runtime.
-    pub fn start(pool: SqlitePool, gate: Arc<WriteGate>, claims: ClaimsSender) -> Self {
+impl<L: Lane> GroupCommit<L> {
+    /// Starts the lane's task on the current runtime. It writes on a connection of its own,
+    /// opened with `pool`'s options and the lane's `synchronous` setting.
+    pub fn start(pool: SqlitePool, gate: Arc<WriteGate>, lane: L) -> Self {
         let (jobs, queue) = mpsc::channel(QUEUE);
         let counts = Arc::<Counts>::default();
         let closed = CancellationToken::new();
         let options = (*pool.connect_options())
             .clone()
-            .synchronous(SqliteSynchronous::Normal);
+            .synchronous(L::SYNCHRONOUS);
         tokio::spawn(
             Writer {
+                lane,
                 pool,
                 options,
                 conn: None,
                 gate,
-                claims,
                 counts: counts.clone(),
                 closed: closed.clone(),
             }
@@ -115,12 +324,12 @@ impl GroupCommit {
         }
     }
 
-    /// The store is closing: the writer lets go of its connection, and refuses every later job.
+    /// The store is closing: the lane lets go of its connection, and refuses every later job.
     pub fn close(&self) {
         self.closed.cancel();
     }
 
-    /// What the writer has done since the store opened.
+    /// What the lane has done since the store opened.
     pub fn stats(&self) -> GroupCommitStats {
         GroupCommitStats {
             jobs: self.counts.jobs.load(Ordering::Relaxed),
@@ -128,12 +337,12 @@ impl GroupCommit {
         }
     }
 
-    /// Runs `chore` in the next commit; its outcome once that commits.
-    pub async fn run(&self, chore: Chore) -> Result<Done, StoreError> {
+    /// Runs `job` in the lane's next commit; its outcome once that commits.
+    pub async fn run(&self, job: L::Job) -> Result<L::Done, StoreError> {
         let gone = || StoreError::Unavailable("the store's writer has stopped".into());
         let (reply, outcome) = oneshot::channel();
         self.jobs
-            .send(Job { chore, reply })
+            .send(Queued { job, reply })
             .await
             .map_err(|_| gone())?;
         self.counts.jobs.fetch_add(1, Ordering::Relaxed);
@@ -141,21 +350,21 @@ impl GroupCommit {
     }
 }
 
-struct Writer {
+struct Writer<L: Lane> {
+    lane: L,
     /// The store's pool, for its acquire timeout.
     pool: SqlitePool,
-    /// The pool's connect options with `synchronous = NORMAL`.
+    /// The pool's connect options with the lane's `synchronous`.
     options: SqliteConnectOptions,
-    /// The writer's own connection, opened at the first job and again after a failure.
+    /// The lane's own connection, opened at the first job and again after a failure.
     conn: Option<SqliteConnection>,
     gate: Arc<WriteGate>,
-    claims: ClaimsSender,
     counts: Arc<Counts>,
     closed: CancellationToken,
 }
 
-impl Writer {
-    async fn run(mut self, mut queue: mpsc::Receiver<Job>) {
+impl<L: Lane> Writer<L> {
+    async fn run(mut self, mut queue: mpsc::Receiver<Queued<L>>) {
         let mut batch = Vec::with_capacity(MAX_BATCH);
         loop {
             let job = tokio::select! {
@@ -173,20 +382,16 @@ impl Writer {
             take_waiting(&mut queue, &mut batch);
             if self.closed.is_cancelled() {
                 let err = StoreError::Unavailable("the store is closed".into());
-                for job in batch.drain(..) {
-                    answer(job, Err(err.clone()));
-                }
+                answer_all(&mut batch, &err);
                 continue;
             }
             let patience = self.pool.options().get_acquire_timeout();
-            let turn = match self.gate.enter(Priority::Housekeeping, patience).await {
+            let turn = match self.gate.enter(L::PRIORITY, patience).await {
                 Ok(turn) => turn,
                 Err(_) => {
                     let err =
                         StoreError::Unavailable("timed out waiting for the write turn".into());
-                    for job in batch.drain(..) {
-                        answer(job, Err(err.clone()));
-                    }
+                    answer_all(&mut batch, &err);
                     continue;
                 }
             };
@@ -198,41 +403,72 @@ impl Writer {
     }
 
     /// Writes and answers every job of `batch`, leaving it empty.
-    async fn write(&mut self, turn: &WriteTurn, batch: &mut Vec<Job>) {
-        if batch.len() > 1 {
-            match self.write_together(turn, batch).await {
-                Ok(done) => {
-                    for (job, done) in batch.drain(..).zip(done) {
-                        self.announce(&done);
-                        answer(job, Ok(done));
-                    }
-                    return;
-                }
-                Err(Failed::Commit(err)) => {
-                    // Whether the commit landed is unknown: every job is told so, none retried.
-                    // The connection is opened afresh for the next batch.
-                    self.conn = None;
-                    for job in batch.drain(..) {
-                        answer(job, Err(err.clone()));
-                    }
-                    return;
-                }
-                // Rolled back: nothing of the batch landed. Each job goes on its own below.
-                Err(Failed::Statement) => {}
+    async fn write(&mut self, _turn: &WriteTurn, batch: &mut Vec<Queued<L>>) {
+        self.counts.transactions.fetch_add(1, Ordering::Relaxed);
+        let outcomes = match self.write_together(batch).await {
+            Ok(outcomes) => outcomes,
+            Err(err) => {
+                // BEGIN or COMMIT failed at the connection: it is opened afresh for the next
+                // batch. Nothing is retried.
+                self.conn = None;
+                answer_all(batch, &err);
+                return;
             }
-        }
-        for job in batch.drain(..) {
-            let done = self.write_alone(turn, &job).await;
-            match &done {
-                Ok(done) => self.announce(done),
-                Err(StoreError::Unavailable(_)) => self.conn = None,
-                Err(_) => {}
+        };
+        for (queued, outcome) in batch.drain(..).zip(outcomes) {
+            if let Ok(done) = &outcome {
+                self.lane.committed(done);
             }
-            answer(job, done);
+            let _ = queued.reply.send(outcome);
         }
     }
 
-    /// The writer's connection, opened if it has none.
+    /// Every job of `batch` in one transaction, each in a savepoint when there are several.
+    /// `Err` when BEGIN or COMMIT failed: then no job that succeeded is known to have landed.
+    async fn write_together(
+        &mut self,
+        batch: &[Queued<L>],
+    ) -> Result<Vec<Result<L::Done, StoreError>>, StoreError> {
+        let conn = self.connection().await?;
+        let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(map_sqlx)?;
+        let mut outcomes = Vec::with_capacity(batch.len());
+        if let [queued] = batch {
+            // A lone job needs no savepoint: its failure rolls the transaction back.
+            match L::run(&queued.job, &mut tx).await {
+                Ok(done) => outcomes.push(Ok(done)),
+                Err(err) => {
+                    tx.rollback().await.map_err(map_sqlx)?;
+                    return Ok(vec![Err(err)]);
+                }
+            }
+        } else {
+            for queued in batch {
+                let mut savepoint = tx.begin().await.map_err(map_sqlx)?;
+                match L::run(&queued.job, &mut savepoint).await {
+                    Ok(done) => {
+                        savepoint.commit().await.map_err(map_sqlx)?;
+                        outcomes.push(Ok(done));
+                    }
+                    Err(err) => {
+                        savepoint.rollback().await.map_err(map_sqlx)?;
+                        outcomes.push(Err(err));
+                    }
+                }
+            }
+        }
+        if let Err(err) = tx.commit().await {
+            self.conn = None;
+            let err = L::commit_failed(map_sqlx(err));
+            // The jobs that had failed were rolled back before the COMMIT: their errors stand.
+            return Ok(outcomes
+                .into_iter()
+                .map(|outcome| outcome.and(Err(err.clone())))
+                .collect());
+        }
+        Ok(outcomes)
+    }
+
+    /// The lane's connection, opened if it has none.
     async fn connection(&mut self) -> Result<&mut SqliteConnection, StoreError> {
         match &mut self.conn {
             Some(conn) => Ok(conn),
@@ -244,57 +480,10 @@ impl Writer {
             }
         }
     }
-
-    /// Every job in one transaction.
-    async fn write_together(
-        &mut self,
-        _turn: &WriteTurn,
-        batch: &[Job],
-    ) -> Result<Vec<Done>, Failed> {
-        self.counts.transactions.fetch_add(1, Ordering::Relaxed);
-        let conn = self.connection().await.map_err(Failed::Commit)?;
-        let mut tx = conn
-            .begin_with("BEGIN IMMEDIATE")
-            .await
-            .map_err(|e| Failed::Commit(map_sqlx(e)))?;
-        let mut done = Vec::with_capacity(batch.len());
-        for job in batch {
-            match Sqlite::chore(&mut tx, &job.chore).await {
-                Ok(d) => done.push(d),
-                Err(_) => return Err(Failed::Statement),
-            }
-        }
-        tx.commit().await.map_err(|e| Failed::Commit(map_sqlx(e)))?;
-        Ok(done)
-    }
-
-    /// One job, in autocommit.
-    async fn write_alone(&mut self, _turn: &WriteTurn, job: &Job) -> Result<Done, StoreError> {
-        self.counts.transactions.fetch_add(1, Ordering::Relaxed);
-        Sqlite::chore(self.connection().await?, &job.chore).await
-    }
-
-    fn announce(&self, done: &Done) {
-        let Done::Claimed(claim) = done else {
-            return;
-        };
-        // No subscriber is fine: nobody hosts an older session to close.
-        if let Some(sender) = current(&self.claims) {
-            let _ = sender.send(claim.clone());
-        }
-    }
-}
-
-/// Why a batch did not commit.
-enum Failed {
-    /// A statement failed; the transaction was rolled back.
-    Statement,
-    /// BEGIN or COMMIT failed: for COMMIT, whether it landed is unknown.
-    Commit(StoreError),
 }
 
 /// Moves the jobs already queued into `batch`, up to [`MAX_BATCH`].
-fn take_waiting(queue: &mut mpsc::Receiver<Job>, batch: &mut Vec<Job>) {
+fn take_waiting<L: Lane>(queue: &mut mpsc::Receiver<Queued<L>>, batch: &mut Vec<Queued<L>>) {
     while batch.len() < MAX_BATCH {
         match queue.try_recv() {
             Ok(job) => batch.push(job),
@@ -303,7 +492,10 @@ fn take_waiting(queue: &mut mpsc::Receiver<Job>, batch: &mut Vec<Job>) {
     }
 }
 
-/// Sends a job its outcome; a caller that stopped waiting is fine.
-fn answer(job: Job, result: Result<Done, StoreError>) {
-    let _ = job.reply.send(result);
+/// Answers every job of `batch` with `err`, leaving it empty; a caller that stopped waiting is
+/// fine.
+fn answer_all<L: Lane>(batch: &mut Vec<Queued<L>>, err: &StoreError) {
+    for queued in batch.drain(..) {
+        let _ = queued.reply.send(Err(err.clone()));
+    }
 }

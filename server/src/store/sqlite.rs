@@ -36,9 +36,11 @@ use tokio::sync::broadcast;
 
 use super::backend::{Backend, Chore, Done, open_pool};
 use super::error::map_sqlx;
-use super::group_commit::{self, ClaimsSender, GroupCommit, GroupCommitStats};
+use super::group_commit::{
+    self, ClaimsSender, GroupCommit, GroupCommitStats, Housekeeping, OwnedStep, PlayerSteps,
+};
 use super::write_gate::{Priority, WriteGate, WriteTurn};
-use super::{AuditRecord, ClaimEvent, ConnectOptions, StoreError};
+use super::{Applied, AuditRecord, ClaimEvent, ConnectOptions, Step, StoreError};
 
 /// The SQLite migrations, embedded at compile time.
 pub static MIGRATOR: Migrator = sqlx::migrate!("../migrations/sqlite");
@@ -60,7 +62,9 @@ pub struct SqliteStore {
     claims: ClaimsSender,
     writes: Arc<WriteGate>,
     /// Claims, releases and first visits' profiles, many to a commit.
-    housekeeping: GroupCommit,
+    housekeeping: GroupCommit<Housekeeping>,
+    /// Players' steps (quest changes with their audit rows), many to a commit.
+    steps: GroupCommit<PlayerSteps>,
 }
 
 impl SqliteStore {
@@ -88,12 +92,20 @@ impl SqliteStore {
         let (sender, _) = broadcast::channel(1024);
         let claims: ClaimsSender = Arc::new(Mutex::new(Some(sender)));
         let writes = Arc::<WriteGate>::default();
-        let housekeeping = GroupCommit::start(pool.clone(), writes.clone(), claims.clone());
+        let housekeeping = GroupCommit::start(
+            pool.clone(),
+            writes.clone(),
+            Housekeeping {
+                claims: claims.clone(),
+            },
+        );
+        let steps = GroupCommit::start(pool.clone(), writes.clone(), PlayerSteps);
         Ok(SqliteStore {
             pool,
             claims,
             writes,
             housekeeping,
+            steps,
         })
     }
 
@@ -106,6 +118,12 @@ impl SqliteStore {
     /// transactions (tests and diagnostics).
     pub fn group_commit_stats(&self) -> GroupCommitStats {
         self.housekeeping.stats()
+    }
+
+    /// How many players' steps went to the database in how many transactions (tests and
+    /// diagnostics).
+    pub fn step_commit_stats(&self) -> GroupCommitStats {
+        self.steps.stats()
     }
 }
 
@@ -181,6 +199,12 @@ impl Backend for SqliteStore {
             .map_err(map_sqlx)
     }
 
+    /// Through the players' lane of the group commit: steps that arrive together share one
+    /// transaction and one fsync, each in a savepoint of its own.
+    async fn step(&self, step: &Step<'_>, order: Vec<usize>) -> Result<Applied, StoreError> {
+        self.steps.run(OwnedStep::new(step, order)).await
+    }
+
     /// Through the group commit: none of these is worth an fsync of its own. A claim is
     /// announced to this store's subscribers once committed.
     async fn chore(&self, chore: Chore) -> Result<Done, StoreError> {
@@ -227,6 +251,7 @@ impl Backend for SqliteStore {
             Err(poisoned) => drop(poisoned.into_inner().take()),
         }
         self.housekeeping.close();
+        self.steps.close();
         self.pool.close().await;
     }
 }

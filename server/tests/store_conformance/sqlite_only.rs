@@ -162,3 +162,142 @@ async fn an_unknown_scheme_is_a_configuration_error() {
     assert!(matches!(err, StoreError::Config(_)), "{err:?}");
     assert!(!err.retryable());
 }
+
+/// Players' steps that arrive together share a transaction (one fsync), and a step that fails
+/// inside the batch (its key taken, its quest not active) is rolled back to its own savepoint
+/// and answered with its own error while the steps beside it land with their audit rows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn steps_in_a_burst_share_a_commit_and_one_refusal_stays_its_own() {
+    use banter_server::store::{
+        Applied, Change, SqliteStore, Step, StoredQuestStatus, sqlite::sqlite_options,
+    };
+    use sqlx::Connection;
+    let db = TestDb::sqlite("step-commit");
+    let url = db.url();
+    let store = Arc::new(
+        SqliteStore::connect(&url, ConnectOptions::default())
+            .await
+            .expect("connect"),
+    );
+    let objectives = vec!["fish".to_owned()];
+    let accept_step = |player: &'static str, key: &'static str| Step {
+        player,
+        key,
+        conversation: Some("Pim"),
+        message: "action",
+        detail: None,
+        recorded_us: 1,
+        change: Change::Accept {
+            quest: "q1",
+            objectives: &objectives,
+        },
+    };
+    // An earlier step whose key the burst repeats.
+    assert_eq!(
+        store.apply_step(&accept_step("burst-taken", "k/0/0")).await,
+        Ok(Applied::Accepted)
+    );
+    load(store.as_ref(), "burst-unpaid").await;
+
+    let mut holder =
+        sqlx::sqlite::SqliteConnection::connect_with(&sqlite_options(&url).expect("options"))
+            .await
+            .expect("connect");
+    sqlx::query("BEGIN IMMEDIATE")
+        .execute(&mut holder)
+        .await
+        .expect("take the write lock");
+    let before = store.step_commit_stats();
+    let players: Vec<String> = (0..40).map(|i| format!("burst-{i}")).collect();
+    let mut steps: Vec<Step<'_>> = players
+        .iter()
+        .map(|player| Step {
+            player,
+            key: "k/0/0",
+            recorded_us: 2,
+            ..accept_step("", "")
+        })
+        .collect();
+    // The key this player used already, and a payout for a quest nobody accepted.
+    steps.insert(10, accept_step("burst-taken", "k/0/0"));
+    steps.insert(
+        20,
+        Step {
+            player: "burst-unpaid",
+            key: "k/1/0",
+            change: Change::Complete {
+                quest: "q1",
+                coins: 10,
+                experience: 0,
+                advances: &[],
+            },
+            ..steps[0]
+        },
+    );
+    let burst = futures_util::future::join_all(steps.iter().map(|s| store.apply_step(s)));
+    let release = async {
+        let deadline = Instant::now() + WAIT;
+        while store.step_commit_stats().jobs < before.jobs + 42 {
+            assert!(Instant::now() < deadline, "the steps were not queued");
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        sqlx::query("ROLLBACK")
+            .execute(&mut holder)
+            .await
+            .expect("let go of the lock");
+    };
+    let (outcomes, ()) = tokio::join!(burst, release);
+    let after = store.step_commit_stats();
+    assert!(
+        after.transactions - before.transactions <= 2,
+        "42 steps in {} transactions",
+        after.transactions - before.transactions
+    );
+    assert!(
+        matches!(&outcomes[10], Err(StoreError::StepApplied { key }) if key == "k/0/0"),
+        "{:?}",
+        outcomes[10]
+    );
+    assert!(
+        matches!(&outcomes[20], Err(StoreError::QuestState { .. })),
+        "{:?}",
+        outcomes[20]
+    );
+    let landed: Vec<_> = outcomes
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != 10 && *i != 20)
+        .map(|(_, o)| o)
+        .collect();
+    assert_eq!(landed.len(), 40);
+    assert!(landed.iter().all(|o| **o == Ok(Applied::Accepted)), "{outcomes:?}");
+    for player in &players {
+        let record = load(store.as_ref(), player).await;
+        assert_eq!(
+            record.quests.get("q1").map(|q| q.status),
+            Some(StoredQuestStatus::Active),
+            "{player}"
+        );
+        let audit = store.audit_for_player(player, 10).await.expect("audit");
+        assert_eq!(audit.len(), 1, "{player}: one audit row, with its key");
+        assert_eq!(audit[0].step_key.as_deref(), Some("k/0/0"));
+    }
+    // The refused steps left nothing: one row for the taken key, none for the unpaid player.
+    assert_eq!(
+        store.audit_for_player("burst-taken", 10).await.map(|a| a.len()),
+        Ok(1)
+    );
+    assert_eq!(
+        store.audit_for_player("burst-unpaid", 10).await.map(|a| a.len()),
+        Ok(0)
+    );
+    assert!(
+        store
+            .ledger("burst-unpaid")
+            .await
+            .map(|l| l.is_empty())
+            .unwrap_or(false)
+    );
+    holder.close().await.expect("close");
+    store.close().await;
+}
