@@ -40,6 +40,7 @@
 #   scripts/abuse-under-load.sh                       # 3 rounds of 100 bots, 45 s each run
 #   BOTS=100 DURATION=60 ROUNDS=1 ABUSE_ARGS="--churn-rate 2000" scripts/abuse-under-load.sh
 #   SERVER_BIN=/path/to/other/banter-server scripts/abuse-under-load.sh   # another build, same run
+#   BIN=/tmp/built BUILD=0 scripts/abuse-under-load.sh   # binaries built earlier, no cargo build
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -62,13 +63,16 @@ RELEASE_TIMEOUT=${RELEASE_TIMEOUT:-120}
 # How long to wait, after that, for RSS to come back within the tolerance.
 RSS_SETTLE_TIMEOUT=${RSS_SETTLE_TIMEOUT:-60}
 WORK=$(mktemp -d /tmp/banter-abuse.XXXXXX)
-BIN=${CARGO_TARGET_DIR:-target}/release
+BIN=${BIN:-${CARGO_TARGET_DIR:-target}/release}
+BUILD=${BUILD:-1}
 URL="http://127.0.0.1:$PORT"
 
 # 500 slowloris sockets, 200 never-reading sessions, churn and the bots: more than 1,024 files.
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
-cargo build --release -q -p banter-server -p banter-sim
+if [ "$BUILD" != 0 ]; then
+    cargo build --release -q -p banter-server -p banter-sim
+fi
 
 "${SERVER_BIN:-$BIN/banter-server}" serve --bind "127.0.0.1:$PORT" --database-url "sqlite://$WORK/banter.db" \
     >"$WORK/server.log" 2>&1 &

@@ -14,9 +14,12 @@
 //!
 //! So each kind has a writer task, a *lane*: it takes whatever is waiting, waits for its turn at
 //! the [`WriteGate`] (housekeeping or player priority), takes what arrived meanwhile, and commits
-//! the lot in one transaction. Each job in a batch of several runs inside a savepoint of its own:
-//! a job that fails is rolled back to its savepoint and answered with its own error, and the
-//! others go on, so one job's failure is never another's. Each caller is answered after the
+//! the lot in one transaction. Should a job fail in a batch (rare: callers check first), the
+//! batch is rolled back and each job runs again in a transaction of its own, so one job's
+//! failure is never another's. (Not savepoints: each is two more round trips to the
+//! connection's thread per job, and under a storm of session starts those round trips, made
+//! while holding the write turn, kept players' quest writes waiting for hundreds of
+//! milliseconds: RELIABILITY.md, scenario 6, sixth round.) Each caller is answered after the
 //! commit, so an outcome a caller is told of is durable.
 //!
 //! The housekeeping lane's connection is `synchronous = NORMAL`: none of those rows is worth an
@@ -80,6 +83,8 @@ pub trait Lane: Send + Sync + 'static {
     const PRIORITY: Priority;
     /// The lane connection's `synchronous` setting.
     const SYNCHRONOUS: SqliteSynchronous;
+    /// Every job is one statement: alone, it runs in autocommit (one round trip, not three).
+    const ONE_STATEMENT: bool;
 
     /// Runs one job inside the lane's open transaction (or a savepoint of it).
     fn run<'c>(
@@ -111,6 +116,7 @@ impl Lane for Housekeeping {
     type Done = Done;
     const PRIORITY: Priority = Priority::Housekeeping;
     const SYNCHRONOUS: SqliteSynchronous = SqliteSynchronous::Normal;
+    const ONE_STATEMENT: bool = true;
 
     fn run<'c>(job: &'c Chore, conn: &'c mut SqliteConnection) -> BoxFuture<'c, Result<Done, StoreError>> {
         Box::pin(Sqlite::chore(conn, job))
@@ -136,6 +142,7 @@ impl Lane for PlayerSteps {
     type Done = Applied;
     const PRIORITY: Priority = Priority::Player;
     const SYNCHRONOUS: SqliteSynchronous = SqliteSynchronous::Full;
+    const ONE_STATEMENT: bool = false;
 
     fn run<'c>(job: &'c OwnedStep, conn: &'c mut SqliteConnection) -> BoxFuture<'c, Result<Applied, StoreError>> {
         Box::pin(async move { run_step::<SqliteStore>(conn, &job.step(), &job.order).await })
@@ -404,68 +411,87 @@ impl<L: Lane> Writer<L> {
 
     /// Writes and answers every job of `batch`, leaving it empty.
     async fn write(&mut self, _turn: &WriteTurn, batch: &mut Vec<Queued<L>>) {
-        self.counts.transactions.fetch_add(1, Ordering::Relaxed);
-        let outcomes = match self.write_together(batch).await {
-            Ok(outcomes) => outcomes,
-            Err(err) => {
-                // BEGIN or COMMIT failed at the connection: it is opened afresh for the next
-                // batch. Nothing is retried.
-                self.conn = None;
-                answer_all(batch, &err);
-                return;
+        if batch.len() > 1 {
+            match self.write_together(batch).await {
+                Ok(done) => {
+                    for (queued, done) in batch.drain(..).zip(done) {
+                        self.lane.committed(&done);
+                        let _ = queued.reply.send(Ok(done));
+                    }
+                    return;
+                }
+                Err(Failed::Connection(err)) => {
+                    // BEGIN or COMMIT failed at the connection (for COMMIT, whether it landed
+                    // is unknown): every job is told so, none is retried, and the connection
+                    // is opened afresh for the next batch.
+                    self.conn = None;
+                    answer_all(batch, &err);
+                    return;
+                }
+                // A job failed and the batch was rolled back: nothing of it landed. Each job
+                // goes again on its own below, so that only the failing one fails.
+                Err(Failed::Job) => {}
             }
-        };
-        for (queued, outcome) in batch.drain(..).zip(outcomes) {
-            if let Ok(done) = &outcome {
-                self.lane.committed(done);
+        }
+        for queued in batch.drain(..) {
+            let outcome = self.write_alone(&queued.job).await;
+            match &outcome {
+                Ok(done) => self.lane.committed(done),
+                Err(StoreError::Unavailable(_) | StoreError::OutcomeUnknown(_)) => self.conn = None,
+                Err(_) => {}
             }
             let _ = queued.reply.send(outcome);
         }
     }
 
-    /// Every job of `batch` in one transaction, each in a savepoint when there are several.
-    /// `Err` when BEGIN or COMMIT failed: then no job that succeeded is known to have landed.
-    async fn write_together(
-        &mut self,
-        batch: &[Queued<L>],
-    ) -> Result<Vec<Result<L::Done, StoreError>>, StoreError> {
-        let conn = self.connection().await?;
-        let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(map_sqlx)?;
-        let mut outcomes = Vec::with_capacity(batch.len());
-        if let [queued] = batch {
-            // A lone job needs no savepoint: its failure rolls the transaction back.
+    /// Every job of `batch` in one transaction. No savepoints: each is a round trip to the
+    /// connection's thread per job, and a failing job is rare (the callers check first), so a
+    /// failure rolls back the batch and its jobs run again one by one.
+    async fn write_together(&mut self, batch: &[Queued<L>]) -> Result<Vec<L::Done>, Failed> {
+        self.counts.transactions.fetch_add(1, Ordering::Relaxed);
+        let conn = self.connection().await.map_err(Failed::Connection)?;
+        let mut tx = conn
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(|e| Failed::Connection(map_sqlx(e)))?;
+        let mut done = Vec::with_capacity(batch.len());
+        for queued in batch {
             match L::run(&queued.job, &mut tx).await {
-                Ok(done) => outcomes.push(Ok(done)),
-                Err(err) => {
-                    tx.rollback().await.map_err(map_sqlx)?;
-                    return Ok(vec![Err(err)]);
-                }
-            }
-        } else {
-            for queued in batch {
-                let mut savepoint = tx.begin().await.map_err(map_sqlx)?;
-                match L::run(&queued.job, &mut savepoint).await {
-                    Ok(done) => {
-                        savepoint.commit().await.map_err(map_sqlx)?;
-                        outcomes.push(Ok(done));
-                    }
-                    Err(err) => {
-                        savepoint.rollback().await.map_err(map_sqlx)?;
-                        outcomes.push(Err(err));
-                    }
+                Ok(d) => done.push(d),
+                Err(_) => {
+                    tx.rollback()
+                        .await
+                        .map_err(|e| Failed::Connection(map_sqlx(e)))?;
+                    return Err(Failed::Job);
                 }
             }
         }
-        if let Err(err) = tx.commit().await {
-            self.conn = None;
-            let err = L::commit_failed(map_sqlx(err));
-            // The jobs that had failed were rolled back before the COMMIT: their errors stand.
-            return Ok(outcomes
-                .into_iter()
-                .map(|outcome| outcome.and(Err(err.clone())))
-                .collect());
+        tx.commit()
+            .await
+            .map_err(|e| Failed::Connection(L::commit_failed(map_sqlx(e))))?;
+        Ok(done)
+    }
+
+    /// One job in a transaction of its own (in autocommit when it is one statement).
+    async fn write_alone(&mut self, job: &L::Job) -> Result<L::Done, StoreError> {
+        self.counts.transactions.fetch_add(1, Ordering::Relaxed);
+        let conn = self.connection().await?;
+        if L::ONE_STATEMENT {
+            return L::run(job, conn).await;
         }
-        Ok(outcomes)
+        let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(map_sqlx)?;
+        match L::run(job, &mut tx).await {
+            Ok(done) => {
+                tx.commit()
+                    .await
+                    .map_err(|e| L::commit_failed(map_sqlx(e)))?;
+                Ok(done)
+            }
+            Err(err) => {
+                tx.rollback().await.map_err(map_sqlx)?;
+                Err(err)
+            }
+        }
     }
 
     /// The lane's connection, opened if it has none.
@@ -480,6 +506,15 @@ impl<L: Lane> Writer<L> {
             }
         }
     }
+}
+
+/// Why a batch did not commit.
+enum Failed {
+    /// A job failed; the transaction was rolled back.
+    Job,
+    /// BEGIN, ROLLBACK or COMMIT failed at the connection: for COMMIT, whether it landed is
+    /// unknown.
+    Connection(StoreError),
 }
 
 /// Moves the jobs already queued into `batch`, up to [`MAX_BATCH`].

@@ -164,23 +164,49 @@ async fn an_unknown_scheme_is_a_configuration_error() {
 }
 
 /// Players' steps that arrive together share a transaction (one fsync), and a step that fails
-/// inside the batch (its key taken, its quest not active) is rolled back to its own savepoint
-/// and answered with its own error while the steps beside it land with their audit rows.
+/// in a batch (its key taken, its quest not active) is answered with its own error while the
+/// steps beside it land with their audit rows.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn steps_in_a_burst_share_a_commit_and_one_refusal_stays_its_own() {
     use banter_server::store::{
         Applied, Change, SqliteStore, Step, StoredQuestStatus, sqlite::sqlite_options,
     };
     use sqlx::Connection;
+
+    // Holds SQLite's write lock until every step is queued, then lets go.
+    async fn burst(
+        store: &SqliteStore,
+        holder: &mut sqlx::sqlite::SqliteConnection,
+        steps: &[Step<'_>],
+    ) -> Vec<Result<Applied, StoreError>> {
+        sqlx::query("BEGIN IMMEDIATE")
+            .execute(&mut *holder)
+            .await
+            .expect("take the write lock");
+        let queued_before = store.step_commit_stats().jobs;
+        let n = steps.len() as u64;
+        let all = futures_util::future::join_all(steps.iter().map(|s| store.apply_step(s)));
+        let release = async {
+            let deadline = Instant::now() + WAIT;
+            while store.step_commit_stats().jobs < queued_before + n {
+                assert!(Instant::now() < deadline, "the steps were not queued");
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            sqlx::query("ROLLBACK")
+                .execute(&mut *holder)
+                .await
+                .expect("let go of the lock");
+        };
+        tokio::join!(all, release).0
+    }
+
     let db = TestDb::sqlite("step-commit");
     let url = db.url();
-    let store = Arc::new(
-        SqliteStore::connect(&url, ConnectOptions::default())
-            .await
-            .expect("connect"),
-    );
+    let store = SqliteStore::connect(&url, ConnectOptions::default())
+        .await
+        .expect("connect");
     let objectives = vec!["fish".to_owned()];
-    let accept_step = |player: &'static str, key: &'static str| Step {
+    let accept = |player: &'static str, key: &'static str| Step {
         player,
         key,
         conversation: Some("Pim"),
@@ -192,87 +218,34 @@ async fn steps_in_a_burst_share_a_commit_and_one_refusal_stays_its_own() {
             objectives: &objectives,
         },
     };
-    // An earlier step whose key the burst repeats.
-    assert_eq!(
-        store.apply_step(&accept_step("burst-taken", "k/0/0")).await,
-        Ok(Applied::Accepted)
-    );
-    load(store.as_ref(), "burst-unpaid").await;
-
     let mut holder =
         sqlx::sqlite::SqliteConnection::connect_with(&sqlite_options(&url).expect("options"))
             .await
             .expect("connect");
-    sqlx::query("BEGIN IMMEDIATE")
-        .execute(&mut holder)
-        .await
-        .expect("take the write lock");
-    let before = store.step_commit_stats();
+
+    // A burst of 40 players' accepts: at most 2 transactions.
     let players: Vec<String> = (0..40).map(|i| format!("burst-{i}")).collect();
-    let mut steps: Vec<Step<'_>> = players
+    let steps: Vec<Step<'_>> = players
         .iter()
         .map(|player| Step {
             player,
-            key: "k/0/0",
-            recorded_us: 2,
-            ..accept_step("", "")
+            ..accept("", "k/0/0")
         })
         .collect();
-    // The key this player used already, and a payout for a quest nobody accepted.
-    steps.insert(10, accept_step("burst-taken", "k/0/0"));
-    steps.insert(
-        20,
-        Step {
-            player: "burst-unpaid",
-            key: "k/1/0",
-            change: Change::Complete {
-                quest: "q1",
-                coins: 10,
-                experience: 0,
-                advances: &[],
-            },
-            ..steps[0]
-        },
-    );
-    let burst = futures_util::future::join_all(steps.iter().map(|s| store.apply_step(s)));
-    let release = async {
-        let deadline = Instant::now() + WAIT;
-        while store.step_commit_stats().jobs < before.jobs + 42 {
-            assert!(Instant::now() < deadline, "the steps were not queued");
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
-        sqlx::query("ROLLBACK")
-            .execute(&mut holder)
-            .await
-            .expect("let go of the lock");
-    };
-    let (outcomes, ()) = tokio::join!(burst, release);
+    let before = store.step_commit_stats();
+    let outcomes = burst(&store, &mut holder, &steps).await;
     let after = store.step_commit_stats();
     assert!(
+        outcomes.iter().all(|o| *o == Ok(Applied::Accepted)),
+        "{outcomes:?}"
+    );
+    assert!(
         after.transactions - before.transactions <= 2,
-        "42 steps in {} transactions",
+        "40 steps in {} transactions",
         after.transactions - before.transactions
     );
-    assert!(
-        matches!(&outcomes[10], Err(StoreError::StepApplied { key }) if key == "k/0/0"),
-        "{:?}",
-        outcomes[10]
-    );
-    assert!(
-        matches!(&outcomes[20], Err(StoreError::QuestState { .. })),
-        "{:?}",
-        outcomes[20]
-    );
-    let landed: Vec<_> = outcomes
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| *i != 10 && *i != 20)
-        .map(|(_, o)| o)
-        .collect();
-    assert_eq!(landed.len(), 40);
-    assert!(landed.iter().all(|o| **o == Ok(Applied::Accepted)), "{outcomes:?}");
     for player in &players {
-        let record = load(store.as_ref(), player).await;
+        let record = load(&store, player).await;
         assert_eq!(
             record.quests.get("q1").map(|q| q.status),
             Some(StoredQuestStatus::Active),
@@ -282,22 +255,66 @@ async fn steps_in_a_burst_share_a_commit_and_one_refusal_stays_its_own() {
         assert_eq!(audit.len(), 1, "{player}: one audit row, with its key");
         assert_eq!(audit[0].step_key.as_deref(), Some("k/0/0"));
     }
-    // The refused steps left nothing: one row for the taken key, none for the unpaid player.
+
+    // A burst with two steps that must fail: a key already taken, a payout for a quest nobody
+    // accepted. Each gets its own refusal; the others land.
+    load(&store, "burst-unpaid").await;
+    let fresh: Vec<String> = (0..10).map(|i| format!("mixed-{i}")).collect();
+    let mut steps: Vec<Step<'_>> = fresh
+        .iter()
+        .map(|player| Step {
+            player,
+            ..accept("", "k/0/0")
+        })
+        .collect();
+    steps.insert(3, accept("burst-0", "k/0/0"));
+    steps.insert(
+        7,
+        Step {
+            player: "burst-unpaid",
+            key: "k/1/0",
+            change: Change::Complete {
+                quest: "q1",
+                coins: 10,
+                experience: 0,
+                advances: &[],
+            },
+            ..accept("", "")
+        },
+    );
+    let outcomes = burst(&store, &mut holder, &steps).await;
+    assert!(
+        matches!(&outcomes[3], Err(StoreError::StepApplied { key }) if key == "k/0/0"),
+        "{:?}",
+        outcomes[3]
+    );
+    assert!(
+        matches!(&outcomes[7], Err(StoreError::QuestState { .. })),
+        "{:?}",
+        outcomes[7]
+    );
+    for (i, outcome) in outcomes.iter().enumerate() {
+        if i != 3 && i != 7 {
+            assert_eq!(*outcome, Ok(Applied::Accepted), "step {i}");
+        }
+    }
+    for player in &fresh {
+        assert_eq!(
+            store.audit_for_player(player, 10).await.map(|a| a.len()),
+            Ok(1),
+            "{player}"
+        );
+    }
+    // The refused steps left nothing: still one row for the taken key, none for the unpaid.
     assert_eq!(
-        store.audit_for_player("burst-taken", 10).await.map(|a| a.len()),
+        store.audit_for_player("burst-0", 10).await.map(|a| a.len()),
         Ok(1)
     );
     assert_eq!(
         store.audit_for_player("burst-unpaid", 10).await.map(|a| a.len()),
         Ok(0)
     );
-    assert!(
-        store
-            .ledger("burst-unpaid")
-            .await
-            .map(|l| l.is_empty())
-            .unwrap_or(false)
-    );
+    assert_eq!(store.ledger("burst-unpaid").await.map(|l| l.len()), Ok(0));
     holder.close().await.expect("close");
     store.close().await;
 }
