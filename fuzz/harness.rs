@@ -121,3 +121,54 @@ pub fn frame_decoder(bytes: &[u8]) {
         Err(error) => assert!(!error.message.is_empty(), "a refusal says why"),
     }
 }
+
+/// Bytes as a conversation file handed to the line tagger, in both formats: it tags or refuses
+/// with where; what it writes parses as JSON again, tagging it again adds nothing, and every
+/// byte of the input is still there in order (the tagger only inserts).
+pub fn line_tagger(bytes: &[u8]) {
+    use banter_dialogue::lines::{Format, tag_file};
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return;
+    };
+    for format in [Format::Canonical, Format::Editor] {
+        let mut taken = std::collections::HashSet::new();
+        let Ok((tagged, added)) = tag_file("fuzz/Case.json", text, format, &mut taken) else {
+            continue;
+        };
+        if added == 0 {
+            assert_eq!(tagged, text, "nothing to add changes nothing");
+            continue;
+        }
+        assert!(
+            serde_json::from_str::<serde_json::Value>(&tagged).is_ok()
+                || serde_json::from_str::<serde_json::Value>(text).is_err(),
+            "tagging valid JSON keeps it valid"
+        );
+        let mut rest = tagged.as_str();
+        for c in text.chars() {
+            match rest.find(c) {
+                Some(at) => rest = &rest[at + c.len_utf8()..],
+                None => panic!("the tagger dropped {c:?}"),
+            }
+        }
+        let (again, more) =
+            tag_file("fuzz/Case.json", &tagged, format, &mut taken).expect("tagged text scans");
+        assert_eq!(
+            (again.as_str(), more),
+            (tagged.as_str(), 0),
+            "tagging is idempotent"
+        );
+    }
+}
+
+/// Bytes as a string table: read or refused with a typed error, never a panic (polib slices
+/// lines unchecked, so the reader checks them first).
+pub fn string_table(bytes: &[u8]) {
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return;
+    };
+    let locale = banter_dialogue::locale::Locale::parse("ja").expect("a valid tag");
+    if let Err(e) = banter_dialogue::locale::table::read("fuzz/ja.po", locale, text) {
+        let _ = e.to_string();
+    }
+}

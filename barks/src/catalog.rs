@@ -131,6 +131,22 @@ pub struct BarkCatalog {
 }
 
 impl BarkCatalog {
+    /// The same catalog with each line's subtitle replaced by `translate(id)` where that gives
+    /// one (a locale's string table, keyed `bark:<id>`): the pools, cues and conditions stay.
+    pub fn localized(mut self, translate: impl Fn(&str) -> Option<String>) -> BarkCatalog {
+        for line in &mut self.lines {
+            if let Some(text) = translate(&line.id) {
+                line.text = text;
+            }
+        }
+        for line in &mut self.unplaced {
+            if let Some(text) = translate(&line.id) {
+                line.text = text;
+            }
+        }
+        self
+    }
+
     /// Every line, sorted by id; `lines()[id.index()]`.
     pub fn lines(&self) -> &[Line] {
         &self.lines

@@ -394,3 +394,29 @@ fn the_real_catalog_loads_clean_with_the_articles_pool_sizes() {
     }
     assert_eq!(c.unplaced().len(), 1);
 }
+
+#[test]
+fn a_localized_catalog_changes_only_subtitles() {
+    let text = std::fs::read_to_string(real_catalog_path()).unwrap();
+    let source = BarkCatalog::from_json(&text).unwrap().catalog;
+    let first = source.lines()[0].id.clone();
+    let localized = source
+        .clone()
+        .localized(|id| (id == first).then(|| "字幕".to_owned()));
+    assert_eq!(localized.lines()[0].text, "字幕");
+    for (a, b) in source.lines().iter().zip(localized.lines()).skip(1) {
+        assert_eq!(a, b, "untranslated lines keep their text");
+    }
+    for cue in Cue::ALL {
+        assert_eq!(source.pool(cue), localized.pool(cue), "{cue}: same pool");
+    }
+    let (a, b) = (&source.lines()[0], &localized.lines()[0]);
+    assert_eq!(
+        (
+            &a.id, &a.cues, &a.require, &a.forbid, a.cooldown, a.priority
+        ),
+        (
+            &b.id, &b.cues, &b.require, &b.forbid, b.cooldown, b.priority
+        )
+    );
+}

@@ -19,6 +19,9 @@ use crate::session::{Live, SessionOptions, new_histogram};
 #[derive(Clone, Debug)]
 pub struct LoadOptions {
     pub endpoint: Endpoint,
+    /// Locales the bots read in, one after another (bot `i` reads in `locales[i % len]`);
+    /// empty: the source language.
+    pub locales: Vec<String>,
     pub bots: usize,
     pub duration: Duration,
     /// Each bot's own message rate limit (the server allows 20/s sustained).
@@ -54,7 +57,12 @@ pub async fn run(options: LoadOptions) -> Result<LoadReport> {
     for i in 0..options.bots {
         let bot_options = BotOptions {
             session: SessionOptions {
-                endpoint: options.endpoint.clone(),
+                endpoint: options.endpoint.clone().with_locale(
+                    options
+                        .locales
+                        .get(i % options.locales.len().max(1))
+                        .cloned(),
+                ),
                 device: format!("sim-bot-{}-{i}", options.run_id),
                 rate_per_sec: options.rate_per_sec,
                 content: options.content.clone(),

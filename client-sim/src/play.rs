@@ -135,8 +135,9 @@ impl<W: Write + Send> Terminal<'_, W> {
         }
     }
 
-    /// Types `text` out at the typewriter's pace.
-    async fn type_out(&mut self, text: &str) {
+    /// Types `text` out at the typewriter's pace: over its recording's length when it has one
+    /// (`clip`, in the locale served), else a letter per interval.
+    async fn type_out(&mut self, text: &str, clip: Option<Duration>) {
         let units = visible_units(text);
         if self.letter_interval.is_zero() {
             let plain: String = units.iter().map(|u| u.grapheme.as_str()).collect();
@@ -149,8 +150,12 @@ impl<W: Write + Send> Terminal<'_, W> {
             base_pitch: 1.0,
             pitch_spread: 0.1,
         };
-        let generation =
-            typewriter.start(text, Pacing::Blips(voice), Duration::ZERO, &mut self.rng);
+        let generation = typewriter.start(
+            text,
+            Pacing::new(clip, voice),
+            Duration::ZERO,
+            &mut self.rng,
+        );
         let started = Instant::now();
         let mut printed = 0;
         loop {
@@ -194,9 +199,13 @@ impl<W: Write + Send> Terminal<'_, W> {
 
 impl<W: Write + Send> Driver for Terminal<'_, W> {
     async fn line(&mut self, graph: &DialogueGraph, line: VertexId) {
-        let text = graph.vertex(line).map_or("", |v| &v.text).to_owned();
+        let vertex = graph.vertex(line);
+        let text = vertex.map_or("", |v| &v.text).to_owned();
+        let clip = vertex
+            .and_then(|v| v.voice_millis)
+            .map(Duration::from_millis);
         let _ = write!(self.out, "\n{}: ", self.speaker);
-        self.type_out(&text).await;
+        self.type_out(&text, clip).await;
         self.flush_effects();
     }
 

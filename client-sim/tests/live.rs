@@ -27,9 +27,12 @@ fn content() -> Arc<Content> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn honest_bots_play_quests_with_no_refusal_and_no_error() {
     let server = TestServer::start().await;
+    // Bots spread over three locales (and the pseudo-locale): the text differs, the walk and
+    // every verdict must not.
     let report = load::run(LoadOptions {
         endpoint: endpoint(&server),
-        bots: 6,
+        locales: ["ja", "ar", "en", "en-XA"].map(String::from).to_vec(),
+        bots: 8,
         duration: Duration::from_secs(5),
         rate_per_sec: 10.0,
         pace: ReadingPace::INSTANT,

@@ -50,6 +50,10 @@ pub struct Welcome {
     /// A cutscene quest's scene still playing from the previous session: play it, then send
     /// `cutscene_done` with it.
     pub cutscene: Option<String>,
+    /// The locale the text is served in (the asked one, a fallback of it, or the source).
+    pub locale: String,
+    /// Every locale the content can be read in.
+    pub locales: Vec<String>,
 }
 
 /// A refusal: the `error` that answered a request.
@@ -166,6 +170,8 @@ impl Connection {
                 position: None,
                 resume_token: String::new(),
                 cutscene: None,
+                locale: String::new(),
+                locales: Vec::new(),
             },
         };
         match connection.recv(ANSWER_TIMEOUT).await? {
@@ -176,6 +182,8 @@ impl Connection {
                 position,
                 resume_token,
                 cutscene,
+                locale,
+                locales,
                 ..
             } => {
                 connection.welcome = Welcome {
@@ -185,6 +193,8 @@ impl Connection {
                     position,
                     resume_token,
                     cutscene,
+                    locale,
+                    locales,
                 };
                 Ok(connection)
             }

@@ -10,6 +10,9 @@ pub struct Endpoint {
     pub authority: String,
     /// `https://` and `wss://` (only with the crate's `rustls` feature).
     pub secure: bool,
+    /// The locale the player reads in (BCP 47, sent as `?locale=`); `None`: the content's
+    /// source language.
+    pub locale: Option<String>,
 }
 
 impl Endpoint {
@@ -33,7 +36,13 @@ impl Endpoint {
         Ok(Endpoint {
             authority: authority.to_owned(),
             secure,
+            locale: None,
         })
+    }
+
+    /// The same server, read in `locale` (a BCP 47 tag; the server refuses one that is not).
+    pub fn with_locale(self, locale: Option<String>) -> Endpoint {
+        Endpoint { locale, ..self }
     }
 
     /// The URL of an HTTP path (`path` starts with `/`).
@@ -48,9 +57,25 @@ impl Endpoint {
         format!("{scheme}://{}{path}", self.authority)
     }
 
-    /// The session WebSocket's URL, carrying `token` in the query string.
+    /// The session WebSocket's URL, carrying `token` (and the locale, if any) in the query
+    /// string. The locale is percent-encoded: the server answers a bad tag with a 400, and the
+    /// URL must still be one.
     pub fn ws_url(&self, token: &str) -> String {
-        self.ws_path_url(&format!("/v1/ws?token={token}"))
+        match &self.locale {
+            Some(locale) => {
+                let encoded: String = locale
+                    .bytes()
+                    .map(|b| match b {
+                        b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' => {
+                            char::from(b).to_string()
+                        }
+                        other => format!("%{other:02X}"),
+                    })
+                    .collect();
+                self.ws_path_url(&format!("/v1/ws?token={token}&locale={encoded}"))
+            }
+            None => self.ws_path_url(&format!("/v1/ws?token={token}")),
+        }
     }
 }
 
@@ -93,6 +118,13 @@ mod tests {
             ..endpoint
         };
         assert_eq!(secure.ws_url("t"), "wss://127.0.0.1:7350/v1/ws?token=t");
+        let japanese = Endpoint::parse("127.0.0.1:7350")
+            .expect("parses")
+            .with_locale(Some("ja".into()));
+        assert_eq!(
+            japanese.ws_url("t"),
+            "ws://127.0.0.1:7350/v1/ws?token=t&locale=ja"
+        );
         assert_eq!(
             secure.http_url("/healthz"),
             "https://127.0.0.1:7350/healthz"

@@ -20,7 +20,7 @@
 
 use crate::diagnostic::{Diagnostic, Problem};
 use crate::json::{Decoder, Json};
-use crate::model::{ConversationFile, Exit, Next, Node, NodeEntry, NodePatch, Response};
+use crate::model::{ConversationFile, Exit, Next, Node, NodeEntry, NodePatch, Response, VoiceLine};
 
 /// Reserved keys of a conversation object; every other key is a node.
 pub const FIRST_NODE: &str = "FirstNode";
@@ -83,8 +83,14 @@ fn decode_conversation(d: &mut Decoder<'_>, root: &Json) -> Option<ConversationF
     Some(out)
 }
 
-const NODE_FIELDS: [&str; 7] = [
+/// The field holding a node's or a response's stable line id.
+pub const LINE_ID: &str = "LineId";
+
+const NODE_FIELDS: [&str; 10] = [
+    "LineId",
     "Text",
+    "Direction",
+    "Voice",
     "Responses",
     "NextNode",
     "Close",
@@ -92,7 +98,7 @@ const NODE_FIELDS: [&str; 7] = [
     "Conditions",
     "Patch",
 ];
-const RESPONSE_FIELDS: [&str; 4] = ["Text", "Actions", "NextNode", "Conditions"];
+const RESPONSE_FIELDS: [&str; 5] = ["LineId", "Text", "Actions", "NextNode", "Conditions"];
 
 fn decode_node(d: &mut Decoder<'_>, name: &str, value: &Json) -> Option<NodeEntry> {
     let node = Some(name);
@@ -115,7 +121,10 @@ fn decode_node(d: &mut Decoder<'_>, name: &str, value: &Json) -> Option<NodeEntr
             false
         }
     };
+    let line = field(LINE_ID).and_then(|v| d.ident(node, LINE_ID, LINE_ID, v));
     let text = field("Text").and_then(|v| d.string(node, "Text", v));
+    let direction = field("Direction").and_then(|v| d.string(node, "Direction", v));
+    let voice = field("Voice").and_then(|v| decode_voice(d, node, v));
     let actions = field("Actions").map(|v| d.actions(node, "Actions", v));
     let conditions = field("Conditions").and_then(|v| d.conditions(node, "Conditions", v));
     let exit = decode_exit(
@@ -130,19 +139,58 @@ fn decode_node(d: &mut Decoder<'_>, name: &str, value: &Json) -> Option<NodeEntr
     }
     Some(if patch {
         NodeEntry::Patch(NodePatch {
+            line,
             text,
+            direction,
             exit,
             actions,
             conditions,
         })
     } else {
         NodeEntry::Whole(Node {
+            line,
             text: text.unwrap_or_default(),
+            direction,
+            voice,
             exit: exit.unwrap_or_default(),
             actions: actions.unwrap_or_default(),
             conditions,
         })
     })
+}
+
+/// `Voice`: `{ "Clip": "voice/ja/line-3f9a0c11d2.wav", "Ms": 2350 }`.
+fn decode_voice(d: &mut Decoder<'_>, node: Option<&str>, v: &Json) -> Option<VoiceLine> {
+    let Json::Object(fields) = v else {
+        d.wrong_type(node, "Voice", "an object with Clip and Ms", v);
+        return None;
+    };
+    let mut clip = None;
+    let mut millis = None;
+    for (key, value) in fields {
+        match (key.as_str(), value) {
+            ("Clip", Json::String(path)) if !path.is_empty() => clip = Some(path.clone()),
+            ("Ms", Json::Number(n)) if n.as_u64().is_some() => millis = n.as_u64(),
+            ("Clip", other) => d.wrong_type(node, "Voice.Clip", "a clip path", other),
+            ("Ms", other) => d.wrong_type(node, "Voice.Ms", "whole milliseconds", other),
+            (other, _) => d.error(
+                node,
+                &format!("Voice.{other}"),
+                Problem::UnknownField(other.to_owned()),
+            ),
+        }
+    }
+    match (clip, millis) {
+        (Some(clip), Some(millis)) => Some(VoiceLine { clip, millis }),
+        _ => {
+            d.error(
+                node,
+                "Voice",
+                Problem::EmptyValue("Voice.Clip and Voice.Ms"),
+            );
+            None
+        }
+    }
 }
 
 /// The node's exit; `None` when no exit field is present (a patch then keeps the base's exit).
@@ -248,6 +296,7 @@ fn decode_response(
         }
     }
     let field = |key: &str| fields.iter().find(|(k, _)| k == key).map(|(_, v)| v);
+    let line = field(LINE_ID).and_then(|v| d.ident(node, &format!("{at}.{LINE_ID}"), LINE_ID, v));
     let text = field("Text")
         .and_then(|v| d.string(node, &format!("{at}.Text"), v))
         .unwrap_or_default();
@@ -258,6 +307,7 @@ fn decode_response(
     let conditions =
         field("Conditions").and_then(|v| d.conditions(node, &format!("{at}.Conditions"), v));
     (d.diagnostics.len() == errors_before).then_some(Response {
+        line,
         text,
         actions,
         next,
@@ -278,7 +328,16 @@ pub fn to_json(conversation: &crate::model::Conversation) -> String {
     }
     for (name, node) in &conversation.nodes {
         let mut fields = Map::new();
+        if let Some(line) = &node.line {
+            fields.insert(LINE_ID.into(), Value::String(line.clone()));
+        }
         fields.insert("Text".into(), Value::String(node.text.clone()));
+        if let Some(voice) = &node.voice {
+            let mut v = Map::new();
+            v.insert("Clip".into(), Value::String(voice.clip.clone()));
+            v.insert("Ms".into(), Value::from(voice.millis));
+            fields.insert("Voice".into(), Value::Object(v));
+        }
         if !node.actions.is_empty() {
             fields.insert("Actions".into(), actions_json(&node.actions));
         }
@@ -298,6 +357,9 @@ pub fn to_json(conversation: &crate::model::Conversation) -> String {
                     .iter()
                     .map(|r| {
                         let mut f = Map::new();
+                        if let Some(line) = &r.line {
+                            f.insert(LINE_ID.into(), Value::String(line.clone()));
+                        }
                         f.insert("Text".into(), Value::String(r.text.clone()));
                         if !r.actions.is_empty() {
                             f.insert("Actions".into(), actions_json(&r.actions));
@@ -324,6 +386,14 @@ fn next_json(next: &Next) -> serde_json::Value {
     match next {
         Next::One(name) => Value::String(name.clone()),
         Next::FirstOf(names) => Value::Array(names.iter().cloned().map(Value::String).collect()),
+    }
+}
+
+/// An action as content writes it (`{"Type": "AcceptQuest", "QuestId": "..."}`).
+pub fn action_json(action: &banter_protocol::Action) -> serde_json::Value {
+    match actions_json(std::slice::from_ref(action)) {
+        serde_json::Value::Array(mut list) if list.len() == 1 => list.remove(0),
+        other => other,
     }
 }
 

@@ -183,6 +183,13 @@ pub struct Content {
     pub lockout_nodes: BTreeSet<String>,
     /// The tutorial's stages, from `tutorial.json` (absent: no tutorial).
     pub tutorial: Option<crate::tutorial::TutorialDef>,
+    /// The source language and the string tables of `locales/`.
+    pub locales: crate::locale::Locales,
+    /// The bark catalog's lines (`barks/catalog.json`, if any) as (bark id, text): only their
+    /// text, for the string tables; the catalog itself is `banter-barks`'s.
+    pub bark_lines: Vec<(String, String)>,
+    /// `voice/manifest.json`, if the content ships one: every clip's length, by path.
+    pub voice: Option<crate::text::VoiceManifest>,
 }
 
 impl Content {
@@ -305,8 +312,115 @@ impl Content {
             content.conversations.insert(name.clone(), Arc::new(graph));
             content.merged.insert(name.clone(), merged);
         }
+        content.locales = load_locales(&root.join(crate::locale::FOLDER), &mut diagnostics);
+        content.bark_lines = bark_lines(&root.join(BARK_CATALOG), &mut diagnostics);
+        let manifest = root.join(VOICE_MANIFEST);
+        if manifest.is_file()
+            && let Some(bytes) = read_bytes(&manifest, &mut diagnostics)
+        {
+            match crate::text::VoiceManifest::parse(&manifest.display().to_string(), &bytes) {
+                Ok(voice) => content.voice = Some(voice),
+                Err(e) => diagnostics.push(Diagnostic::error(
+                    manifest.display().to_string(),
+                    Problem::Other(e.to_string()),
+                )),
+            }
+        }
         (content, diagnostics)
     }
+}
+
+/// `locales/`: its settings file (optional: the source is `en`, no limits) and one
+/// `<tag>.po` string table per locale. A table that cannot be read is an error, so a broken
+/// table fails a reload as broken content does.
+fn load_locales(folder: &Path, diagnostics: &mut Vec<Diagnostic>) -> crate::locale::Locales {
+    use crate::locale::{Locale, Locales, SETTINGS_FILE, table};
+    let mut locales = Locales::default();
+    let settings = folder.join(SETTINGS_FILE);
+    if settings.is_file()
+        && let Some(read) = read_json(&settings, diagnostics)
+    {
+        locales.settings = read;
+    }
+    let entries = match std::fs::read_dir(folder) {
+        Ok(entries) => entries,
+        Err(_) => return locales,
+    };
+    let mut paths: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "po"))
+        .collect();
+    paths.sort();
+    for path in paths {
+        let display = path.display().to_string();
+        let stem = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let locale = match Locale::parse(&stem) {
+            Ok(locale) => locale,
+            Err(e) => {
+                diagnostics.push(Diagnostic::error(
+                    &display,
+                    Problem::BadTable(e.to_string()),
+                ));
+                continue;
+            }
+        };
+        let Some(bytes) = read_bytes(&path, diagnostics) else {
+            continue;
+        };
+        let Ok(text) = String::from_utf8(bytes) else {
+            diagnostics.push(Diagnostic::error(&display, Problem::NotUtf8));
+            continue;
+        };
+        match table::read(&display, locale.clone(), &text) {
+            Ok(table) => {
+                locales.tables.insert(locale, table);
+            }
+            Err(e) => diagnostics.push(Diagnostic::error(
+                &display,
+                Problem::BadTable(e.to_string()),
+            )),
+        }
+    }
+    locales
+}
+
+/// Where the voice manifest lives in a content folder.
+pub const VOICE_MANIFEST: &str = "voice/manifest.json";
+
+/// Where the bark catalog lives in a content folder.
+pub const BARK_CATALOG: &str = "barks/catalog.json";
+
+/// The text of every bark line, played or unplaced (`banter-barks` checks the rest of the
+/// catalog). No catalog: none.
+fn bark_lines(path: &Path, diagnostics: &mut Vec<Diagnostic>) -> Vec<(String, String)> {
+    #[derive(Deserialize)]
+    struct Catalog {
+        #[serde(default)]
+        lines: Vec<BarkText>,
+        #[serde(default)]
+        unplaced: Vec<BarkText>,
+    }
+    #[derive(Deserialize)]
+    struct BarkText {
+        id: String,
+        text: String,
+    }
+    if !path.is_file() {
+        return Vec::new();
+    }
+    read_json::<Catalog>(path, diagnostics)
+        .map(|c| {
+            c.lines
+                .into_iter()
+                .chain(c.unplaced)
+                .map(|l| (l.id, l.text))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// `Harbour.editor.json` and `Harbour.json` both name the conversation `Harbour`.

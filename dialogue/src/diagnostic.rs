@@ -41,6 +41,32 @@ pub enum Problem {
     },
     #[error("unknown field `{0}`")]
     UnknownField(String),
+    #[error("this line has text and no `LineId`: run `banter-server strings tag` to add one")]
+    MissingLineId,
+    #[error("line id `{id}` is also used at {first}: every line needs its own")]
+    DuplicateLineId { id: String, first: String },
+    #[error("cannot read the string table: {0}")]
+    BadTable(String),
+    #[error("no line of the content has id `{0}`")]
+    UnknownLine(String),
+    #[error("`{0}` was translated from an older source text (or is marked fuzzy)")]
+    StaleTranslation(String),
+    #[error(
+        "tags differ from the source: source has [{original}], translation has [{translation}]"
+    )]
+    TranslationTags {
+        original: String,
+        translation: String,
+    },
+    #[error(
+        "placeholders differ from the source: source has [{original}], translation has [{translation}]"
+    )]
+    TranslationPlaceholders {
+        original: String,
+        translation: String,
+    },
+    #[error("the translation draws {length} graphemes, over its limit of {limit}")]
+    TranslationTooLong { length: usize, limit: usize },
     #[error("missing field `{0}`")]
     MissingField(&'static str),
     #[error("the name `{0}` appears twice")]

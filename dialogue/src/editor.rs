@@ -23,6 +23,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::canonical::LINE_ID;
 use crate::diagnostic::{Diagnostic, Problem};
 use crate::json::{Decoder, Json};
 use crate::model::{ConversationFile, Exit, Next, Node, NodeEntry, Response};
@@ -33,7 +34,9 @@ pub const FORMAT: &str = "banter-editor/1";
 pub const SUFFIX: &str = ".editor.json";
 
 const TOP_FIELDS: [&str; 4] = ["Format", "Speaker", "FirstNode", "Nodes"];
-const NODE_FIELDS: [&str; 8] = [
+const NODE_FIELDS: [&str; 10] = [
+    "LineId",
+    "Direction",
     "Id",
     "Name",
     "Text",
@@ -43,7 +46,7 @@ const NODE_FIELDS: [&str; 8] = [
     "Actions",
     "Conditions",
 ];
-const RESPONSE_FIELDS: [&str; 4] = ["Text", "Actions", "Next", "Conditions"];
+const RESPONSE_FIELDS: [&str; 5] = ["LineId", "Text", "Actions", "Next", "Conditions"];
 
 /// A link as the editor wrote it, before resolution.
 struct Reference {
@@ -282,6 +285,8 @@ fn decode_node(
             d.error(node, key, Problem::UnknownField(key.clone()));
         }
     }
+    let line = field(LINE_ID).and_then(|v| d.ident(node, LINE_ID, LINE_ID, v));
+    let direction = field("Direction").and_then(|v| d.string(node, "Direction", v));
     let text = field("Text")
         .and_then(|v| d.string(node, "Text", v))
         .unwrap_or_default();
@@ -331,7 +336,10 @@ fn decode_node(
     };
     let errors_after = d.diagnostics.iter().filter(|x| x.is_error()).count();
     (errors_after == errors_before).then_some(Node {
+        line,
         text,
+        direction,
+        voice: None,
         exit,
         actions,
         conditions,
@@ -362,6 +370,7 @@ fn decode_response(
     }
     let field = |key: &str| fields.iter().find(|(k, _)| k == key).map(|(_, v)| v);
     Some(Response {
+        line: field(LINE_ID).and_then(|v| d.ident(node, &format!("{at}.{LINE_ID}"), LINE_ID, v)),
         text: field("Text")
             .and_then(|v| d.string(node, &format!("{at}.Text"), v))
             .unwrap_or_default(),

@@ -425,6 +425,8 @@ impl<'a> ActionOut<'a> {
 #[derive(Serialize)]
 #[serde(rename_all = "PascalCase")]
 struct ResponseOut<'a> {
+    #[serde(rename = "LineId", skip_serializing_if = "Option::is_none")]
+    line_id: Option<String>,
     text: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     conditions: Option<String>,
@@ -437,6 +439,8 @@ struct ResponseOut<'a> {
 #[derive(Serialize)]
 #[serde(rename_all = "PascalCase")]
 struct NodeOut<'a> {
+    #[serde(rename = "LineId", skip_serializing_if = "Option::is_none")]
+    line_id: Option<String>,
     text: &'a str,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     actions: Vec<ActionOut<'a>>,
@@ -451,6 +455,7 @@ struct NodeOut<'a> {
 impl<'a> NodeOut<'a> {
     fn line(text: &'a str) -> NodeOut<'a> {
         NodeOut {
+            line_id: None,
             text,
             actions: Vec::new(),
             responses: Vec::new(),
@@ -582,6 +587,7 @@ fn conversation(t: &Transcription) -> String {
         .quests
         .iter()
         .map(|q| ResponseOut {
+            line_id: None,
             text: &q.ask,
             conditions: Some(format!("quest({}) == available", q.id)),
             actions: Vec::new(),
@@ -589,6 +595,7 @@ fn conversation(t: &Transcription) -> String {
         })
         .collect();
     responses.push(ResponseOut {
+        line_id: None,
         text: t
             .lines
             .goodbye_reply
@@ -611,6 +618,14 @@ fn conversation(t: &Transcription) -> String {
         quest_nodes(q, &mut nodes);
     }
     nodes.push(("AllDone".to_owned(), NodeOut::closing(&t.lines.all_done)));
+    // Line ids from the conversation, the node and (for a response) its text: the same
+    // transcription always generates the same ids, and reordering quests or responses keeps them.
+    for (name, node) in &mut nodes {
+        node.line_id = Some(crate::lines::derive_id(&[c, name]));
+        for response in &mut node.responses {
+            response.line_id = Some(crate::lines::derive_id(&[c, name, response.text]));
+        }
+    }
 
     let mut text = String::from("{\n");
     text.push_str(&format!("  \"FirstNode\": {},\n", pretty(&hello)));
@@ -632,12 +647,14 @@ fn quest_nodes<'a>(q: &'a TranscribedQuest, nodes: &mut Vec<(String, NodeOut<'a>
         NodeOut {
             responses: vec![
                 ResponseOut {
+                    line_id: None,
                     text: l.accept_reply.as_deref().unwrap_or(DEFAULT_ACCEPT_REPLY),
                     conditions: None,
                     actions: vec![ActionOut::quest("AcceptQuest", id)],
                     next_node: Some(n("Accepted")),
                 },
                 ResponseOut {
+                    line_id: None,
                     text: l.decline_reply.as_deref().unwrap_or(DEFAULT_DECLINE_REPLY),
                     conditions: None,
                     actions: Vec::new(),
@@ -657,6 +674,7 @@ fn quest_nodes<'a>(q: &'a TranscribedQuest, nodes: &mut Vec<(String, NodeOut<'a>
                 NodeOut {
                     responses: vec![
                         ResponseOut {
+                            line_id: None,
                             text: l.check_reply.as_deref().unwrap_or(DEFAULT_CHECK_REPLY),
                             conditions: None,
                             actions: vec![ActionOut {
@@ -667,6 +685,7 @@ fn quest_nodes<'a>(q: &'a TranscribedQuest, nodes: &mut Vec<(String, NodeOut<'a>
                             next_node: None,
                         },
                         ResponseOut {
+                            line_id: None,
                             text: NOT_YET_REPLY,
                             conditions: None,
                             actions: Vec::new(),

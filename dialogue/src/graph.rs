@@ -82,6 +82,9 @@ pub struct Vertex {
     pub close: bool,
     /// Carries a CheckQuest: a client does not follow its exit and waits for the server's jump.
     pub awaits_jump: bool,
+    /// A Prompt's recording in the locale served, in milliseconds: the typewriter finishes the
+    /// line when the clip does.
+    pub voice_millis: Option<u64>,
     outputs: Span,
     actions: Span,
     condition: Option<u32>,
@@ -96,6 +99,7 @@ impl Vertex {
             priority,
             close: false,
             awaits_jump: false,
+            voice_millis: None,
             outputs: Span::default(),
             actions: Span::default(),
             condition: None,
@@ -615,6 +619,7 @@ impl<'a> Builder<'a> {
             self.push_vertex(VertexKind::Prompt, name.as_str().into(), &node.text, 0);
             if let Some(v) = self.graph.vertices.last_mut() {
                 v.close = matches!(node.exit, Exit::Close);
+                v.voice_millis = node.voice.as_ref().map(|voice| voice.millis);
             }
         }
         let prompts = self.graph.vertices.len() as u32;

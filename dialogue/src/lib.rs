@@ -16,6 +16,8 @@ pub mod generate;
 pub mod graph;
 pub mod json;
 pub mod layers;
+pub mod lines;
+pub mod locale;
 pub mod model;
 pub mod resolver;
 pub mod synth;

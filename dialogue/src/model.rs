@@ -32,6 +32,9 @@ impl Next {
 /// A player's response, shown as a button under the NPC line.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct Response {
+    /// The response's stable line id (`LineId`): what string tables and voice-over key its text
+    /// by. It survives reordering, inserting and editing; `strings tag` writes missing ones.
+    pub line: Option<String>,
     pub text: String,
     pub actions: Vec<Action>,
     pub next: Option<Next>,
@@ -48,10 +51,26 @@ pub enum Exit {
     Responses(Vec<Response>),
 }
 
+/// A line's recording in the locale it is served in: the clip's path (relative to the content
+/// folder) and its length, which the typewriter finishes on. The server fills it in from the
+/// voice manifest for each locale it publishes; writers do not write it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VoiceLine {
+    pub clip: String,
+    pub millis: u64,
+}
+
 /// One named node of a conversation.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct Node {
+    /// The line's stable id (`LineId`), as [`Response::line`].
+    pub line: Option<String>,
     pub text: String,
+    /// A note for the voice actor (`Direction`: "whispering, out of breath"): goes to the
+    /// recording script, never to a client.
+    pub direction: Option<String>,
+    /// The line's recording in the locale served (`Voice`), if it has one.
+    pub voice: Option<VoiceLine>,
     pub exit: Exit,
     pub actions: Vec<Action>,
     pub conditions: Option<String>,
@@ -61,7 +80,11 @@ pub struct Node {
 /// change just the text of a base node").
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct NodePatch {
+    /// A patch that changes `Text` carries the new line's id: the base line's translations
+    /// are of another text.
+    pub line: Option<String>,
     pub text: Option<String>,
+    pub direction: Option<String>,
     pub exit: Option<Exit>,
     pub actions: Option<Vec<Action>>,
     pub conditions: Option<String>,
@@ -71,7 +94,16 @@ impl NodePatch {
     /// The node with this patch applied.
     pub fn apply(&self, base: &Node) -> Node {
         Node {
+            // A patch that changes the text without an id of its own has none: the base line's
+            // translations are of another text (the line check reports it).
+            line: match (&self.line, &self.text) {
+                (Some(line), _) => Some(line.clone()),
+                (None, Some(_)) => None,
+                (None, None) => base.line.clone(),
+            },
             text: self.text.clone().unwrap_or_else(|| base.text.clone()),
+            direction: self.direction.clone().or_else(|| base.direction.clone()),
+            voice: base.voice.clone(),
             exit: self.exit.clone().unwrap_or_else(|| base.exit.clone()),
             actions: self.actions.clone().unwrap_or_else(|| base.actions.clone()),
             conditions: self.conditions.clone().or_else(|| base.conditions.clone()),

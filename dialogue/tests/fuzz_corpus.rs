@@ -45,3 +45,13 @@ fn condition_corpus() {
 fn frame_decoder_corpus() {
     replay("frame_decoder", harness::frame_decoder);
 }
+
+#[test]
+fn line_tagger_corpus() {
+    replay("line_tagger", harness::line_tagger);
+}
+
+#[test]
+fn string_table_corpus() {
+    replay("string_table", harness::string_table);
+}

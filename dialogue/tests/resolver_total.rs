@@ -99,7 +99,17 @@ fn fixture(label: &str, with_all_done: bool) -> PathBuf {
     root
 }
 
+/// Writes a fixture file; a conversation is line-tagged first, as `strings tag` would.
 fn write(root: &Path, file: &str, text: &str) {
+    let text = if file.starts_with("dialogue/") {
+        let format = banter_dialogue::lines::Format::of(file);
+        let mut taken = std::collections::HashSet::new();
+        banter_dialogue::lines::tag_file(file, text, format, &mut taken)
+            .map(|(tagged, _)| tagged)
+            .expect("fixture JSON")
+    } else {
+        text.to_owned()
+    };
     std::fs::write(root.join(file), text).expect("write fixture");
 }
 

@@ -89,6 +89,14 @@ pub enum ClientMessage {
         id: Option<u64>,
         afk: bool,
     },
+    /// Changes the language the player reads: the next `opened` and `conversation` carry text in
+    /// this locale (BCP 47), falling back to shorter tags and then the source language. A
+    /// conversation already open keeps the text it opened with.
+    SetLocale {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<u64>,
+        locale: String,
+    },
     /// Asks for a conversation's merged content (after an `opened` without it).
     FetchConversation {
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -156,6 +164,7 @@ impl ClientMessage {
             | ClientMessage::Action { id, .. }
             | ClientMessage::Close { id }
             | ClientMessage::SetAfk { id, .. }
+            | ClientMessage::SetLocale { id, .. }
             | ClientMessage::FetchConversation { id, .. }
             | ClientMessage::CutsceneDone { id, .. }
             | ClientMessage::Resume { id, .. } => *id,
@@ -172,6 +181,7 @@ impl ClientMessage {
             | ClientMessage::Action { id, .. }
             | ClientMessage::Close { id }
             | ClientMessage::SetAfk { id, .. }
+            | ClientMessage::SetLocale { id, .. }
             | ClientMessage::FetchConversation { id, .. }
             | ClientMessage::CutsceneDone { id, .. }
             | ClientMessage::Resume { id, .. } => *id = Some(new_id),
@@ -409,6 +419,8 @@ pub enum ErrorCode {
     /// No conversation to resume with that token: expired, another player's or session's,
     /// already resumed, or replaced by a newer conversation. Talk again.
     ResumeRefused,
+    /// The locale is not a BCP 47 language tag (`ja`, `pt-BR`).
+    BadLocale,
 }
 
 impl ErrorCode {
@@ -457,6 +469,14 @@ pub enum ServerMessage {
         /// quest is paid once. Absent: no cutscene.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cutscene: Option<String>,
+        /// The locale the player's text is served in: the one asked for (`?locale=`), or the
+        /// first of its fallbacks the content has, or the source language. Empty from a server
+        /// that predates locales.
+        #[serde(default)]
+        locale: String,
+        /// Every locale the content can be read in (the source first, the pseudo-locale last).
+        #[serde(default)]
+        locales: Vec<String>,
     },
     /// A `resume` took back the conversation: the walk is where the dropped session left it.
     /// `hash` is the content version the conversation runs on (the one the client cached).

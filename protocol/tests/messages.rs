@@ -89,6 +89,7 @@ fn every_message_kind_is_its_type_tag() {
         r#"{"type":"action","action":"AcceptQuest","payload":"Q"}"#,
         r#"{"type":"close"}"#,
         r#"{"type":"set_afk","afk":true}"#,
+        r#"{"type":"set_locale","locale":"ja"}"#,
         r#"{"type":"fetch_conversation","conversation":"Pim"}"#,
         r#"{"type":"cutscene_done","scene":"S"}"#,
         r#"{"type":"resume","token":"t"}"#,
@@ -248,6 +249,8 @@ fn every_server_message() -> Vec<ServerMessage> {
             resume_token: "t".into(),
             position: Some([1.0, 2.0, 3.0]),
             cutscene: Some("LanternLighting".into()),
+            locale: "ja".into(),
+            locales: vec!["en".into(), "ja".into(), "en-XA".into()],
         },
         ServerMessage::Resumed {
             conversation: "Pim".into(),

@@ -268,6 +268,8 @@ async fn device_login(
 #[derive(Deserialize)]
 struct UpgradeQuery {
     token: Option<String>,
+    /// The locale the player reads in (BCP 47); a tag that is not one is a 400.
+    locale: Option<String>,
 }
 
 /// The token comes in `Authorization: Bearer` or, for browsers that cannot set headers on a
@@ -278,6 +280,12 @@ async fn upgrade(
     Query(query): Query<UpgradeQuery>,
     ws: WebSocketUpgrade,
 ) -> Result<Response, ApiError> {
+    let locale = query
+        .locale
+        .as_deref()
+        .map(banter_dialogue::locale::Locale::parse)
+        .transpose()
+        .map_err(|e| ApiError::BadRequest(e.to_string()))?;
     let claims = admit(&app, &headers, query)?;
     // Taken before the upgrade, so a refusal is a plain 503 the client retries with backoff. A
     // burst (everyone reconnecting after a deploy) waits its turn briefly; a storm past what the
@@ -299,6 +307,7 @@ async fn upgrade(
             socket,
             claims.sub,
             claims.exp,
+            locale,
             starting,
         ))
     }))

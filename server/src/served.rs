@@ -14,6 +14,7 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 
 use banter_dialogue::content::Content;
+use banter_dialogue::locale::Locale;
 use banter_dialogue::{Diagnostic, DialogueGraph, canonical, check};
 use sha2::{Digest, Sha256};
 
@@ -27,6 +28,50 @@ pub struct Published {
     pub graph: Arc<DialogueGraph>,
     pub json: Arc<str>,
     pub hash: String,
+    /// The same conversation's text in each locale the content has (the pseudo-locale
+    /// included), by tag: the same nodes, exits and actions, other text, its own hash.
+    pub localized: HashMap<String, Localized>,
+}
+
+/// A conversation as a player in one locale reads it.
+#[derive(Debug)]
+pub struct Localized {
+    pub json: Arc<str>,
+    pub hash: String,
+}
+
+impl Published {
+    /// The JSON and hash a player in `locale` gets: the first of its fallback chain the
+    /// content has, else the source.
+    pub fn for_locale(&self, locale: Option<&Locale>) -> (&Arc<str>, &str) {
+        locale
+            .into_iter()
+            .flat_map(Locale::fallback_chain)
+            .find_map(|tag| self.localized.get(tag.as_str()))
+            .map_or((&self.json, self.hash.as_str()), |l| {
+                (&l.json, l.hash.as_str())
+            })
+    }
+}
+
+/// The hash clients cache a conversation's content by: the first 16 bytes of SHA-256, in hex.
+fn content_hash(json: &str) -> String {
+    let digest = Sha256::digest(json.as_bytes());
+    digest[..16].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl ContentVersion {
+    /// The locale a player asking for `asked` is served (the first of its fallback chain the
+    /// content has), or `None` for the source language.
+    pub fn served_locale(&self, asked: &Locale) -> Option<Locale> {
+        if asked.is_pseudo() {
+            return Some(asked.clone());
+        }
+        asked
+            .fallback_chain()
+            .into_iter()
+            .find(|tag| self.content.locales.tables.contains_key(tag))
+    }
 }
 
 /// One immutable version of the content: loaded, checked and published.
@@ -72,15 +117,52 @@ impl ContentVersion {
             .iter()
             .filter_map(|(name, merged)| {
                 let graph = content.conversation(name)?.clone();
-                let json = canonical::to_json(merged);
-                let digest = Sha256::digest(json.as_bytes());
-                let hash = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+                // With a voice manifest, each locale's lines carry their clips (the walk never
+                // reads them).
+                let voiced =
+                    |mut conversation: banter_dialogue::Conversation, tag: &str, source: bool| {
+                        if let Some(manifest) = &content.voice {
+                            banter_dialogue::locale::attach_voice(
+                                &mut conversation,
+                                manifest,
+                                tag,
+                                source,
+                            );
+                        }
+                        conversation
+                    };
+                let source = &content.locales.settings.source;
+                let json = match content.voice {
+                    Some(_) => canonical::to_json(&voiced(merged.clone(), source, true)),
+                    None => canonical::to_json(merged),
+                };
+                let hash = content_hash(&json);
+                let pseudo = Locale::parse(banter_dialogue::locale::PSEUDO).ok();
+                let localized = content
+                    .locales
+                    .tables
+                    .keys()
+                    .chain(pseudo.as_ref())
+                    .filter_map(|locale| {
+                        let text = content.locales.localize(merged, locale)?;
+                        let json = canonical::to_json(&voiced(text, locale.as_str(), false));
+                        let hash = content_hash(&json);
+                        Some((
+                            locale.to_string(),
+                            Localized {
+                                json: json.into(),
+                                hash,
+                            },
+                        ))
+                    })
+                    .collect();
                 Some((
                     name.clone(),
                     Published {
                         graph,
                         json: json.into(),
                         hash,
+                        localized,
                     },
                 ))
             })

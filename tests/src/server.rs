@@ -170,7 +170,12 @@ impl TestServer {
 
     /// Opens a WebSocket; the upgrade's error if the server refused it.
     pub async fn connect_raw(&self, token: &str) -> Result<Client, tungstenite::Error> {
-        let url = format!("ws://{}/v1/ws?token={token}", self.addr);
+        self.connect_query(&format!("token={token}")).await
+    }
+
+    /// Opens a WebSocket with this query string (`token=...&locale=...`).
+    pub async fn connect_query(&self, query: &str) -> Result<Client, tungstenite::Error> {
+        let url = format!("ws://{}/v1/ws?{query}", self.addr);
         let (ws, _) = tokio_tungstenite::connect_async(url).await?;
         Ok(Client { ws, next_id: 0 })
     }

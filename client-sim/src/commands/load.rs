@@ -45,6 +45,10 @@ pub struct Args {
     /// The service key, to report catches and finds as the trusted game server.
     #[arg(long, env = "BANTER_SERVICE_KEY", default_value = DEV_SERVICE_KEY, hide_default_value = true)]
     pub service_key: String,
+    /// Locales the bots read in, spread over them in turn (`--locale ja,ar,en`); none: the
+    /// content's source language.
+    #[arg(long, value_delimiter = ',')]
+    pub locale: Vec<String>,
 }
 
 /// Runs the load test; `Ok(false)` when any request was refused or failed.
@@ -70,6 +74,7 @@ pub fn run(args: &Args) -> Result<bool> {
     }
     let options = LoadOptions {
         endpoint: Endpoint::parse(&args.url)?,
+        locales: args.locale.clone(),
         bots: args.bots,
         duration: Duration::from_secs_f64(args.duration),
         rate_per_sec: args.rate,

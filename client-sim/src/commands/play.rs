@@ -31,12 +31,15 @@ pub struct Args {
     /// The service key, to report catches and finds as the game would (`e`).
     #[arg(long, env = "BANTER_SERVICE_KEY", default_value = DEV_SERVICE_KEY, hide_default_value = true)]
     pub service_key: String,
+    /// The language to read in (BCP 47: `ja`, `ar`, `en-XA` for the pseudo-locale).
+    #[arg(long)]
+    pub locale: Option<String>,
 }
 
 /// Plays until the player quits.
 pub fn run(args: &Args) -> Result<bool> {
     let options = PlayOptions {
-        endpoint: Endpoint::parse(&args.url)?,
+        endpoint: Endpoint::parse(&args.url)?.with_locale(args.locale.clone()),
         player: args.player.clone(),
         content: super::content(args.content.as_ref())?,
         service_key: args.service_key.clone(),

@@ -41,6 +41,12 @@ pub fn check(content: &Content) -> Vec<Diagnostic> {
     check_objectives_can_advance(content, &index, &mut out);
     check_resolver_totality(content, &index, &mut out);
     check_tutorial(content, &index, &mut out);
+    crate::lines::check_lines(content, &mut out);
+    crate::locale::check::check_locales(
+        &content.locales,
+        &crate::lines::LineIndex::new(content),
+        &mut out,
+    );
     for (name, graph) in &content.conversations {
         let Some(conversation) = content.merged.get(name) else {
             continue;

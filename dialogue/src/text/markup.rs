@@ -114,6 +114,17 @@ fn pieces(text: &str) -> Vec<Piece> {
     pieces
 }
 
+/// The tags of a line, in order, as written (comments left out): what a translation must keep.
+pub fn tags(text: &str) -> Vec<&str> {
+    pieces(text)
+        .into_iter()
+        .filter_map(|piece| match piece {
+            Piece::Tag(range) if !text[range.clone()].starts_with("<!--") => Some(&text[range]),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Remembered forward searches, so a line full of unclosed `<!--` or `="` stays linear: once a
 /// needle is known to be absent after some position, it is absent after every later one.
 #[derive(Default)]

@@ -19,12 +19,12 @@ mod typewriter;
 mod voice;
 
 pub use markup::{
-    VisibleUnit, balanced_prefix, prefix, visible_graphemes, visible_text, visible_units,
+    VisibleUnit, balanced_prefix, prefix, tags, visible_graphemes, visible_text, visible_units,
 };
 pub use typewriter::{
     BlipVoice, Generation, Pacing, Typewriter, TypewriterEvent, uniform_signed_unit,
 };
 pub use voice::{
     ManifestError, VOICE_EXTENSION, VOICE_FOLDER, VoiceManifest, VoicePathError, WavError,
-    voice_clip_path, wav_duration,
+    localized_voice_clip_path, voice_clip_path, wav_duration,
 };

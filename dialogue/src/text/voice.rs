@@ -39,6 +39,17 @@ pub fn voice_clip_path(speaker: &str, node: &str) -> Result<String, VoicePathErr
     Ok(format!("{VOICE_FOLDER}/{speaker}/{node}.{VOICE_EXTENSION}"))
 }
 
+/// The path of a line's clip in a locale, `voice/<locale>/<line id>.wav` with the id's `:` as
+/// `-` (`voice/ja/line-3f9a0c11d2.wav`): recordings are keyed by line id, so they survive a
+/// renamed node or a reordered response, and each locale has its own. The source language's
+/// clips may stay at [`voice_clip_path`].
+pub fn localized_voice_clip_path(locale: &str, line_id: &str) -> Result<String, VoicePathError> {
+    check_path_part("locale", locale)?;
+    let file = line_id.replace(':', "-");
+    check_path_part("line id", &file)?;
+    Ok(format!("{VOICE_FOLDER}/{locale}/{file}.{VOICE_EXTENSION}"))
+}
+
 fn check_path_part(part: &'static str, value: &str) -> Result<(), VoicePathError> {
     if value.is_empty() {
         return Err(VoicePathError::Empty { part });

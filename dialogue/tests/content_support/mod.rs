@@ -13,6 +13,9 @@ use banter_dialogue::{Diagnostic, Problem, Severity};
 /// A content folder under the system temp dir, removed when dropped.
 pub struct TempContent {
     pub root: PathBuf,
+    /// Conversation files as the test wrote them, before tagging: `edit` works on these, so a
+    /// test's patterns never meet the `LineId`s the tagger added.
+    written: std::cell::RefCell<std::collections::HashMap<String, String>>,
 }
 
 static NEXT: AtomicUsize = AtomicUsize::new(0);
@@ -27,7 +30,10 @@ impl TempContent {
         ));
         let _ = std::fs::remove_dir_all(&root);
         std::fs::create_dir_all(&root).expect("create temp content folder");
-        TempContent { root }
+        TempContent {
+            root,
+            written: Default::default(),
+        }
     }
 
     /// The smallest clean game: one island, one NPC `keeper` speaking `Talk`, one catch quest
@@ -44,7 +50,31 @@ impl TempContent {
         self.write_bytes(relative, text.as_bytes())
     }
 
+    /// Writes a file. A conversation file is line-tagged first (as `strings tag` would), so a
+    /// fixture reads as content a writer has tagged; [`TempContent::write_untagged`] does not.
     pub fn write_bytes(&self, relative: &str, bytes: &[u8]) -> &Self {
+        let is_dialogue = relative.starts_with("dialogue/") && relative.ends_with(".json");
+        let tagged = std::str::from_utf8(bytes)
+            .ok()
+            .filter(|_| is_dialogue)
+            .and_then(|text| {
+                let format = banter_dialogue::lines::Format::of(relative);
+                let mut taken = std::collections::HashSet::new();
+                banter_dialogue::lines::tag_file(relative, text, format, &mut taken).ok()
+            })
+            .map(|(text, _)| text);
+        if tagged.is_some()
+            && let Ok(text) = std::str::from_utf8(bytes)
+        {
+            self.written
+                .borrow_mut()
+                .insert(relative.to_owned(), text.to_owned());
+        }
+        self.write_untagged(relative, tagged.as_deref().map_or(bytes, str::as_bytes))
+    }
+
+    /// Writes a file as given.
+    pub fn write_untagged(&self, relative: &str, bytes: &[u8]) -> &Self {
         let path = self.root.join(relative);
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).expect("create folder");
@@ -55,6 +85,11 @@ impl TempContent {
 
     /// Replaces `from` with `to` in a file, which must contain it.
     pub fn edit(&self, relative: &str, from: &str, to: &str) -> &Self {
+        let written = self.written.borrow().get(relative).cloned();
+        if let Some(text) = written {
+            assert!(text.contains(from), "{relative} does not contain {from:?}");
+            return self.write(relative, &text.replacen(from, to, 1));
+        }
         let path = self.root.join(relative);
         let text = std::fs::read_to_string(&path).expect("read content file");
         assert!(text.contains(from), "{relative} does not contain {from:?}");

@@ -1,6 +1,7 @@
 //! `check-content <dir>`: the loader's diagnostics and the content checks, one line each, then a
 //! summary. Exit 1 on any error, 0 on warnings only, so CI can gate on it. The content
-//! migrations file is read too (a bad one would refuse the push that brings it).
+//! migrations file is read too (a bad one would refuse the push that brings it). Each locale's
+//! string table gets a coverage line (translated / total, stale).
 
 use std::io::{self, Write};
 use std::path::Path;
@@ -13,9 +14,25 @@ pub fn run(dir: &Path, out: &mut dyn Write, err: &mut dyn Write) -> io::Result<u
     if !super::require_dir(dir, err)? {
         return Ok(EXIT_USAGE);
     }
-    let (_, diagnostics) = check::load_and_check(dir);
+    let (content, diagnostics) = check::load_and_check(dir);
     for d in &diagnostics {
         writeln!(out, "{d}")?;
+    }
+    // Coverage per locale (its problems are among the diagnostics above).
+    let index = banter_dialogue::lines::LineIndex::new(&content);
+    let coverage =
+        banter_dialogue::locale::check::check_locales(&content.locales, &index, &mut Vec::new());
+    for locale in &coverage {
+        writeln!(
+            out,
+            "locale {}: {}/{} lines translated ({}%), {} stale ({})",
+            locale.locale,
+            locale.translated,
+            locale.total,
+            locale.percent(),
+            locale.stale,
+            locale.file
+        )?;
     }
     let migrations = crate::migrations::load(dir);
     if let Err(problem) = &migrations {

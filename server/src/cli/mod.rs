@@ -13,6 +13,7 @@ pub mod check_content;
 pub mod export;
 pub mod gen_content;
 pub mod serve;
+pub mod strings;
 
 /// Everything fine; warnings may have been printed.
 pub const EXIT_OK: u8 = 0;
@@ -55,6 +56,11 @@ pub enum Command {
         #[arg(long)]
         out: PathBuf,
     },
+    /// Line ids and string tables (`strings tag`).
+    Strings {
+        #[command(subcommand)]
+        command: StringsCommand,
+    },
     /// Runs the server: no configuration needed for a local run (SQLite under ./data).
     Serve(crate::config::ServeArgs),
     /// Applies the database migrations and exits.
@@ -62,6 +68,32 @@ pub enum Command {
         /// Database URL: `postgres://...` or `sqlite://path`.
         #[arg(long, env = "DATABASE_URL", default_value = "sqlite://data/banter.db")]
         database_url: String,
+    },
+}
+
+/// `strings` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum StringsCommand {
+    /// Adds a `LineId` to every line and response that has text and none, in place. Ids
+    /// already written never change.
+    Tag {
+        /// The content folder.
+        #[arg(default_value = "content")]
+        dir: PathBuf,
+    },
+    /// Writes or updates `<dir>/locales/<locale>.po`: new lines added, removed lines dropped,
+    /// translations of a changed source kept and marked fuzzy.
+    Export {
+        /// The locale, a BCP 47 tag (`ja`, `pt-BR`).
+        #[arg(long)]
+        locale: String,
+        /// Print the locale's recording script for a voice studio (CSV: line id, speaker, text,
+        /// the line before it, direction, locale, clip path) instead of writing the table.
+        #[arg(long)]
+        voice: bool,
+        /// The content folder.
+        #[arg(default_value = "content")]
+        dir: PathBuf,
     },
 }
 
@@ -98,6 +130,12 @@ pub fn run(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
             transcriptions,
             out: out_dir,
         } => gen_content::run(&transcriptions, &out_dir, out, err),
+        Command::Strings { command } => match command {
+            StringsCommand::Tag { dir } => strings::tag(&dir, out, err),
+            StringsCommand::Export { locale, voice, dir } => {
+                strings::export(&dir, &locale, voice, out, err)
+            }
+        },
         Command::Serve(args) => serve::run(&args, err),
         Command::Migrate { database_url } => serve::migrate(&database_url, out, err),
     };

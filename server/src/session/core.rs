@@ -19,6 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use banter_dialogue::content::{NpcDef, QuestDef};
+use banter_dialogue::locale::Locale;
 use banter_dialogue::{ActionIndex, DialogueGraph, Walk};
 use banter_player::availability;
 use banter_player::{
@@ -107,6 +108,8 @@ pub struct SessionCore {
     may_have_parked: bool,
     /// Accepted steps that changed nothing stored, on their way to the audit log.
     trail: crate::audit::Trail,
+    /// The locale the player asked to read (`?locale=`, `set_locale`); `None`: the source.
+    locale: Option<Locale>,
     /// What the step being handled has caused so far.
     out: Vec<ServerMessage>,
 }
@@ -150,6 +153,7 @@ impl SessionCore {
             audited_in_store: false,
             may_have_parked: true,
             trail: crate::audit::Trail::default(),
+            locale: None,
             out: Vec::new(),
         };
         core.restore_cutscene();
@@ -162,8 +166,28 @@ impl SessionCore {
         format!("{}.{}", self.app.session_key(self.id), self.opened)
     }
 
+    /// The locale the player reads in from now on (`None`: the content's source language).
+    pub fn set_locale(&mut self, locale: Option<Locale>) {
+        self.locale = locale;
+    }
+
+    /// The tag the player's text is served in now: the first of the asked locale's fallback
+    /// chain that the content has, else the source language.
+    fn served_locale(&self) -> String {
+        let library = self.app.content.current();
+        self.locale
+            .as_ref()
+            .and_then(|asked| library.served_locale(asked))
+            .map_or_else(
+                || library.content.locales.settings.source.clone(),
+                |l| l.to_string(),
+            )
+    }
+
     pub fn welcome(&self) -> ServerMessage {
         ServerMessage::Welcome {
+            locale: self.served_locale(),
+            locales: self.app.content.current().content.locales.available(),
             protocol: PROTOCOL_VERSION,
             player: self.player.clone(),
             session: self.id,
@@ -411,16 +435,22 @@ impl SessionCore {
                 self.afk.set(&mut self.machine, *afk);
                 Ok(())
             }
+            ClientMessage::SetLocale { locale, .. } => {
+                let locale = Locale::parse(locale).map_err(SessionError::BadLocale)?;
+                self.locale = Some(locale);
+                Ok(())
+            }
             ClientMessage::FetchConversation { conversation, .. } => {
                 let library = self.app.content.current();
                 let published = library
                     .conversations
                     .get(conversation)
                     .ok_or_else(|| SessionError::UnknownConversation(conversation.clone()))?;
+                let (json, hash) = published.for_locale(self.locale.as_ref());
                 self.out.push(ServerMessage::Conversation {
                     conversation: conversation.clone(),
-                    hash: published.hash.clone(),
-                    content: published.json.to_string(),
+                    hash: hash.to_owned(),
+                    content: json.to_string(),
                 });
                 Ok(())
             }
@@ -565,13 +595,15 @@ impl SessionCore {
         self.last_talk = Some(now);
         self.remember();
         self.app.metrics.conversation_opened();
+        // The text in the player's locale: its own hash, the same structure.
+        let (json, hash) = published.for_locale(self.locale.as_ref());
         self.out.push(ServerMessage::Opened {
             conversation: npc.conversation.clone(),
             npc: world::npc_ref(&npc),
             speaker: graph.speaker().map(str::to_owned),
             entry: entry_name,
-            hash: published.hash.clone(),
-            content: (cached != Some(published.hash.as_str())).then(|| published.json.to_string()),
+            hash: hash.to_owned(),
+            content: (cached != Some(hash)).then(|| json.to_string()),
             facts: sheet,
         });
         let uid = self.next_uid();
@@ -749,11 +781,12 @@ impl SessionCore {
             return Err(far.into());
         }
         self.may_have_parked = false;
+        // The hash of the text the client cached for it: the player's locale's.
         let hash = conversation
             .library
             .conversations
             .get(&conversation.name)
-            .map(|p| p.hash.clone())
+            .map(|p| p.for_locale(self.locale.as_ref()).1.to_owned())
             .unwrap_or_default();
         self.dialogue
             .enter(&mut self.machine, DialogueState::Talking);
@@ -959,6 +992,7 @@ fn audited_step(message: &ClientMessage) -> Option<StepDetail<'_>> {
     match message {
         ClientMessage::Move { .. }
         | ClientMessage::SetAfk { .. }
+        | ClientMessage::SetLocale { .. }
         | ClientMessage::FetchConversation { .. } => None,
         _ => Some(StepDetail(message)),
     }
@@ -985,6 +1019,7 @@ impl std::fmt::Display for StepDetail<'_> {
             | ClientMessage::Resume { .. }
             | ClientMessage::Move { .. }
             | ClientMessage::SetAfk { .. }
+            | ClientMessage::SetLocale { .. }
             | ClientMessage::FetchConversation { .. } => Ok(()),
         }
     }

@@ -76,6 +76,8 @@ pub enum SessionError {
     NoCutscene(String),
     #[error("no conversation to resume with that token; talk again")]
     ResumeRefused,
+    #[error("{0}")]
+    BadLocale(banter_dialogue::locale::BadLocale),
     /// Content broken in a way the checks should have caught: an entry node missing from its
     /// graph, an armed action missing, a cutscene quest without a scene.
     #[error("content invariant broken: {0}")]
@@ -103,6 +105,7 @@ impl From<SessionError> for Refusal {
             SessionError::UnknownVertex(_) => ErrorCode::UnknownVertex,
             SessionError::NoCutscene(_) => ErrorCode::NoCutscene,
             SessionError::ResumeRefused => ErrorCode::ResumeRefused,
+            SessionError::BadLocale(_) => ErrorCode::BadLocale,
             SessionError::Content(_) => return Refusal::internal("session", &e),
         };
         Refusal::new(code, e.to_string())
@@ -227,6 +230,10 @@ mod tests {
             ),
             (SessionError::NoCutscene("s".into()), ErrorCode::NoCutscene),
             (SessionError::ResumeRefused, ErrorCode::ResumeRefused),
+            (
+                SessionError::BadLocale(banter_dialogue::locale::BadLocale("x y".into())),
+                ErrorCode::BadLocale,
+            ),
             (SessionError::Content("x".into()), ErrorCode::Internal),
         ] {
             row(&format!("{e:?}"), e.into(), code);

@@ -55,6 +55,7 @@ pub async fn run(
     socket: WebSocket,
     player: String,
     token_expires: u64,
+    locale: Option<banter_dialogue::locale::Locale>,
     starting: tokio::sync::OwnedSemaphorePermit,
 ) {
     app.metrics.session_opened();
@@ -79,6 +80,7 @@ pub async fn run(
         }
         Ok(record) => {
             let mut core = SessionCore::new(app.clone(), player.clone(), id, record);
+            core.set_locale(locale);
             let mut session = Socket {
                 app: app.clone(),
                 out: out.clone(),

@@ -381,6 +381,45 @@ async fn fetch_set_afk_and_unknown_conversations() {
         .await
         .is_empty()
     );
+    // A locale: a BCP 47 tag, or `bad_locale`; the next fetch is in it, with its own hash.
+    let bad = ClientMessage::SetLocale {
+        id: Some(8),
+        locale: "klingon language".into(),
+    };
+    assert_eq!(p.code(bad).await, ErrorCode::BadLocale);
+    let source_hash = match p
+        .ok(ClientMessage::FetchConversation {
+            id: Some(9),
+            conversation: "Pim".into(),
+        })
+        .await
+        .as_slice()
+    {
+        [ServerMessage::Conversation { hash, .. }] => hash.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert!(
+        p.ok(ClientMessage::SetLocale {
+            id: Some(10),
+            locale: "ja".into(),
+        })
+        .await
+        .is_empty()
+    );
+    match p
+        .ok(ClientMessage::FetchConversation {
+            id: Some(11),
+            conversation: "Pim".into(),
+        })
+        .await
+        .as_slice()
+    {
+        [ServerMessage::Conversation { hash, content, .. }] => {
+            assert_ne!(*hash, source_hash);
+            assert!(content.contains("ヤドカリ"), "{content}");
+        }
+        other => panic!("{other:?}"),
+    }
 }
 
 #[tokio::test]
@@ -753,5 +792,268 @@ async fn a_cutscene_quest_left_playing_is_picked_up_by_the_next_session_and_paid
             ServerMessage::Welcome { cutscene: None, .. }
         ),
         "paid: nothing pending"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Server-verdict conformance vectors (`conformance/server_verdicts.json`): message sequences
+// and the server's answer to each, recorded from this core. A client in any language replays
+// them against a real server on the sample content (a fresh player per scenario), waiting
+// `wait_ms` before each message. Re-record with
+// `BANTER_BLESS=1 cargo test -p banter-server --lib server_verdict_vectors`.
+// ---------------------------------------------------------------------------------------------
+
+/// One scripted message: wait, then send.
+struct Scripted {
+    wait_ms: u64,
+    message: ClientMessage,
+}
+
+fn step(wait_ms: u64, message: ClientMessage) -> Scripted {
+    Scripted { wait_ms, message }
+}
+
+fn server_message_type(message: &ServerMessage) -> String {
+    serde_json::to_value(message)
+        .ok()
+        .and_then(|v| v["type"].as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+/// Plays `script` as a fresh player; the scenario as a vector.
+async fn record(
+    app: &SharedApp,
+    name: &str,
+    player: &str,
+    script: Vec<Scripted>,
+) -> serde_json::Value {
+    let mut p = Player::new(app, player, 1).await;
+    let mut steps = Vec::new();
+    for Scripted { wait_ms, message } in script {
+        p.after(Duration::from_millis(wait_ms));
+        let sent = serde_json::to_value(&message).expect("message");
+        let id = p.id();
+        let mut answer = p.send(message.with_id(id.unwrap_or(0))).await;
+        let verdict = match answer.pop() {
+            Some(ServerMessage::Ack { .. }) => "ok".to_owned(),
+            Some(ServerMessage::Error { code, .. }) => code.name().to_owned(),
+            other => panic!("{name}: expected an answer, got {other:?}"),
+        };
+        let before: Vec<String> = answer.iter().map(server_message_type).collect();
+        steps.push(serde_json::json!({
+            "wait_ms": wait_ms,
+            "send": sent,
+            "verdict": verdict,
+            "before": before,
+        }));
+    }
+    serde_json::json!({ "name": name, "steps": steps })
+}
+
+fn plain_move(position: Position) -> ClientMessage {
+    ClientMessage::Move { id: None, position }
+}
+
+fn plain_talk(npc: &str) -> ClientMessage {
+    ClientMessage::Talk {
+        id: None,
+        npc: npc.to_owned(),
+        instance: None,
+        cached: None,
+    }
+}
+
+fn plain_action(action_type: ActionType, payload: &str) -> ClientMessage {
+    ClientMessage::Action {
+        id: None,
+        action: action_type,
+        payload: payload.to_owned(),
+    }
+}
+
+#[tokio::test]
+async fn server_verdict_vectors_are_current() {
+    let (app, _db) = app_on(sample_content()).await;
+    let pims_quest = vec![
+        step(0, plain_move(PIM)),
+        step(0, plain_talk("Pim")),
+        step(
+            0,
+            ClientMessage::Advance {
+                id: None,
+                node: "PimsTideTale_Tale".into(),
+            },
+        ),
+        step(0, plain_action(ActionType::AcceptQuest, "PimsTideTale")),
+        step(
+            0,
+            ClientMessage::Choose {
+                id: None,
+                response: "PimsTideTale_Greet_r1".into(),
+            },
+        ),
+        step(0, plain_action(ActionType::AcceptQuest, "LostReel")),
+        step(0, plain_action(ActionType::AcceptQuest, "PimsTideTale")),
+        step(0, plain_action(ActionType::AcceptQuest, "PimsTideTale")),
+        step(
+            0,
+            ClientMessage::Advance {
+                id: None,
+                node: "PimsTideTale_Tale".into(),
+            },
+        ),
+        step(
+            0,
+            plain_action(
+                ActionType::AdvanceObjective,
+                "PimsTideTale|HearTheTale|1|mistral_cay",
+            ),
+        ),
+        step(
+            0,
+            ClientMessage::Advance {
+                id: None,
+                node: "PimsTideTale_Ending".into(),
+            },
+        ),
+        step(0, plain_action(ActionType::CompleteQuest, "PimsTideTale")),
+        step(0, plain_action(ActionType::CompleteQuest, "PimsTideTale")),
+        step(0, ClientMessage::Close { id: None }),
+        step(0, ClientMessage::Close { id: None }),
+    ];
+    let world_rules = vec![
+        step(0, plain_talk("Pim")),
+        step(0, plain_move(PIM)),
+        step(0, plain_move(INES)),
+        step(0, plain_talk("Nobody")),
+        step(0, plain_talk("Keeper Ines")),
+        step(0, plain_talk("Pim")),
+        step(0, plain_talk("Pim")),
+        step(0, ClientMessage::Close { id: None }),
+        step(0, plain_talk("Pim")),
+        step(1600, plain_talk("Pim")),
+        step(
+            0,
+            ClientMessage::Choose {
+                id: None,
+                response: "Pim_Nowhere_r1".into(),
+            },
+        ),
+        step(0, plain_action(ActionType::CheckQuest, "Nothing|A|B")),
+        step(0, ClientMessage::Close { id: None }),
+        step(
+            0,
+            ClientMessage::Resume {
+                id: None,
+                token: "not-a-token".into(),
+            },
+        ),
+    ];
+    let small_messages = vec![
+        step(
+            0,
+            ClientMessage::SetAfk {
+                id: None,
+                afk: true,
+            },
+        ),
+        step(
+            0,
+            ClientMessage::SetLocale {
+                id: None,
+                locale: "ja".into(),
+            },
+        ),
+        step(
+            0,
+            ClientMessage::SetLocale {
+                id: None,
+                locale: "not a tag".into(),
+            },
+        ),
+        step(
+            0,
+            ClientMessage::FetchConversation {
+                id: None,
+                conversation: "Pim".into(),
+            },
+        ),
+        step(
+            0,
+            ClientMessage::FetchConversation {
+                id: None,
+                conversation: "Nobody".into(),
+            },
+        ),
+        step(
+            0,
+            ClientMessage::CutsceneDone {
+                id: None,
+                scene: "NoSuchScene".into(),
+            },
+        ),
+        step(0, ClientMessage::Close { id: None }),
+    ];
+    let scenarios = serde_json::Value::Array(vec![
+        record(
+            &app,
+            "Pim's quest, with refusals on the way",
+            "conformance-pim",
+            pims_quest,
+        )
+        .await,
+        record(&app, "the world's rules", "conformance-world", world_rules).await,
+        record(
+            &app,
+            "the small messages",
+            "conformance-small",
+            small_messages,
+        )
+        .await,
+    ]);
+    let verdicts: Vec<&str> = scenarios
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|s| s["steps"].as_array().into_iter().flatten())
+        .filter_map(|s| s["verdict"].as_str())
+        .collect();
+    for code in [
+        "ok",
+        "not_reachable",
+        "not_armed",
+        "payload_mismatch",
+        "no_conversation",
+        "no_body",
+        "too_far",
+        "unknown_npc",
+        "conversation_open",
+        "talk_cooldown",
+        "bad_locale",
+        "unknown_conversation",
+        "no_cutscene",
+        "teleport",
+        "resume_refused",
+    ] {
+        assert!(
+            verdicts.contains(&code),
+            "no step answers {code}: {verdicts:?}"
+        );
+    }
+    let path = sample_content().join("../conformance/server_verdicts.json");
+    let text = format!(
+        "{}\n",
+        serde_json::to_string_pretty(&scenarios).expect("json")
+    );
+    if std::env::var_os("BANTER_BLESS").is_some() {
+        std::fs::create_dir_all(path.parent().expect("folder")).expect("conformance folder");
+        std::fs::write(&path, &text).expect("write");
+        return;
+    }
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        committed == text,
+        "{} is out of date: BANTER_BLESS=1 cargo test -p banter-server --lib server_verdict_vectors",
+        path.display()
     );
 }

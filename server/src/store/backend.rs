@@ -271,7 +271,7 @@ pub trait Backend: Send + Sync + Sized + 'static {
 /// A step's audit row and its change, on `conn` inside the caller's write transaction: the
 /// audit row first, so that a key already taken stops the step before it changes anything (the
 /// caller rolls back on any error).
-pub async fn run_step<B: Backend + ?Sized>(
+pub async fn run_step<B: Backend>(
     conn: &mut <B::Db as Database>::Connection,
     step: &Step<'_>,
     order: &[usize],

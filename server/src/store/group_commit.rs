@@ -118,7 +118,10 @@ impl Lane for Housekeeping {
     const SYNCHRONOUS: SqliteSynchronous = SqliteSynchronous::Normal;
     const ONE_STATEMENT: bool = true;
 
-    fn run<'c>(job: &'c Chore, conn: &'c mut SqliteConnection) -> BoxFuture<'c, Result<Done, StoreError>> {
+    fn run<'c>(
+        job: &'c Chore,
+        conn: &'c mut SqliteConnection,
+    ) -> BoxFuture<'c, Result<Done, StoreError>> {
         Box::pin(Sqlite::chore(conn, job))
     }
 
@@ -144,7 +147,10 @@ impl Lane for PlayerSteps {
     const SYNCHRONOUS: SqliteSynchronous = SqliteSynchronous::Full;
     const ONE_STATEMENT: bool = false;
 
-    fn run<'c>(job: &'c OwnedStep, conn: &'c mut SqliteConnection) -> BoxFuture<'c, Result<Applied, StoreError>> {
+    fn run<'c>(
+        job: &'c OwnedStep,
+        conn: &'c mut SqliteConnection,
+    ) -> BoxFuture<'c, Result<Applied, StoreError>> {
         Box::pin(async move { run_step::<SqliteStore>(conn, &job.step(), &job.order).await })
     }
 
@@ -230,10 +236,7 @@ impl OwnedStep {
     /// The step, borrowed back.
     pub fn step(&self) -> Step<'_> {
         let change = match &self.change {
-            OwnedChange::Accept { quest, objectives } => Change::Accept {
-                quest,
-                objectives,
-            },
+            OwnedChange::Accept { quest, objectives } => Change::Accept { quest, objectives },
             OwnedChange::Advance { event_id, advances } => Change::Advance {
                 event_id: event_id.as_deref(),
                 advances,

@@ -311,7 +311,10 @@ async fn steps_in_a_burst_share_a_commit_and_one_refusal_stays_its_own() {
         Ok(1)
     );
     assert_eq!(
-        store.audit_for_player("burst-unpaid", 10).await.map(|a| a.len()),
+        store
+            .audit_for_player("burst-unpaid", 10)
+            .await
+            .map(|a| a.len()),
         Ok(0)
     );
     assert_eq!(store.ledger("burst-unpaid").await.map(|l| l.len()), Ok(0));

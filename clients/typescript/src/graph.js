@@ -1,0 +1,645 @@
+// The conversation graph, built from `opened.content` (docs/PROTOCOL.md section 8.2;
+// dialogue/src/canonical.rs and graph.rs are the reference, and the server walks exactly the
+// graph they build).
+//
+// The content is an object whose keys are node names, plus `FirstNode` and `Speaker`. Each node
+// becomes an NPC-line vertex named by its key; response `i` (1-based) of node `N` becomes the
+// vertex `N_r<i>`; a `NextNode` list becomes a branch vertex (`N_b<id>`), never shown, whose
+// targets are tried in order. Vertices are numbered as the server numbers them: the root 0,
+// then every node in key order (UTF-8 byte order), then per node its responses and then its
+// branches. The numbering matters only for names of branches and for the priority of
+// same-named vertices (the first one wins a name), but it costs nothing to match.
+//
+// Content that breaks a rule is not thrown at the caller: like the server's builder, the graph
+// leaves out a node with a problem, skips an edge to a node that does not exist, and makes a
+// condition that does not parse never hold (fail closed). Each is listed in `graph.problems`.
+
+import { parseCondition } from './condition.js';
+import { ContentError, PayloadError } from './errors.js';
+import { buildPayload, isActionType } from './payload.js';
+
+/**
+ * @import { Condition } from './condition.js'
+ * @import { Action } from './payload.js'
+ * @import { ActionType } from './protocol.generated.js'
+ */
+
+/** @typedef {"root" | "line" | "response" | "branch"} VertexKind */
+
+/**
+ * An action as authored on a vertex, with its canonical payload built once.
+ * @typedef {object} AuthoredAction
+ * @property {number} index  its index in the graph: what the walk's arming counters key on
+ * @property {Action} action  the content form (`AdvanceObjective` always states `Amount` when it states `Island`)
+ * @property {ActionType} type
+ * @property {string} payload  the canonical payload, exactly what the server compares
+ * @property {number} vertex  the node or response it is authored on
+ */
+
+/**
+ * @typedef {object} Vertex
+ * @property {number} id
+ * @property {VertexKind} kind
+ * @property {string} name  `N`, `N_r<i>` or `N_b<id>`; empty for the root
+ * @property {string} text  the line or response text as written (rich text)
+ * @property {number} priority  a response's 1-based index in its node; 0 for a line
+ * @property {boolean} close  a line with `"Close": true`
+ * @property {boolean} awaitsJump  carries a `CheckQuest`: its exit is not followed, the server jumps
+ * @property {{ clip: string, ms: number } | null} voice  a line's recording in the player's locale
+ * @property {string | null} lineId  the stable line id (`LineId`): not structure, for voice and string tables
+ * @property {number[]} outputs  in priority order: a line's responses or next line/branch, a response's or branch's targets
+ * @property {AuthoredAction[]} actions  in authored order
+ * @property {Condition | null} condition
+ * @property {string | null} conditionText  the `Conditions` as sent (a list joined with `&&`)
+ */
+
+/**
+ * @typedef {{ kind: "one", target: string } | { kind: "first_of", targets: string[] }} Next
+ * @typedef {{ lineId: string | null, text: string, actions: Action[], next: Next | null, conditions: string | null }} ResponseModel
+ * @typedef {{ kind: "end" } | { kind: "close" } | { kind: "next", next: Next } | { kind: "responses", responses: ResponseModel[] }} Exit
+ * @typedef {{ lineId: string | null, text: string, voice: { clip: string, ms: number } | null, exit: Exit, actions: Action[], conditions: string | null }} NodeModel
+ */
+
+const FIRST_NODE = 'FirstNode';
+const SPEAKER = 'Speaker';
+const NODE_FIELDS = ['LineId', 'Text', 'Direction', 'Voice', 'Responses', 'NextNode', 'Close', 'Actions', 'Conditions', 'Patch'];
+const RESPONSE_FIELDS = ['LineId', 'Text', 'Actions', 'NextNode', 'Conditions'];
+const MAX_AMOUNT = 4294967295;
+
+/** The fields each action type takes besides `Type`. @type {Record<ActionType, string[]>} */
+const ACTION_FIELDS = {
+  AcceptQuest: ['QuestId'],
+  CompleteQuest: ['QuestId'],
+  TrackQuest: ['QuestId'],
+  ChooseRideBoat: ['QuestId'],
+  CheckQuest: ['QuestId', 'SuccessNode', 'FailureNode'],
+  AdvanceObjective: ['QuestId', 'ObjectiveId', 'Amount', 'Island'],
+  OpenShop: ['Shop'],
+  OpenSellMenu: [],
+  PlayCutscene: ['Scene', 'QuestId'],
+};
+
+/** @param {unknown} v @returns {v is Record<string, unknown>} */
+function isObject(v) {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** The JSON kind of a value, for problems. */
+function kindOf(/** @type {unknown} */ v) {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'an array';
+  if (typeof v === 'object') return 'an object';
+  return `a ${typeof v}`;
+}
+
+/**
+ * Compares strings in UTF-8 byte order (= code point order), the order of the server's
+ * `BTreeMap<String, _>`. Plain `<` compares UTF-16 units, which differs past U+FFFF.
+ * @param {string} a
+ * @param {string} b
+ */
+export function compareUtf8(a, b) {
+  const ia = a[Symbol.iterator]();
+  const ib = b[Symbol.iterator]();
+  for (;;) {
+    const x = ia.next();
+    const y = ib.next();
+    if (x.done || y.done) return x.done ? (y.done ? 0 : -1) : 1;
+    const cx = /** @type {number} */ (x.value.codePointAt(0));
+    const cy = /** @type {number} */ (y.value.codePointAt(0));
+    if (cx !== cy) return cx < cy ? -1 : 1;
+  }
+}
+
+/** Collects the problems of one node; any problem leaves the node out, as on the server. */
+class Decoder {
+  /** @param {string[]} problems @param {string} node */
+  constructor(problems, node) {
+    this.problems = problems;
+    this.node = node;
+    this.count = 0;
+  }
+
+  /** @param {string} field @param {string} message */
+  problem(field, message) {
+    this.count++;
+    this.problems.push(`node ${JSON.stringify(this.node)}, ${field}: ${message}`);
+  }
+
+  /** A string field; undefined (with a problem) if it is anything else. */
+  string(/** @type {string} */ field, /** @type {unknown} */ v) {
+    if (typeof v === 'string') return v;
+    this.problem(field, `expected a string, found ${kindOf(v)}`);
+    return undefined;
+  }
+
+  /** A non-empty identifier (quest, node, objective names). */
+  ident(/** @type {string} */ field, /** @type {unknown} */ v) {
+    const s = this.string(field, v);
+    if (s === '') {
+      this.problem(field, 'must not be empty');
+      return undefined;
+    }
+    return s;
+  }
+
+  /** `Conditions`: one expression, or a list that must all hold. */
+  conditions(/** @type {string} */ field, /** @type {unknown} */ v) {
+    if (typeof v === 'string') return v;
+    if (Array.isArray(v)) {
+      const parts = [];
+      for (const [i, item] of v.entries()) {
+        const s = this.string(`${field}[${i + 1}]`, item);
+        if (s === undefined) return undefined;
+        parts.push(`(${s})`);
+      }
+      return parts.length === 0 ? 'true' : parts.join(' && ');
+    }
+    this.problem(field, `expected a string or an array of strings, found ${kindOf(v)}`);
+    return undefined;
+  }
+
+  /** `NextNode`: one node name, or a non-empty list tried in order. @returns {Next | undefined} */
+  next(/** @type {string} */ field, /** @type {unknown} */ v) {
+    if (typeof v === 'string') {
+      const target = this.ident(field, v);
+      return target === undefined ? undefined : { kind: 'one', target };
+    }
+    if (Array.isArray(v)) {
+      if (v.length === 0) {
+        this.problem(field, 'a NextNode list must not be empty');
+        return undefined;
+      }
+      const targets = v.map((item, i) => this.ident(`${field}[${i + 1}]`, item));
+      return targets.every((t) => t !== undefined) ? { kind: 'first_of', targets: /** @type {string[]} */ (targets) } : undefined;
+    }
+    this.problem(field, `expected a node name or a list of node names, found ${kindOf(v)}`);
+    return undefined;
+  }
+
+  /** `Actions`: an array of action objects. @returns {Action[]} */
+  actions(/** @type {string} */ field, /** @type {unknown} */ v) {
+    if (!Array.isArray(v)) {
+      this.problem(field, `expected an array of actions, found ${kindOf(v)}`);
+      return [];
+    }
+    /** @type {Action[]} */
+    const out = [];
+    for (const [i, item] of v.entries()) {
+      const action = this.action(`${field}[${i + 1}]`, item);
+      if (action) out.push(action);
+    }
+    return out;
+  }
+
+  /** One action: `Type` and exactly the fields that type takes. @returns {Action | undefined} */
+  action(/** @type {string} */ field, /** @type {unknown} */ v) {
+    if (!isObject(v)) {
+      this.problem(field, `expected an action object, found ${kindOf(v)}`);
+      return undefined;
+    }
+    if (!('Type' in v)) {
+      this.problem(field, 'missing field `Type`');
+      return undefined;
+    }
+    const type = this.string(`${field}.Type`, v.Type);
+    if (type === undefined) return undefined;
+    if (!isActionType(type)) {
+      this.problem(`${field}.Type`, `unknown action type \`${type}\``);
+      return undefined;
+    }
+    const before = this.count;
+    for (const key of Object.keys(v)) {
+      if (key !== 'Type' && !ACTION_FIELDS[type].includes(key)) this.problem(`${field}.${key}`, `unknown field \`${key}\``);
+    }
+    const need = (/** @type {string} */ key) => {
+      if (!(key in v)) {
+        this.problem(`${field}.${key}`, `missing field \`${key}\``);
+        return undefined;
+      }
+      return this.ident(`${field}.${key}`, v[key]);
+    };
+    const may = (/** @type {string} */ key) => (key in v ? this.ident(`${field}.${key}`, v[key]) : undefined);
+    /** @type {Action | undefined} */
+    let action;
+    switch (type) {
+      case 'AcceptQuest':
+      case 'CompleteQuest':
+      case 'TrackQuest':
+      case 'ChooseRideBoat': {
+        const quest = need('QuestId');
+        if (quest !== undefined) action = { Type: type, QuestId: quest };
+        break;
+      }
+      case 'CheckQuest': {
+        // Missing targets are the content check's business (the server reports them there).
+        const quest = need('QuestId');
+        const success = may('SuccessNode');
+        const failure = may('FailureNode');
+        if (quest !== undefined) {
+          action = { Type: type, QuestId: quest };
+          if (success !== undefined) action.SuccessNode = success;
+          if (failure !== undefined) action.FailureNode = failure;
+        }
+        break;
+      }
+      case 'AdvanceObjective': {
+        const quest = need('QuestId');
+        const objective = need('ObjectiveId');
+        let amount;
+        if ('Amount' in v) {
+          const n = v.Amount;
+          if (typeof n !== 'number') this.problem(`${field}.Amount`, `expected a number, found ${kindOf(n)}`);
+          else if (!Number.isInteger(n) || n < 1 || n > MAX_AMOUNT) {
+            this.problem(`${field}.Amount`, `Amount must be a whole number from 1 to ${MAX_AMOUNT}, found ${n}`);
+          } else amount = n;
+        }
+        const island = may('Island');
+        if (quest !== undefined && objective !== undefined) {
+          action = { Type: type, QuestId: quest, ObjectiveId: objective };
+          // Naming an island forces the amount, even when it is 1 (PROTOCOL.md section 9.3).
+          if (amount !== undefined || island !== undefined) action.Amount = amount ?? 1;
+          if (island !== undefined) action.Island = island;
+        }
+        break;
+      }
+      case 'OpenShop': {
+        const shop = need('Shop');
+        if (shop !== undefined) action = { Type: type, Shop: shop };
+        break;
+      }
+      case 'OpenSellMenu':
+        action = { Type: type };
+        break;
+      case 'PlayCutscene': {
+        const scene = need('Scene');
+        const quest = may('QuestId');
+        if (scene !== undefined) {
+          action = { Type: type, Scene: scene };
+          if (quest !== undefined) action.QuestId = quest;
+        }
+        break;
+      }
+    }
+    return this.count === before ? action : undefined;
+  }
+}
+
+/**
+ * @param {string} name
+ * @param {unknown} value
+ * @param {string[]} problems
+ * @returns {NodeModel | undefined}
+ */
+function decodeNode(name, value, problems) {
+  const d = new Decoder(problems, name);
+  if (!isObject(value)) {
+    d.problem('(node)', `expected a node object, found ${kindOf(value)}`);
+    return undefined;
+  }
+  for (const key of Object.keys(value)) {
+    if (!NODE_FIELDS.includes(key)) d.problem(key, `unknown field \`${key}\``);
+  }
+  if ('Patch' in value) {
+    if (value.Patch === true) d.problem('Patch', 'a patch of nothing: a conversation from the server has no layer below it');
+    else if (typeof value.Patch !== 'boolean') d.problem('Patch', `expected a boolean, found ${kindOf(value.Patch)}`);
+  }
+  const lineId = 'LineId' in value ? d.ident('LineId', value.LineId) : undefined;
+  const text = 'Text' in value ? d.string('Text', value.Text) : undefined;
+  if ('Direction' in value) d.string('Direction', value.Direction);
+  const voice = 'Voice' in value ? decodeVoice(d, value.Voice) : undefined;
+  const actions = 'Actions' in value ? d.actions('Actions', value.Actions) : [];
+  const conditions = 'Conditions' in value ? d.conditions('Conditions', value.Conditions) : undefined;
+  const exit = decodeExit(d, value);
+  if (d.count > 0 || exit === undefined) return undefined;
+  return {
+    lineId: lineId ?? null,
+    text: text ?? '',
+    voice: voice ?? null,
+    exit,
+    actions,
+    conditions: conditions ?? null,
+  };
+}
+
+/** `Voice`: `{ "Clip": "voice/ja/line-3f9a0c11d2.wav", "Ms": 2350 }`. */
+function decodeVoice(/** @type {Decoder} */ d, /** @type {unknown} */ v) {
+  if (!isObject(v)) {
+    d.problem('Voice', `expected an object with Clip and Ms, found ${kindOf(v)}`);
+    return undefined;
+  }
+  let clip;
+  let ms;
+  for (const [key, value] of Object.entries(v)) {
+    if (key === 'Clip') {
+      if (typeof value === 'string' && value !== '') clip = value;
+      else d.problem('Voice.Clip', `expected a clip path, found ${kindOf(value)}`);
+    } else if (key === 'Ms') {
+      if (typeof value === 'number' && Number.isInteger(value) && value >= 0) ms = value;
+      else d.problem('Voice.Ms', `expected whole milliseconds, found ${JSON.stringify(value)}`);
+    } else {
+      d.problem(`Voice.${key}`, `unknown field \`${key}\``);
+    }
+  }
+  if (clip === undefined || ms === undefined) {
+    d.problem('Voice', 'needs both Voice.Clip and Voice.Ms');
+    return undefined;
+  }
+  return { clip, ms };
+}
+
+/**
+ * The node's exit: at most one of `Responses`, `NextNode` and `Close: true`.
+ * @param {Decoder} d
+ * @param {Record<string, unknown>} value
+ * @returns {Exit | undefined}
+ */
+function decodeExit(d, value) {
+  let close = false;
+  if ('Close' in value) {
+    if (typeof value.Close === 'boolean') close = value.Close;
+    else d.problem('Close', `expected a boolean, found ${kindOf(value.Close)}`);
+  }
+  const present = [];
+  if ('Responses' in value) present.push('Responses');
+  if ('NextNode' in value) present.push('NextNode');
+  if (close) present.push('Close');
+  if (present.length > 1) {
+    d.problem(present[1], `a node has at most one exit, found ${present.join(', ')}`);
+    return undefined;
+  }
+  if ('Responses' in value) {
+    const list = value.Responses;
+    if (!Array.isArray(list)) {
+      d.problem('Responses', `expected an array of responses, found ${kindOf(list)}`);
+      return undefined;
+    }
+    /** @type {ResponseModel[]} */
+    const responses = [];
+    for (const [i, item] of list.entries()) {
+      const r = decodeResponse(d, i + 1, item);
+      if (r) responses.push(r);
+    }
+    return { kind: 'responses', responses };
+  }
+  if ('NextNode' in value) {
+    const next = d.next('NextNode', value.NextNode);
+    return next === undefined ? undefined : { kind: 'next', next };
+  }
+  return close ? { kind: 'close' } : { kind: 'end' };
+}
+
+/** @returns {ResponseModel | undefined} */
+function decodeResponse(/** @type {Decoder} */ d, /** @type {number} */ index, /** @type {unknown} */ v) {
+  const at = `Responses[${index}]`;
+  if (!isObject(v)) {
+    d.problem(at, `expected a response object, found ${kindOf(v)}`);
+    return undefined;
+  }
+  const before = d.count;
+  for (const key of Object.keys(v)) {
+    if (!RESPONSE_FIELDS.includes(key)) d.problem(`${at}.${key}`, `unknown field \`${key}\``);
+  }
+  const lineId = 'LineId' in v ? d.ident(`${at}.LineId`, v.LineId) : undefined;
+  const text = 'Text' in v ? d.string(`${at}.Text`, v.Text) : undefined;
+  const actions = 'Actions' in v ? d.actions(`${at}.Actions`, v.Actions) : [];
+  const next = 'NextNode' in v ? d.next(`${at}.NextNode`, v.NextNode) : undefined;
+  const conditions = 'Conditions' in v ? d.conditions(`${at}.Conditions`, v.Conditions) : undefined;
+  if (d.count > before) return undefined;
+  return { lineId: lineId ?? null, text: text ?? '', actions, next: next ?? null, conditions: conditions ?? null };
+}
+
+/** An immutable conversation graph. Build it with `buildGraph`. */
+export class DialogueGraph {
+  /**
+   * @param {string} name
+   * @param {string | null} speaker
+   * @param {string | null} firstNode
+   * @param {Vertex[]} vertices
+   * @param {AuthoredAction[]} actions
+   * @param {Map<string, number>} byName
+   * @param {string[]} problems
+   */
+  constructor(name, speaker, firstNode, vertices, actions, byName, problems) {
+    /** The conversation's name (`opened.conversation`). */
+    this.name = name;
+    /** The conversation's `Speaker`. */
+    this.speaker = speaker;
+    /** The `FirstNode` as written (it may name no node: see `problems`). */
+    this.firstNode = firstNode;
+    /** Every vertex, by id; vertex 0 is the root. @type {ReadonlyArray<Vertex>} */
+    this.vertices = vertices;
+    /** Every authored action, by index. @type {ReadonlyArray<AuthoredAction>} */
+    this.actions = actions;
+    /** What was wrong with the content; empty for content from a server. @type {ReadonlyArray<string>} */
+    this.problems = problems;
+    /** @private */
+    this.byName = byName;
+  }
+
+  /**
+   * The vertex of a node or response name (`Greet`, `Greet_r2`), or undefined.
+   * @param {string} name
+   * @returns {Vertex | undefined}
+   */
+  find(name) {
+    const id = this.byName.get(name);
+    return id === undefined ? undefined : this.vertices[id];
+  }
+
+  /**
+   * A vertex by id.
+   * @param {number} id
+   * @returns {Vertex | undefined}
+   */
+  vertex(id) {
+    return this.vertices[id];
+  }
+
+  /** The NPC lines (one per node), in id order. */
+  lines() {
+    return this.vertices.filter((v) => v.kind === 'line');
+  }
+}
+
+/**
+ * Builds the graph of a conversation from its canonical JSON (`opened.content` or
+ * `conversation.content`), or from that JSON already parsed.
+ * @param {string | Record<string, unknown>} content
+ * @param {string} [name]  the conversation's name, for messages (`opened.conversation`)
+ * @returns {DialogueGraph}
+ * @throws {ContentError} when the content is not JSON or not an object (nothing to build)
+ */
+export function buildGraph(content, name = 'conversation') {
+  let root = content;
+  if (typeof content === 'string') {
+    try {
+      root = JSON.parse(content);
+    } catch (e) {
+      throw new ContentError(name, `the content is not JSON: ${e instanceof Error ? e.message : e}`, { cause: e });
+    }
+  }
+  if (!isObject(root)) throw new ContentError(name, `the content must be an object of named nodes, found ${kindOf(root)}`);
+
+  /** @type {string[]} */
+  const problems = [];
+  const top = new Decoder(problems, '(conversation)');
+  let firstNode = null;
+  let speaker = null;
+  /** @type {[string, NodeModel][]} */
+  const nodes = [];
+  for (const [key, value] of Object.entries(root)) {
+    if (key === FIRST_NODE) firstNode = top.ident(FIRST_NODE, value) ?? null;
+    else if (key === SPEAKER) speaker = top.ident(SPEAKER, value) ?? null;
+    else {
+      const node = decodeNode(key, value, problems);
+      if (node) nodes.push([key, node]);
+    }
+  }
+  nodes.sort(([a], [b]) => compareUtf8(a, b));
+
+  /** @type {Vertex[]} */
+  const vertices = [];
+  /** @type {AuthoredAction[]} */
+  const actions = [];
+  /** @param {VertexKind} kind @param {string} vname @param {string} text @param {number} priority */
+  const push = (kind, vname, text, priority) => {
+    /** @type {Vertex} */
+    const v = {
+      id: vertices.length,
+      kind,
+      name: vname,
+      text,
+      priority,
+      close: false,
+      awaitsJump: false,
+      voice: null,
+      lineId: null,
+      outputs: [],
+      actions: [],
+      condition: null,
+      conditionText: null,
+    };
+    vertices.push(v);
+    return v;
+  };
+
+  // Pass one: the root, a line per node, then each node's responses and branches.
+  push('root', '', '', 0);
+  /** Exit targets resolve to lines only, as the server looks them up before other vertices exist. @type {Map<string, number>} */
+  const lineIds = new Map();
+  for (const [nodeName, node] of nodes) {
+    const v = push('line', nodeName, node.text, 0);
+    v.close = node.exit.kind === 'close';
+    v.voice = node.voice;
+    v.lineId = node.lineId;
+    lineIds.set(nodeName, v.id);
+  }
+  /** Per node: its branch vertices in the order pass two wires them, and its responses. @type {Vertex[][]} */
+  const madePerNode = [];
+  /** @type {Vertex[][]} */
+  const responsesPerNode = [];
+  for (const [nodeName, node] of nodes) {
+    /** @type {Vertex[]} */
+    const made = [];
+    /** @type {Vertex[]} */
+    const responses = [];
+    if (node.exit.kind === 'next' && node.exit.next.kind === 'first_of') {
+      made.push(push('branch', `${nodeName}_b${vertices.length}`, '', 1));
+    } else if (node.exit.kind === 'responses') {
+      node.exit.responses.forEach((r, i) => {
+        const rv = push('response', `${nodeName}_r${i + 1}`, r.text, i + 1);
+        rv.lineId = r.lineId;
+        responses.push(rv);
+      });
+      for (const r of node.exit.responses) {
+        if (r.next && r.next.kind === 'first_of') made.push(push('branch', `${nodeName}_b${vertices.length}`, '', 1));
+      }
+    }
+    madePerNode.push(made);
+    responsesPerNode.push(responses);
+  }
+  /** Names to ids: lines first, then made vertices; the first vertex of a name keeps it. */
+  const byName = new Map(lineIds);
+  for (const v of vertices) {
+    if (v.kind === 'line') continue;
+    if (v.kind === 'root') continue;
+    if (byName.has(v.name)) {
+      problems.push(`vertex ${JSON.stringify(v.name)}: the name is taken by an earlier vertex (names must be unique: the wire refers to vertices by name)`);
+    } else byName.set(v.name, v.id);
+  }
+
+  /** @param {string} target @param {string} from @param {string} field */
+  const resolve = (target, from, field) => {
+    const id = lineIds.get(target);
+    if (id === undefined) problems.push(`node ${JSON.stringify(from)}, ${field}: no node named ${JSON.stringify(target)}`);
+    return id;
+  };
+  /** @param {Vertex} v @param {Action[]} authored */
+  const setActions = (v, authored) => {
+    for (const action of authored) {
+      let payload;
+      try {
+        payload = buildPayload(action);
+      } catch (e) {
+        // Decoding already checked every field; this is a bug if it happens.
+        throw new ContentError(name, `${v.name}: ${e instanceof PayloadError ? e.message : e}`, { cause: e });
+      }
+      const a = { index: actions.length, action, type: /** @type {ActionType} */ (action.Type), payload, vertex: v.id };
+      actions.push(a);
+      v.actions.push(a);
+      if (a.type === 'CheckQuest') v.awaitsJump = true;
+    }
+  };
+  /** @param {Vertex} v @param {string | null} text @param {string} node @param {string} field */
+  const setCondition = (v, text, node, field) => {
+    if (text === null) return;
+    v.conditionText = text;
+    try {
+      v.condition = parseCondition(text);
+    } catch (e) {
+      problems.push(`node ${JSON.stringify(node)}, ${field}: ${e instanceof Error ? e.message : e}`);
+      // Fail closed: a condition that cannot be read never holds.
+      v.condition = { kind: 'const', value: false };
+    }
+  };
+
+  // Pass two: wire the root, then every node in id order.
+  if (firstNode !== null) {
+    const first = lineIds.get(firstNode);
+    if (first === undefined) problems.push(`FirstNode: no node named ${JSON.stringify(firstNode)}`);
+    else vertices[0].outputs.push(first);
+  }
+  nodes.forEach(([nodeName, node], i) => {
+    const v = vertices[i + 1];
+    const made = madePerNode[i][Symbol.iterator]();
+    /** @param {Next} next @param {string} field @returns {number | undefined} */
+    const wire = (next, field) => {
+      if (next.kind === 'one') return resolve(next.target, nodeName, field);
+      const branch = /** @type {Vertex} */ (made.next().value);
+      next.targets.forEach((t, k) => {
+        const id = resolve(t, nodeName, `${field}[${k + 1}]`);
+        if (id !== undefined) branch.outputs.push(id);
+      });
+      return branch.id;
+    };
+    setActions(v, node.actions);
+    setCondition(v, node.conditions, nodeName, 'Conditions');
+    if (node.exit.kind === 'next') {
+      const target = wire(node.exit.next, 'NextNode');
+      if (target !== undefined) v.outputs.push(target);
+    } else if (node.exit.kind === 'responses') {
+      node.exit.responses.forEach((r, k) => {
+        const rv = responsesPerNode[i][k];
+        v.outputs.push(rv.id);
+        setActions(rv, r.actions);
+        setCondition(rv, r.conditions, nodeName, `Responses[${k + 1}].Conditions`);
+        if (r.next) {
+          const target = wire(r.next, `Responses[${k + 1}].NextNode`);
+          if (target !== undefined) rv.outputs.push(target);
+        }
+      });
+    }
+  });
+  return new DialogueGraph(name, speaker, firstNode, vertices, actions, byName, problems);
+}

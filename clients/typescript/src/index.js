@@ -1,0 +1,55 @@
+// @banter/client: a client of the Banter wire protocol, version 1 (docs/PROTOCOL.md).
+//
+// Build-free ES modules for browsers and Node 20:
+//
+//   import { deviceLogin, Connection, buildGraph, ClientWalk } from '@banter/client';
+//
+// Each module can also be imported on its own (`@banter/client/payload.js`), for example by a
+// game that only needs the payload builder or the typewriter.
+
+export * from './protocol.js';
+export { BanterError, PayloadError, ConditionError, ContentError, WalkRefusal, RefusalError, ConnectionError } from './errors.js';
+export { buildPayload, parsePayload, isActionType } from './payload.js';
+export {
+  visibleGraphemes,
+  visibleText,
+  visibleUnits,
+  prefix,
+  balancedPrefix,
+  tags,
+  pacingFor,
+  pacingOffset,
+  Typewriter,
+} from './text.js';
+export {
+  parseCondition,
+  evaluate,
+  holds,
+  factsOf,
+  applyEffect,
+  cutsceneDone,
+  withAfk,
+  MAX_CONDITION_BYTES,
+  MAX_DEPTH,
+} from './condition.js';
+export { buildGraph, DialogueGraph, compareUtf8 } from './graph.js';
+export { ClientWalk, Walk, nextLine, ARM_CAP } from './walk.js';
+export { Connection, DEFAULT_BACKOFF, backoffDelay } from './connection.js';
+export { deviceLogin, DeviceLogin, webSocketUrl, httpBase } from './login.js';
+
+/**
+ * @typedef {import('./payload.js').Action} Action
+ * @typedef {import('./condition.js').Condition} Condition
+ * @typedef {import('./condition.js').Facts} Facts
+ * @typedef {import('./graph.js').Vertex} Vertex
+ * @typedef {import('./graph.js').AuthoredAction} AuthoredAction
+ * @typedef {import('./walk.js').Screen} Screen
+ * @typedef {import('./text.js').VisibleUnit} VisibleUnit
+ * @typedef {import('./text.js').Pacing} Pacing
+ * @typedef {import('./text.js').TypewriterEvent} TypewriterEvent
+ * @typedef {import('./connection.js').ConnectionOptions} ConnectionOptions
+ * @typedef {import('./connection.js').Reply} Reply
+ * @typedef {import('./connection.js').ConnectionEvents} ConnectionEvents
+ * @typedef {import('./connection.js').WebSocketLike} WebSocketLike
+ * @typedef {import('./login.js').DeviceLoginAnswer} DeviceLoginAnswer
+ */

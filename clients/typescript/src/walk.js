@@ -1,0 +1,449 @@
+// The walk (docs/PROTOCOL.md sections 8.3 and 9; dialogue/src/walk.rs and client.rs are the
+// reference).
+//
+// `Walk` is the server's bookkeeping, rule for rule: the reachable set R of vertices the player
+// has been shown, and the arming counters of authored actions. A client keeps the same one so
+// that what it offers is what the server accepts.
+//
+// `ClientWalk` adds what only a client has: the screen, and the order in which messages go out.
+//
+// - Showing a line sends its node actions at once, in order.
+// - A response's actions are held until the player moves past the NPC's reply (by advancing, or
+//   by picking one of the reply's responses), or go out at once when nothing follows it.
+// - A response or line carrying `CheckQuest` does not follow its `NextNode`: the client sends the
+//   action and waits for the server's `jump`.
+// - Advancing past a final line (`Close`, or no exit) still sends the `advance` and the held
+//   actions; only then has the conversation ended, and the client sends `close`.
+
+import { evaluate } from './condition.js';
+import { WalkRefusal } from './errors.js';
+
+/**
+ * @import { Facts } from './condition.js'
+ * @import { DialogueGraph, Vertex } from './graph.js'
+ * @import { FactSheet, ActionType } from './protocol.generated.js'
+ * @import { WalkMessage } from './protocol.js'
+ */
+
+/** The most runs one arming can stockpile (PROTOCOL.md section 9.2). */
+export const ARM_CAP = 2;
+
+/** Branches hold only lines by construction; the bound keeps a hand-made graph from looping. */
+const MAX_TRANSPARENT_DEPTH = 8;
+
+/**
+ * What a step puts on screen: a line, the wait for a jump (a `CheckQuest` response was picked),
+ * or the end (nothing follows).
+ * @typedef {{ kind: "line", line: number } | { kind: "await_jump" } | { kind: "end" }} Shown
+ */
+
+/** True if the vertex's `Conditions` hold (or it has none). @param {Vertex} v @param {Facts | FactSheet} facts */
+function conditionHolds(v, facts) {
+  return v.condition === null || evaluate(v.condition, facts);
+}
+
+/**
+ * The NPC line that follows `from` (a line or a response): the first output by priority whose
+ * conditions hold, passing through branches; undefined when none does.
+ * @param {DialogueGraph} graph
+ * @param {number} from
+ * @param {Facts | FactSheet} facts
+ * @returns {number | undefined}
+ */
+export function nextLine(graph, from, facts) {
+  return firstLine(graph, graph.vertex(from)?.outputs ?? [], facts, 0);
+}
+
+/**
+ * @param {DialogueGraph} graph
+ * @param {ReadonlyArray<number>} outputs
+ * @param {Facts | FactSheet} facts
+ * @param {number} depth
+ * @returns {number | undefined}
+ */
+function firstLine(graph, outputs, facts, depth) {
+  for (const out of outputs) {
+    const v = graph.vertex(out);
+    if (!v || !conditionHolds(v, facts)) continue;
+    if (v.kind === 'line') return out;
+    if (v.kind === 'branch' && depth < MAX_TRANSPARENT_DEPTH) {
+      const line = firstLine(graph, v.outputs, facts, depth + 1);
+      if (line !== undefined) return line;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The server's walk state for one open conversation: R and the armings. Every refusal is a
+ * `WalkRefusal` with the wire code and leaves the walk exactly as it was.
+ */
+export class Walk {
+  /** @param {DialogueGraph} graph */
+  constructor(graph) {
+    this.graph = graph;
+    /** R: the vertices the player has been shown. @type {Set<number>} */
+    this.reachable = new Set();
+    /** Runs left per authored action index. @type {Map<number, number>} */
+    this.armed = new Map();
+    this.closed = false;
+  }
+
+  /**
+   * Opens a walk on `entry` (the server's choice, `opened.entry`) and shows it, whatever its
+   * conditions.
+   * @param {DialogueGraph} graph
+   * @param {number} entry
+   * @param {Facts | FactSheet} facts
+   * @returns {{ walk: Walk, shown: Shown }}
+   */
+  static open(graph, entry, facts) {
+    const walk = new Walk(graph);
+    const shown = walk.jumpTo(entry, facts);
+    return { walk, shown };
+  }
+
+  /** @param {number} v */
+  isReachable(v) {
+    return this.reachable.has(v);
+  }
+
+  /**
+   * The responses on screen under `line`, in priority order: those shown with it (R only grows,
+   * so a response shown once stays offered).
+   * @param {number} line
+   * @returns {number[]}
+   */
+  choices(line) {
+    return (this.graph.vertex(line)?.outputs ?? []).filter((r) => this.graph.vertex(r)?.kind === 'response' && this.reachable.has(r));
+  }
+
+  /** How many more times the authored action may run. @param {number} index */
+  armings(index) {
+    return this.armed.get(index) ?? 0;
+  }
+
+  /**
+   * The player advances past the NPC line `line`.
+   * @param {number} line
+   * @param {Facts | FactSheet} facts
+   * @returns {Shown}
+   */
+  advance(line, facts) {
+    const v = this.vertexFor(line);
+    if (!this.reachable.has(line)) throw new WalkRefusal('not_reachable', 'the player has not been shown this', v.name);
+    if (v.kind !== 'line') throw new WalkRefusal('not_a_line', 'not an NPC line', v.name);
+    if (v.awaitsJump) throw new WalkRefusal('awaits_jump', "this line waits for the server's jump", v.name);
+    if (this.choices(line).length > 0) throw new WalkRefusal('awaits_choice', 'this line waits for the player to pick a response', v.name);
+    return this.follow(line, facts);
+  }
+
+  /**
+   * The player picks the response `response`. Its conditions are checked again: the facts may
+   * have changed since it was shown.
+   * @param {number} response
+   * @param {Facts | FactSheet} facts
+   * @returns {Shown}
+   */
+  choose(response, facts) {
+    const v = this.vertexFor(response);
+    if (!this.reachable.has(response)) throw new WalkRefusal('not_reachable', 'the player has not been shown this', v.name);
+    if (v.kind !== 'response') throw new WalkRefusal('not_a_response', 'not a response', v.name);
+    if (!conditionHolds(v, facts)) throw new WalkRefusal('condition_failed', "the response's conditions do not hold", v.name);
+    this.arm(v);
+    if (v.awaitsJump) return { kind: 'await_jump' };
+    return this.follow(response, facts);
+  }
+
+  /**
+   * The server's decision (a quest check's `jump`, or the entry): show `target`.
+   * @param {number} target
+   * @param {Facts | FactSheet} facts
+   * @returns {Shown}
+   */
+  jumpTo(target, facts) {
+    const v = this.vertexFor(target);
+    if (v.kind !== 'line') throw new WalkRefusal('internal', 'a jump must target an NPC line', v.name);
+    this.show(v, facts);
+    return { kind: 'line', line: target };
+  }
+
+  /**
+   * The armed action a type and payload name, without spending it.
+   * @param {ActionType} type
+   * @param {string} payload
+   * @returns {number} the authored action's index
+   */
+  checkAction(type, payload) {
+    this.checkOpen();
+    let typeArmed = false;
+    for (const [index, remaining] of [...this.armed].sort(([a], [b]) => a - b)) {
+      if (remaining === 0) continue;
+      const authored = this.graph.actions[index];
+      if (!authored || authored.type !== type) continue;
+      if (authored.payload === payload) return index;
+      typeArmed = true;
+    }
+    throw typeArmed
+      ? new WalkRefusal('payload_mismatch', `an action of type ${type} is armed, but with a different payload`)
+      : new WalkRefusal('not_armed', `no armed action of type ${type}`);
+  }
+
+  /**
+   * Runs one armed action: finds it and spends one arming.
+   * @param {ActionType} type
+   * @param {string} payload
+   * @returns {number} the authored action's index
+   */
+  takeAction(type, payload) {
+    const index = this.checkAction(type, payload);
+    this.spend(index);
+    return index;
+  }
+
+  /** Spends one arming; false (and nothing changes) if none is left. @param {number} index */
+  spend(index) {
+    const left = this.armed.get(index) ?? 0;
+    if (left === 0) return false;
+    this.armed.set(index, left - 1);
+    return true;
+  }
+
+  /** Ends the conversation: every later step is refused. */
+  close() {
+    this.closed = true;
+  }
+
+  checkOpen() {
+    if (this.closed) throw new WalkRefusal('no_conversation', 'the conversation is closed');
+  }
+
+  /** @param {number} id */
+  vertexFor(id) {
+    this.checkOpen();
+    const v = this.graph.vertex(id);
+    if (!v) throw new WalkRefusal('unknown_vertex', `no vertex ${id} in this conversation`);
+    return v;
+  }
+
+  /** Shows the line after `from`, if any. @param {number} from @param {Facts | FactSheet} facts @returns {Shown} */
+  follow(from, facts) {
+    const line = nextLine(this.graph, from, facts);
+    if (line === undefined) return { kind: 'end' };
+    this.show(/** @type {Vertex} */ (this.graph.vertex(line)), facts);
+    return { kind: 'line', line };
+  }
+
+  /** A line and its visible responses join R; its actions are armed. @param {Vertex} line @param {Facts | FactSheet} facts */
+  show(line, facts) {
+    this.reachable.add(line.id);
+    this.arm(line);
+    for (const r of line.outputs) {
+      const v = this.graph.vertex(r);
+      if (v && v.kind === 'response' && conditionHolds(v, facts)) this.reachable.add(r);
+    }
+  }
+
+  /** One more arming for every action on `v`, capped. @param {Vertex} v */
+  arm(v) {
+    for (const a of v.actions) this.armed.set(a.index, Math.min((this.armed.get(a.index) ?? 0) + 1, ARM_CAP));
+  }
+}
+
+/**
+ * What the client has on screen.
+ * @typedef {{ kind: "line", line: Vertex, choices: Vertex[], canAdvance: boolean }
+ *   | { kind: "waiting_for_jump" } | { kind: "ended" }} Screen
+ */
+
+/**
+ * A client's conversation: the server's walk plus the screen and the order of messages.
+ *
+ * Every step returns the messages to send for it, in order, as JSON without an id (the caller's
+ * connection adds ids): send exactly these, each after the previous one's answer or pipelined.
+ * A step the rules refuse throws a `WalkRefusal` with the code the server would answer, queues
+ * nothing and changes nothing.
+ *
+ * ```js
+ * const graph = buildGraph(opened.content, opened.conversation);
+ * const { walk, sends } = ClientWalk.open(graph, opened.entry, opened.facts);
+ * for (const m of sends) await connection.request(m);
+ * // later: walk.choose('PimsTideTale_Greet_r1'), walk.advance(), walk.jump(jump.node)
+ * ```
+ */
+export class ClientWalk {
+  /**
+   * @param {DialogueGraph} graph
+   * @param {Walk} walk
+   * @param {Facts | FactSheet} facts
+   */
+  constructor(graph, walk, facts) {
+    this.graph = graph;
+    /** The walk this client mirrors of the server's. */
+    this.walk = walk;
+    /**
+     * The facts conditions are evaluated against. Keep them current from the conversation's
+     * effects (`applyEffect`), as the server's are.
+     */
+    this.facts = facts;
+    /** @type {"line" | "waiting_for_jump" | "ended"} */
+    this.state = 'ended';
+    /** The line on screen while `state` is `line`. */
+    this.lineId = 0;
+    /** Response actions waiting for the player to move past the reply. @type {number[]} */
+    this.held = [];
+  }
+
+  /**
+   * Opens on the entry the server named (`opened.entry`), whatever its conditions.
+   * @param {DialogueGraph} graph
+   * @param {string} entry
+   * @param {Facts | FactSheet} facts  usually `opened.facts`
+   * @returns {{ walk: ClientWalk, sends: WalkMessage[] }}
+   */
+  static open(graph, entry, facts) {
+    const v = graph.find(entry);
+    if (!v) throw new WalkRefusal('unknown_vertex', 'no node of that name in this conversation', entry);
+    const { walk, shown } = Walk.open(graph, v.id, facts);
+    const client = new ClientWalk(graph, walk, facts);
+    /** @type {WalkMessage[]} */
+    const sends = [];
+    client.onShown(shown, sends);
+    return { walk: client, sends };
+  }
+
+  /** The screen: a line with its choices, the wait for a jump, or the end. @returns {Screen} */
+  get screen() {
+    if (this.state === 'line') {
+      const line = /** @type {Vertex} */ (this.graph.vertex(this.lineId));
+      return { kind: 'line', line, choices: this.choiceVertices(), canAdvance: this.canAdvance };
+    }
+    return this.state === 'waiting_for_jump' ? { kind: 'waiting_for_jump' } : { kind: 'ended' };
+  }
+
+  /** The line on screen, if any. */
+  get line() {
+    return this.state === 'line' ? this.graph.vertex(this.lineId) : undefined;
+  }
+
+  /** The responses under the current line, in priority order. @returns {Vertex[]} */
+  choiceVertices() {
+    if (this.state !== 'line') return [];
+    return this.walk.choices(this.lineId).map((r) => /** @type {Vertex} */ (this.graph.vertex(r)));
+  }
+
+  /** The names of the responses under the current line (`<node>_r<i>`). */
+  get choices() {
+    return this.choiceVertices().map((v) => v.name);
+  }
+
+  /** True when the current line waits for the player to advance past it. */
+  get canAdvance() {
+    if (this.state !== 'line') return false;
+    const line = this.graph.vertex(this.lineId);
+    return this.walk.choices(this.lineId).length === 0 && line !== undefined && !line.awaitsJump;
+  }
+
+  /** True after a `CheckQuest`, until `jump`. */
+  get waitingForJump() {
+    return this.state === 'waiting_for_jump' || (this.state === 'line' && this.graph.vertex(this.lineId)?.awaitsJump === true && this.walk.choices(this.lineId).length === 0);
+  }
+
+  /** True once nothing follows: send `close`. */
+  get ended() {
+    return this.state === 'ended';
+  }
+
+  /**
+   * The player advances past the current line. `node`, if given, must be that line's name: a
+   * client that names another line is out of step with its own screen.
+   * @param {string} [node]
+   * @returns {WalkMessage[]} `advance`, the held response actions, then the next line's actions
+   */
+  advance(node) {
+    if (node !== undefined) {
+      const named = this.graph.find(node);
+      if (!named) throw new WalkRefusal('unknown_vertex', 'no node or response of that name in this conversation', node);
+      if (named.kind !== 'line') throw new WalkRefusal('not_a_line', 'not an NPC line', node);
+      if (this.state !== 'line' || named.id !== this.lineId) {
+        throw new WalkRefusal('not_reachable', `not the line on screen${this.line ? ` (${this.line.name} is)` : ''}`, node);
+      }
+    }
+    if (this.state === 'waiting_for_jump') throw new WalkRefusal('awaits_jump', "waiting for the server's jump after a CheckQuest");
+    if (this.state === 'ended') throw new WalkRefusal('not_a_line', 'the conversation has ended: send close');
+    const line = this.lineId;
+    const shown = this.walk.advance(line, this.facts);
+    /** @type {WalkMessage[]} */
+    const sends = [{ type: 'advance', node: /** @type {Vertex} */ (this.graph.vertex(line)).name }];
+    this.sendHeld(sends);
+    this.onShown(shown, sends);
+    return sends;
+  }
+
+  /**
+   * The player picks a response under the current line.
+   * @param {string} response  its name, `<node>_r<i>`
+   * @returns {WalkMessage[]} `choose`, the held actions, then this response's actions if nothing
+   *   follows it or it carries a `CheckQuest`, then the next line's actions
+   */
+  choose(response) {
+    const v = this.graph.find(response);
+    if (!v) throw new WalkRefusal('unknown_vertex', 'no node or response of that name in this conversation', response);
+    if (this.state !== 'line' || !this.walk.choices(this.lineId).includes(v.id)) {
+      throw new WalkRefusal('not_reachable', 'not one of the responses on screen', response);
+    }
+    const shown = this.walk.choose(v.id, this.facts);
+    /** @type {WalkMessage[]} */
+    const sends = [{ type: 'choose', response: v.name }];
+    // Picking a response to the reply is advancing past the reply.
+    this.sendHeld(sends);
+    if (shown.kind === 'line') this.held.push(...v.actions.map((a) => a.index));
+    else for (const a of v.actions) sends.push(actionMessage(a.type, a.payload));
+    this.onShown(shown, sends);
+    return sends;
+  }
+
+  /**
+   * The server decided where the conversation goes (`jump`): show that line, whatever its
+   * conditions.
+   * @param {string} node
+   * @returns {WalkMessage[]} the line's node actions
+   */
+  jump(node) {
+    const v = this.graph.find(node);
+    if (!v) throw new WalkRefusal('unknown_vertex', 'the jump names no node of this conversation', node);
+    const shown = this.walk.jumpTo(v.id, this.facts);
+    /** @type {WalkMessage[]} */
+    const sends = [];
+    this.onShown(shown, sends);
+    return sends;
+  }
+
+  /** @param {WalkMessage[]} sends */
+  sendHeld(sends) {
+    for (const index of this.held) {
+      const a = this.graph.actions[index];
+      sends.push(actionMessage(a.type, a.payload));
+    }
+    this.held = [];
+  }
+
+  /** @param {Shown} shown @param {WalkMessage[]} sends */
+  onShown(shown, sends) {
+    if (shown.kind === 'line') {
+      for (const a of /** @type {Vertex} */ (this.graph.vertex(shown.line)).actions) sends.push(actionMessage(a.type, a.payload));
+      this.state = 'line';
+      this.lineId = shown.line;
+    } else if (shown.kind === 'await_jump') {
+      this.state = 'waiting_for_jump';
+    } else {
+      this.sendHeld(sends);
+      this.state = 'ended';
+    }
+  }
+}
+
+/** @param {ActionType} action @param {string} payload @returns {WalkMessage} */
+function actionMessage(action, payload) {
+  return { type: 'action', action, payload };
+}

@@ -1,0 +1,200 @@
+// Runs every vector of the language-neutral conformance files (conformance/README.md) against
+// this client: payloads, text, conditions and client walks. The server verdicts need a server
+// and are replayed by e2e.test.js.
+//
+// A missing file fails (it is how the Rust side regenerates them:
+// `BANTER_BLESS=1 cargo test -p banter-dialogue --test conformance`), and every mismatch is
+// listed, not just the first, each named by its file and vector.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+import { CONFORMANCE_DIR } from './paths.js';
+import {
+  buildPayload,
+  parsePayload,
+  PayloadError,
+  visibleGraphemes,
+  prefix,
+  balancedPrefix,
+  parseCondition,
+  evaluate,
+  ConditionError,
+  buildGraph,
+  ClientWalk,
+  WalkRefusal,
+} from '../src/index.js';
+
+/** Reads one vector file, failing with what to do when it is missing. */
+function load(file) {
+  const path = join(CONFORMANCE_DIR, file);
+  if (!existsSync(path)) {
+    assert.fail(`${path} is missing: the Rust side writes it (BANTER_BLESS=1 cargo test -p banter-dialogue --test conformance)`);
+  }
+  return JSON.parse(readFileSync(path, 'utf8'));
+}
+
+/** Deep equality as a boolean, for collecting every mismatch. */
+function same(a, b) {
+  try {
+    assert.deepStrictEqual(a, b);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Fails with every mismatch, or reports the count. */
+function report(t, file, count, failures, detail = '') {
+  t.diagnostic(`${file}: ${count} vectors${detail ? ` (${detail})` : ''}`);
+  counts.set(file, count);
+  if (failures.length > 0) {
+    assert.fail(`${file}: ${failures.length} mismatches over ${count} vectors:\n${failures.slice(0, 40).join('\n')}${failures.length > 40 ? '\n…' : ''}`);
+  }
+}
+
+const counts = new Map();
+
+test('payloads.json: every build and parse vector', (t) => {
+  const vectors = load('payloads.json');
+  const failures = [];
+  vectors.build.forEach((v, i) => {
+    let got;
+    try {
+      got = buildPayload(v.action);
+    } catch (e) {
+      got = `threw ${e}`;
+    }
+    if (got !== v.payload) failures.push(`build[${i}] ${JSON.stringify(v.action)}: expected ${JSON.stringify(v.payload)}, got ${JSON.stringify(got)}`);
+    // Every built payload parses back to its action.
+    try {
+      const back = parsePayload(v.action.Type, v.payload);
+      if (!same(back, v.action)) failures.push(`build[${i}] does not parse back: ${JSON.stringify(back)}`);
+    } catch (e) {
+      failures.push(`build[${i}] does not parse back: ${e}`);
+    }
+  });
+  vectors.parse.forEach((v, i) => {
+    const name = `parse[${i}] ${v.type} ${JSON.stringify(v.payload)}`;
+    try {
+      const action = parsePayload(v.type, v.payload);
+      if ('error' in v) failures.push(`${name}: expected ${v.error}, parsed ${JSON.stringify(action)}`);
+      else if (!same(action, v.action)) failures.push(`${name}: expected ${JSON.stringify(v.action)}, got ${JSON.stringify(action)}`);
+    } catch (e) {
+      if (!(e instanceof PayloadError)) failures.push(`${name}: threw a non-PayloadError ${e}`);
+      else if (e.code !== v.error) failures.push(`${name}: expected ${v.error ?? JSON.stringify(v.action)}, got error ${e.code} (${e.message})`);
+    }
+  });
+  report(t, 'payloads.json', vectors.build.length + vectors.parse.length, failures, `${vectors.build.length} build, ${vectors.parse.length} parse`);
+});
+
+test('text.json: visible counts, prefixes and balanced prefixes', (t) => {
+  const vectors = load('text.json');
+  const failures = [];
+  let checks = 0;
+  vectors.forEach((v, i) => {
+    const name = `text[${i}] ${JSON.stringify(v.text)}`;
+    checks += 1 + v.prefixes.length + v.balanced_prefixes.length;
+    const n = visibleGraphemes(v.text);
+    if (n !== v.visible) failures.push(`${name}: visible ${v.visible}, got ${n}`);
+    v.prefixes.forEach((p, k) => {
+      const got = prefix(v.text, k);
+      if (got !== p) failures.push(`${name}: prefix(${k}) ${JSON.stringify(p)}, got ${JSON.stringify(got)}`);
+    });
+    v.balanced_prefixes.forEach((p, k) => {
+      const got = balancedPrefix(v.text, k);
+      if (got !== p) failures.push(`${name}: balancedPrefix(${k}) ${JSON.stringify(p)}, got ${JSON.stringify(got)}`);
+    });
+  });
+  report(t, 'text.json', vectors.length, failures, `${checks} checks: counts, prefixes, balanced prefixes`);
+});
+
+test('conditions.json: every case against the one fact sheet', (t) => {
+  const vectors = load('conditions.json');
+  const failures = [];
+  vectors.cases.forEach((c, i) => {
+    const name = `cases[${i}] ${JSON.stringify(c.condition)}`;
+    try {
+      const holds = evaluate(parseCondition(c.condition), vectors.facts);
+      if (c.error) failures.push(`${name}: expected a parse error, evaluated to ${holds}`);
+      else if (holds !== c.holds) failures.push(`${name}: expected ${c.holds}, got ${holds}`);
+    } catch (e) {
+      if (!(e instanceof ConditionError)) failures.push(`${name}: threw a non-ConditionError ${e}`);
+      else if (!c.error) failures.push(`${name}: expected ${c.holds}, got error ${e.message}`);
+    }
+  });
+  report(t, 'conditions.json', vectors.cases.length, failures);
+});
+
+/** The screen as the vectors write it. */
+function screenJson(walk) {
+  const s = walk.screen;
+  if (s.kind === 'line') {
+    return { line: s.line.name, text: s.line.text, choices: s.choices.map((c) => c.name), can_advance: s.canAdvance };
+  }
+  return s.kind === 'waiting_for_jump' ? { waiting_for_jump: true } : { ended: true };
+}
+
+test('client_walk.json: every scenario, step by step', (t) => {
+  const vectors = load('client_walk.json');
+  // `{ conversations: { name: canonical JSON }, scenarios }`; each scenario names its conversation.
+  const { conversations, scenarios } = vectors;
+  assert.ok(Array.isArray(scenarios) && conversations && typeof conversations === 'object', 'client_walk.json: expected { conversations, scenarios }');
+  const failures = [];
+  let steps = 0;
+  for (const sc of scenarios) {
+    const content = conversations[sc.conversation];
+    if (typeof content !== 'string') {
+      failures.push(`${sc.name}: no conversation ${JSON.stringify(sc.conversation)} in conversations`);
+      continue;
+    }
+    const graph = buildGraph(content, sc.conversation);
+    if (graph.problems.length > 0) failures.push(`${sc.name}: the graph has problems: ${graph.problems.join('; ')}`);
+    let walk;
+    try {
+      const opened = ClientWalk.open(graph, sc.entry, sc.facts);
+      walk = opened.walk;
+      if (!same(opened.sends, sc.open.sends)) failures.push(`${sc.name}: open sends ${JSON.stringify(sc.open.sends)}, got ${JSON.stringify(opened.sends)}`);
+      if (!same(screenJson(walk), sc.open.screen)) failures.push(`${sc.name}: open screen ${JSON.stringify(sc.open.screen)}, got ${JSON.stringify(screenJson(walk))}`);
+    } catch (e) {
+      failures.push(`${sc.name}: open threw ${e}`);
+      continue;
+    }
+    for (const [i, step] of sc.steps.entries()) {
+      steps++;
+      const name = `${sc.name}, step ${i} ${JSON.stringify(step.input)}`;
+      let sends = [];
+      let refused;
+      try {
+        if ('advance' in step.input) sends = walk.advance(step.input.advance);
+        else if ('choose' in step.input) sends = walk.choose(step.input.choose);
+        else if ('jump' in step.input) sends = walk.jump(step.input.jump);
+        else throw new Error(`unknown input ${JSON.stringify(step.input)}`);
+      } catch (e) {
+        if (!(e instanceof WalkRefusal)) {
+          failures.push(`${name}: threw ${e}`);
+          break;
+        }
+        refused = e.code;
+      }
+      if (!same(sends, step.sends)) failures.push(`${name}: sends ${JSON.stringify(step.sends)}, got ${JSON.stringify(sends)}`);
+      if ('refused' in step) {
+        if (refused !== step.refused) failures.push(`${name}: expected refused ${step.refused}, got ${refused ?? 'accepted'}`);
+      } else if (refused !== undefined) {
+        failures.push(`${name}: refused ${refused}, expected screen ${JSON.stringify(step.screen)}`);
+      } else if (!same(screenJson(walk), step.screen)) {
+        failures.push(`${name}: screen ${JSON.stringify(step.screen)}, got ${JSON.stringify(screenJson(walk))}`);
+      }
+    }
+  }
+  report(t, 'client_walk.json', scenarios.length, failures, `scenarios over ${Object.keys(conversations).length} conversations, ${steps} steps`);
+});
+
+test('vector counts', (t) => {
+  const total = [...counts.values()].reduce((a, b) => a + b, 0);
+  const line = `conformance vectors: ${[...counts].map(([f, n]) => `${f} ${n}`).join(', ')}; ${total} in all (server_verdicts.json: see e2e.test.js)`;
+  t.diagnostic(line);
+  console.log(line);
+});

@@ -1,0 +1,67 @@
+// The committed src/protocol.generated.js must be what scripts/gen-types.js makes of the
+// schemas in docs/schema today: a schema change that was not regenerated fails here.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+
+import { generate, readSchemas, OUTPUT } from '../scripts/gen-types.js';
+import * as protocol from '../src/protocol.js';
+
+test('src/protocol.generated.js is current with docs/schema', () => {
+  const expected = generate(readSchemas());
+  const committed = readFileSync(OUTPUT, 'utf8');
+  if (committed !== expected) {
+    const a = committed.split('\n');
+    const b = expected.split('\n');
+    const line = a.findIndex((l, i) => l !== b[i]);
+    assert.fail(
+      `src/protocol.generated.js is out of date with docs/schema: run npm run gen-types\n` +
+        `first difference at line ${line + 1}:\n  committed: ${a[line]}\n  schema:    ${b[line]}`,
+    );
+  }
+});
+
+test('every message of both schemas has a typedef and its type in the vocabularies', () => {
+  const { client, server } = readSchemas();
+  const text = readFileSync(OUTPUT, 'utf8');
+  for (const [schema, list] of [[client, protocol.CLIENT_MESSAGE_TYPES], [server, protocol.SERVER_MESSAGE_TYPES]]) {
+    const types = schema.oneOf.map((v) => v.properties.type.const);
+    assert.deepEqual([...list], types);
+    for (const t of types) {
+      const name = `${t.split('_').map((w) => w[0].toUpperCase() + w.slice(1)).join('')}Message`;
+      assert.match(text, new RegExp(`@typedef \\{object\\} ${name}\\n`), name);
+    }
+  }
+  assert.deepEqual([...protocol.ERROR_CODES], server.$defs.ErrorCode.oneOf.map((v) => v.const));
+});
+
+test('the generator writes tuples, maps, nullable and optional fields, and refuses what it does not know', () => {
+  const client = {
+    title: 'ClientMessage',
+    oneOf: [
+      {
+        type: 'object',
+        description: 'A test message.',
+        properties: {
+          type: { type: 'string', const: 'ping' },
+          at: { type: 'array', items: { type: 'number' }, minItems: 3, maxItems: 3 },
+          tags: { type: 'object', additionalProperties: { $ref: '#/$defs/Mood' } },
+          note: { type: ['string', 'null'], description: 'Optional.\nTwo lines.' },
+        },
+        required: ['type', 'at'],
+      },
+    ],
+    $defs: { Mood: { oneOf: [{ type: 'string', const: 'calm', description: 'Calm.' }, { type: 'string', const: 'loud' }] } },
+  };
+  const server = { title: 'ServerMessage', oneOf: [{ type: 'object', properties: { type: { const: 'pong' } }, required: ['type'] }] };
+  const out = generate({ client, server });
+  assert.match(out, / \* @property \{\[number, number, number\]\} at\n/);
+  assert.match(out, / \* @property \{string \| null\} \[note\] - Optional\.\n \* {3}Two lines\.\n/);
+  assert.match(out, / \* @property \{Record<string, Mood>\} \[tags\]\n/);
+  assert.match(out, /@typedef \{"calm" \| "loud"\} Mood/);
+  assert.match(out, /export const MOODS = Object\.freeze\(\["calm","loud"\]\);/);
+  assert.throws(
+    () => generate({ client: { ...client, oneOf: [{ type: 'object', properties: { type: { const: 'x' }, y: { type: 'date' } } }] }, server }),
+    /client-message\.schema\.json#\/oneOf\[0\]\.y: unsupported type "date"/,
+  );
+});

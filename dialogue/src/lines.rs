@@ -1,0 +1,762 @@
+//! Line ids: the stable name of every line an NPC says and every response a player can choose.
+//!
+//! Translations, voice-over and writers' notes key a line by its id, never by its position: a
+//! positional `<node>_r<i>` would move to another response when a writer inserts one above it.
+//! An id is written once into the content file (`LineId`) and never changed after: reordering,
+//! inserting and editing text all keep it. [`tag_file`] adds the missing ones in place, keeping
+//! the file's formatting (as Yarn Spinner's line tagger does); [`check_lines`] refuses a line
+//! without an id and an id used at two places.
+//!
+//! Line ids carry text only, never structure: nothing in the walk, the payloads or the
+//! reachable set reads them.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+
+use crate::canonical::{FIRST_NODE, LINE_ID, SPEAKER};
+use crate::content::Content;
+use crate::diagnostic::{Diagnostic, Problem};
+use crate::model::Exit;
+
+/// The prefix of every id [`derive_id`] makes.
+pub const ID_PREFIX: &str = "line:";
+
+/// The prefix of a bark line's id in string tables: `bark:` and its catalog id.
+pub const BARK_PREFIX: &str = "bark:";
+
+/// FNV-1a, 64 bits: stable across machines and releases (unlike `std`'s hasher), and enough to
+/// name lines; ids are checked for clashes where they are made.
+fn fnv1a(parts: &[&str]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for (i, part) in parts.iter().enumerate() {
+        if i > 0 {
+            // A separator no text contains, so ("ab", "c") and ("a", "bc") differ.
+            hash ^= 0x1f;
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+        for byte in part.bytes() {
+            hash ^= u64::from(byte);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    // MurmurHash3's finalizer: FNV alone changes only the low digits for a change in the last
+    // byte, and `…_r1`, `…_r2` would get ids a translator could mistake for one another.
+    hash ^= hash >> 33;
+    hash = hash.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    hash ^= hash >> 33;
+    hash = hash.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    hash ^ (hash >> 33)
+}
+
+/// A line id made from `parts` (`line:` and 10 hex digits): the same parts give the same id.
+pub fn derive_id(parts: &[&str]) -> String {
+    format!("{ID_PREFIX}{:010x}", fnv1a(parts) >> 24)
+}
+
+/// The hash of a line's source text that a translation records, so that a translation of an
+/// older text is found stale (8 hex digits).
+pub fn source_hash(text: &str) -> String {
+    format!("{:08x}", fnv1a(&[text]) >> 32)
+}
+
+/// Where a line is written: the file its final version came from, its node, and for a
+/// response its 1-based index.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct LineSite {
+    pub file: String,
+    pub node: String,
+    pub response: Option<usize>,
+}
+
+impl LineSite {
+    /// The field a diagnostic names: `LineId` or `Responses[i].LineId`.
+    pub fn field(&self) -> String {
+        match self.response {
+            None => LINE_ID.to_owned(),
+            Some(i) => format!("Responses[{i}].{LINE_ID}"),
+        }
+    }
+}
+
+/// One line of the content with what a translator needs around it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Line {
+    pub id: String,
+    pub text: String,
+    /// Who says it: the conversation's speaker for an NPC line, `Player` for a response.
+    pub speaker: String,
+    pub site: LineSite,
+    /// The conversation it first appears in.
+    pub conversation: String,
+    /// For a response, the NPC line it answers; for an NPC line, the first line found that
+    /// leads to it, if any (context for a translator, not structure).
+    pub previous: Option<String>,
+    /// The writer's note for the voice actor (`Direction`), if any.
+    pub direction: Option<String>,
+}
+
+/// Every line with text, once each, in a stable order (by id), with the sites of those that
+/// have no id and of ids written at more than one place.
+#[derive(Clone, Debug, Default)]
+pub struct LineIndex {
+    pub lines: BTreeMap<String, Line>,
+    /// Lines with text and no id.
+    pub missing: Vec<LineSite>,
+    /// An id and every distinct site it is written at (two or more).
+    pub duplicates: Vec<(String, Vec<LineSite>)>,
+}
+
+impl LineIndex {
+    /// Indexes the merged conversations of `content`. A node a layer adds to every
+    /// conversation (the lockout layer's) is one line, found at one site.
+    pub fn new(content: &Content) -> LineIndex {
+        let mut sites: BTreeMap<String, Vec<LineSite>> = BTreeMap::new();
+        let mut index = LineIndex::default();
+        let mut seen_missing = HashSet::new();
+        for (name, conversation) in &content.merged {
+            let speaker = conversation.speaker.clone().unwrap_or_default();
+            // The text of the first line that leads to each node, for context.
+            let mut before: BTreeMap<&str, &str> = BTreeMap::new();
+            for node in conversation.nodes.values() {
+                if let Exit::Next(next) = &node.exit {
+                    for target in next.targets() {
+                        before.entry(target.as_str()).or_insert(node.text.as_str());
+                    }
+                }
+                if let Exit::Responses(responses) = &node.exit {
+                    for response in responses {
+                        for target in response.next.iter().flat_map(|n| n.targets()) {
+                            before
+                                .entry(target.as_str())
+                                .or_insert(response.text.as_str());
+                        }
+                    }
+                }
+            }
+            for (node_name, node) in &conversation.nodes {
+                let file = conversation
+                    .origin
+                    .get(node_name)
+                    .unwrap_or(&conversation.base_file);
+                // Relative to the content folder: a table written from `content` and one written
+                // from `/srv/game/content` are the same file.
+                let file = Path::new(file)
+                    .strip_prefix(&content.root)
+                    .map_or_else(|_| file.clone(), |p| p.display().to_string());
+                let site = |response| LineSite {
+                    file: file.clone(),
+                    node: node_name.clone(),
+                    response,
+                };
+                let mut add = |line: &Option<String>,
+                               text: &str,
+                               site: LineSite,
+                               speaker: &str,
+                               previous: Option<&str>,
+                               direction: Option<&str>| {
+                    if text.is_empty() {
+                        return;
+                    }
+                    let Some(id) = line else {
+                        if seen_missing.insert(site.clone()) {
+                            index.missing.push(site);
+                        }
+                        return;
+                    };
+                    let at = sites.entry(id.clone()).or_default();
+                    if !at.contains(&site) {
+                        at.push(site.clone());
+                    }
+                    index.lines.entry(id.clone()).or_insert_with(|| Line {
+                        id: id.clone(),
+                        text: text.to_owned(),
+                        speaker: speaker.to_owned(),
+                        site,
+                        conversation: name.clone(),
+                        previous: previous.map(str::to_owned),
+                        direction: direction.map(str::to_owned),
+                    });
+                };
+                add(
+                    &node.line,
+                    &node.text,
+                    site(None),
+                    &speaker,
+                    before.get(node_name.as_str()).copied(),
+                    node.direction.as_deref(),
+                );
+                if let Exit::Responses(responses) = &node.exit {
+                    for (i, response) in responses.iter().enumerate() {
+                        add(
+                            &response.line,
+                            &response.text,
+                            site(Some(i + 1)),
+                            "Player",
+                            Some(node.text.as_str()),
+                            None,
+                        );
+                    }
+                }
+            }
+        }
+        // Bark lines: their catalog ids are stable already; `bark:` keeps them apart from
+        // dialogue lines. The protagonist says them.
+        for (bark, text) in &content.bark_lines {
+            let id = format!("{BARK_PREFIX}{bark}");
+            let site = LineSite {
+                file: crate::content::BARK_CATALOG.to_owned(),
+                node: bark.clone(),
+                response: None,
+            };
+            let at = sites.entry(id.clone()).or_default();
+            if !at.contains(&site) {
+                at.push(site.clone());
+            }
+            index.lines.entry(id.clone()).or_insert_with(|| Line {
+                id,
+                text: text.clone(),
+                speaker: "Player (bark)".to_owned(),
+                site,
+                conversation: "barks".to_owned(),
+                previous: None,
+                direction: None,
+            });
+        }
+        index.duplicates = sites.into_iter().filter(|(_, at)| at.len() > 1).collect();
+        index
+    }
+}
+
+/// `check-content`'s line checks: a line with text and no id, and an id at two places, are
+/// errors (one diagnostic each, at the file and node that wrote it).
+pub fn check_lines(content: &Content, out: &mut Vec<Diagnostic>) {
+    let index = LineIndex::new(content);
+    // Sites are relative to the content folder; diagnostics name files as the loader does.
+    let path = |site: &LineSite| content.root.join(&site.file).display().to_string();
+    for site in &index.missing {
+        out.push(
+            Diagnostic::error(path(site), Problem::MissingLineId)
+                .node(&site.node)
+                .field(site.field()),
+        );
+    }
+    for (id, sites) in &index.duplicates {
+        let first = &sites[0];
+        for site in &sites[1..] {
+            out.push(
+                Diagnostic::error(
+                    path(site),
+                    Problem::DuplicateLineId {
+                        id: id.clone(),
+                        first: format!("{} {}.{}", first.file, first.node, first.field()),
+                    },
+                )
+                .node(&site.node)
+                .field(site.field()),
+            );
+        }
+    }
+}
+
+/// Why [`tag_file`] could not tag a file.
+#[derive(Debug, thiserror::Error)]
+pub enum TagError {
+    #[error("{file}: malformed JSON at byte {offset}: {reason}")]
+    Syntax {
+        file: String,
+        offset: usize,
+        reason: &'static str,
+    },
+}
+
+/// Which source format a file is in: where its nodes and responses are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// Nodes are the root object's members (other than `FirstNode` and `Speaker`).
+    Canonical,
+    /// Nodes are the elements of the root's `Nodes` array (`.editor.json`).
+    Editor,
+}
+
+impl Format {
+    /// The format a content file's name says.
+    pub fn of(file_name: &str) -> Format {
+        if file_name.ends_with(".editor.json") {
+            Format::Editor
+        } else {
+            Format::Canonical
+        }
+    }
+}
+
+/// Adds a `LineId` to every node and response of `text` that has non-empty `Text` and no
+/// `LineId`, keeping everything else byte for byte. New ids are derived from `file`, the node
+/// and the response's index, and never one in `taken` (which gains them). Returns the new text
+/// and how many ids were added; a file with nothing to add comes back unchanged.
+pub fn tag_file(
+    file: &str,
+    text: &str,
+    format: Format,
+    taken: &mut HashSet<String>,
+) -> Result<(String, usize), TagError> {
+    let root = scan::parse(text).map_err(|(offset, reason)| TagError::Syntax {
+        file: file.to_owned(),
+        offset,
+        reason,
+    })?;
+    let mut wanted: Vec<(usize, Vec<String>)> = Vec::new();
+    let mut tag_node = |node_name: &str, node: &scan::Value| {
+        if needs_id(text, node) {
+            wanted.push((node.start, vec![file.to_owned(), node_name.to_owned()]));
+        }
+        if let Some(scan::Value {
+            kind: scan::Kind::Array(items),
+            ..
+        }) = node.member(text, "Responses")
+        {
+            for (i, response) in items.iter().enumerate() {
+                if needs_id(text, response) {
+                    wanted.push((
+                        response.start,
+                        vec![file.to_owned(), node_name.to_owned(), format!("r{}", i + 1)],
+                    ));
+                }
+            }
+        }
+    };
+    match (&root.kind, format) {
+        (scan::Kind::Object(members), Format::Canonical) => {
+            for (key, value) in members {
+                let name = scan::string_at(text, key);
+                if name != FIRST_NODE && name != SPEAKER {
+                    tag_node(&name, value);
+                }
+            }
+        }
+        (scan::Kind::Object(_), Format::Editor) => {
+            if let Some(scan::Value {
+                kind: scan::Kind::Array(nodes),
+                ..
+            }) = root.member(text, "Nodes")
+            {
+                for (i, node) in nodes.iter().enumerate() {
+                    let name = node
+                        .member(text, "Name")
+                        .filter(|v| matches!(v.kind, scan::Kind::String))
+                        .map(|v| scan::string_at(text, v))
+                        .unwrap_or_else(|| format!("#{}", i + 1));
+                    tag_node(&name, node);
+                }
+            }
+        }
+        _ => {}
+    }
+    if wanted.is_empty() {
+        return Ok((text.to_owned(), 0));
+    }
+    let count = wanted.len();
+    let mut out = text.to_owned();
+    // From the end, so earlier offsets stay right.
+    wanted.sort_by_key(|(start, _)| std::cmp::Reverse(*start));
+    for (start, parts) in wanted {
+        let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+        let mut id = derive_id(&parts);
+        let mut salt = 0u32;
+        while taken.contains(&id) {
+            salt += 1;
+            let salted = salt.to_string();
+            let mut with_salt = parts.clone();
+            with_salt.push(&salted);
+            id = derive_id(&with_salt);
+        }
+        taken.insert(id.clone());
+        out.insert_str(start + 1, &insertion(text, start, &id));
+    }
+    Ok((out, count))
+}
+
+/// Every `LineId` written in `text` (a file that does not parse has none).
+pub fn ids_in(text: &str, format: Format) -> Vec<String> {
+    let Ok(root) = scan::parse(text) else {
+        return Vec::new();
+    };
+    let mut ids = Vec::new();
+    let mut collect = |node: &scan::Value| {
+        if let Some(id) = node.member(text, LINE_ID) {
+            ids.push(scan::string_at(text, id));
+        }
+        if let Some(scan::Value {
+            kind: scan::Kind::Array(items),
+            ..
+        }) = node.member(text, "Responses")
+        {
+            for response in items {
+                if let Some(id) = response.member(text, LINE_ID) {
+                    ids.push(scan::string_at(text, id));
+                }
+            }
+        }
+    };
+    match (&root.kind, format) {
+        (scan::Kind::Object(members), Format::Canonical) => {
+            for (_, value) in members {
+                collect(value);
+            }
+        }
+        (scan::Kind::Object(_), Format::Editor) => {
+            if let Some(scan::Value {
+                kind: scan::Kind::Array(nodes),
+                ..
+            }) = root.member(text, "Nodes")
+            {
+                nodes.iter().for_each(&mut collect);
+            }
+        }
+        _ => {}
+    }
+    ids
+}
+
+/// An object with non-empty `Text` and no `LineId`.
+fn needs_id(text: &str, value: &scan::Value) -> bool {
+    matches!(value.kind, scan::Kind::Object(_))
+        && value.member(text, LINE_ID).is_none()
+        && value
+            .member(text, "Text")
+            .is_some_and(|t| matches!(t.kind, scan::Kind::String) && t.end - t.start > 2)
+}
+
+/// What goes right after the object's `{`: on a line of its own, indented like the member
+/// after it, when the object spans lines; inline otherwise.
+fn insertion(text: &str, open: usize, id: &str) -> String {
+    let after = &text[open + 1..];
+    let gap = after.len() - after.trim_start_matches([' ', '\t']).len();
+    let rest = &after[gap..];
+    if rest.starts_with('\n') || rest.starts_with("\r\n") {
+        let newline = if rest.starts_with("\r\n") {
+            "\r\n"
+        } else {
+            "\n"
+        };
+        let line = &rest[newline.len()..];
+        let indent = &line[..line.len() - line.trim_start_matches([' ', '\t']).len()];
+        format!("{newline}{indent}\"{LINE_ID}\": \"{id}\",")
+    } else if gap > 0 {
+        format!(" \"{LINE_ID}\": \"{id}\",")
+    } else {
+        format!("\"{LINE_ID}\": \"{id}\", ")
+    }
+}
+
+/// A JSON scanner that keeps where each value starts and ends, which the tagger needs to write
+/// into a file without re-formatting it. Only the shape is kept: strings are read back from
+/// the text when needed.
+mod scan {
+    /// A value and its byte span in the text (`start` at its first byte, `end` one past).
+    #[derive(Debug)]
+    pub struct Value {
+        pub start: usize,
+        pub end: usize,
+        pub kind: Kind,
+    }
+
+    #[derive(Debug)]
+    pub enum Kind {
+        /// Members as (key, value); a key is a `String` value.
+        Object(Vec<(Value, Value)>),
+        Array(Vec<Value>),
+        String,
+        Other,
+    }
+
+    impl Value {
+        /// The member named `key`, if this is an object that has one.
+        pub fn member<'v>(&'v self, text: &str, key: &str) -> Option<&'v Value> {
+            let Kind::Object(members) = &self.kind else {
+                return None;
+            };
+            members
+                .iter()
+                .find(|(k, _)| string_at(text, k) == key)
+                .map(|(_, v)| v)
+        }
+    }
+
+    /// The decoded string a `String` value spans (its escapes undone).
+    pub fn string_at(text: &str, value: &Value) -> String {
+        serde_json::from_str::<String>(&text[value.start..value.end]).unwrap_or_default()
+    }
+
+    /// Parses `text`, or says at which byte and why not.
+    pub fn parse(text: &str) -> Result<Value, (usize, &'static str)> {
+        let mut p = Parser {
+            bytes: text.as_bytes(),
+            at: 0,
+            depth: 0,
+        };
+        let value = p.value()?;
+        p.space();
+        if p.at != p.bytes.len() {
+            return Err((p.at, "text after the value"));
+        }
+        Ok(value)
+    }
+
+    /// Deeper than any content file nests; a guard against a stack overflow on hostile input.
+    const MAX_DEPTH: usize = 128;
+
+    struct Parser<'t> {
+        bytes: &'t [u8],
+        at: usize,
+        depth: usize,
+    }
+
+    impl Parser<'_> {
+        fn space(&mut self) {
+            while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.bytes.get(self.at) {
+                self.at += 1;
+            }
+        }
+
+        fn value(&mut self) -> Result<Value, (usize, &'static str)> {
+            self.space();
+            let start = self.at;
+            match self.bytes.get(self.at) {
+                Some(b'{') => self.nested(|p| p.object(start)),
+                Some(b'[') => self.nested(|p| p.array(start)),
+                Some(b'"') => {
+                    self.string()?;
+                    Ok(Value {
+                        start,
+                        end: self.at,
+                        kind: Kind::String,
+                    })
+                }
+                Some(_) => {
+                    while let Some(b) = self.bytes.get(self.at) {
+                        if matches!(b, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r') {
+                            break;
+                        }
+                        self.at += 1;
+                    }
+                    if self.at == start {
+                        return Err((start, "expected a value"));
+                    }
+                    Ok(Value {
+                        start,
+                        end: self.at,
+                        kind: Kind::Other,
+                    })
+                }
+                None => Err((start, "unexpected end")),
+            }
+        }
+
+        fn nested(
+            &mut self,
+            inner: impl FnOnce(&mut Self) -> Result<Value, (usize, &'static str)>,
+        ) -> Result<Value, (usize, &'static str)> {
+            self.depth += 1;
+            if self.depth > MAX_DEPTH {
+                return Err((self.at, "nested too deeply"));
+            }
+            let value = inner(self);
+            self.depth -= 1;
+            value
+        }
+
+        fn string(&mut self) -> Result<(), (usize, &'static str)> {
+            let start = self.at;
+            self.at += 1;
+            loop {
+                match self.bytes.get(self.at) {
+                    Some(b'"') => {
+                        self.at += 1;
+                        return Ok(());
+                    }
+                    Some(b'\\') => self.at += 2,
+                    Some(_) => self.at += 1,
+                    None => return Err((start, "unterminated string")),
+                }
+            }
+        }
+
+        fn expect(&mut self, byte: u8, reason: &'static str) -> Result<(), (usize, &'static str)> {
+            self.space();
+            if self.bytes.get(self.at) == Some(&byte) {
+                self.at += 1;
+                Ok(())
+            } else {
+                Err((self.at, reason))
+            }
+        }
+
+        fn object(&mut self, start: usize) -> Result<Value, (usize, &'static str)> {
+            self.at += 1;
+            let mut members = Vec::new();
+            self.space();
+            if self.bytes.get(self.at) == Some(&b'}') {
+                self.at += 1;
+            } else {
+                loop {
+                    self.space();
+                    let key = self.value()?;
+                    if !matches!(key.kind, Kind::String) {
+                        return Err((key.start, "expected a string key"));
+                    }
+                    self.expect(b':', "expected `:`")?;
+                    let value = self.value()?;
+                    members.push((key, value));
+                    self.space();
+                    match self.bytes.get(self.at) {
+                        Some(b',') => self.at += 1,
+                        Some(b'}') => {
+                            self.at += 1;
+                            break;
+                        }
+                        _ => return Err((self.at, "expected `,` or `}`")),
+                    }
+                }
+            }
+            Ok(Value {
+                start,
+                end: self.at,
+                kind: Kind::Object(members),
+            })
+        }
+
+        fn array(&mut self, start: usize) -> Result<Value, (usize, &'static str)> {
+            self.at += 1;
+            let mut items = Vec::new();
+            self.space();
+            if self.bytes.get(self.at) == Some(&b']') {
+                self.at += 1;
+            } else {
+                loop {
+                    items.push(self.value()?);
+                    self.space();
+                    match self.bytes.get(self.at) {
+                        Some(b',') => self.at += 1,
+                        Some(b']') => {
+                            self.at += 1;
+                            break;
+                        }
+                        _ => return Err((self.at, "expected `,` or `]`")),
+                    }
+                }
+            }
+            Ok(Value {
+                start,
+                end: self.at,
+                kind: Kind::Array(items),
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FILE: &str = r#"{
+  "FirstNode": "Hello",
+  "Speaker": "Pim",
+
+  "Hello": {
+    "Text": "Shh! I'm counting crabs.",
+    "Responses": [
+      { "Text": "Need any help?", "NextNode": "Bye" },
+      {"Text": "Good luck.", "NextNode": "Bye"}
+    ]
+  },
+  "Bye": { "LineId": "line:given", "Text": "Bye!", "Close": true },
+  "Router": { "NextNode": "Bye" }
+}
+"#;
+
+    #[test]
+    fn tagging_adds_ids_where_text_has_none_and_keeps_every_other_byte() {
+        let mut taken = HashSet::from(["line:given".to_owned()]);
+        let (tagged, added) = tag_file("Pim.json", FILE, Format::Canonical, &mut taken).expect("the test input is valid");
+        assert_eq!(added, 3);
+        // Only insertions: removing every LineId member gives the file back.
+        let ids = ids_in(&tagged, Format::Canonical);
+        assert_eq!(ids.len(), 4, "{tagged}");
+        let mut stripped = tagged.clone();
+        for id in ids.iter().filter(|id| *id != "line:given") {
+            for form in [
+                format!("\n    \"LineId\": \"{id}\","),
+                format!(" \"LineId\": \"{id}\","),
+                format!("\"LineId\": \"{id}\", "),
+            ] {
+                stripped = stripped.replace(&form, "");
+            }
+        }
+        assert_eq!(stripped, FILE);
+        // The result parses, and every line has its id.
+        let mut diagnostics = Vec::new();
+        let parsed =
+            crate::canonical::parse_conversation("Pim.json", tagged.as_bytes(), &mut diagnostics)
+                .expect("the test input is valid");
+        assert!(diagnostics.is_empty(), "{diagnostics:?}");
+        let crate::model::NodeEntry::Whole(hello) = &parsed.nodes["Hello"] else {
+            panic!("whole node");
+        };
+        assert!(hello.line.is_some());
+        let Exit::Responses(responses) = &hello.exit else {
+            panic!("responses");
+        };
+        assert!(responses.iter().all(|r| r.line.is_some()));
+    }
+
+    #[test]
+    fn tagging_twice_changes_nothing_and_never_reuses_an_id() {
+        let mut taken = HashSet::new();
+        let (once, _) = tag_file("Pim.json", FILE, Format::Canonical, &mut taken).expect("the test input is valid");
+        let (twice, added) = tag_file("Pim.json", &once, Format::Canonical, &mut taken).expect("the test input is valid");
+        assert_eq!((twice.as_str(), added), (once.as_str(), 0));
+        // The same file tagged again from scratch with the first run's ids taken gets new ones.
+        let (other, _) = tag_file("Pim.json", FILE, Format::Canonical, &mut taken).expect("the test input is valid");
+        let first: HashSet<_> = ids_in(&once, Format::Canonical).into_iter().collect();
+        let second: HashSet<_> = ids_in(&other, Format::Canonical).into_iter().collect();
+        assert_eq!(first.intersection(&second).count(), 1, "only the given id");
+    }
+
+    #[test]
+    fn an_editor_file_is_tagged_in_its_nodes_list() {
+        let file = r#"{ "Format": "banter-editor/1", "FirstNode": { "Id": 1 },
+  "Nodes": [
+    { "Id": 1, "Name": "Greet", "Text": "Hello.",
+      "Responses": [ { "Text": "Hi.", "Next": { "Id": 2 } } ] },
+    { "Id": 2, "Name": "Bye", "Text": "See you.", "Close": true }
+  ] }"#;
+        let (tagged, added) =
+            tag_file("S.editor.json", file, Format::Editor, &mut HashSet::new()).expect("the test input is valid");
+        assert_eq!(added, 3);
+        assert_eq!(ids_in(&tagged, Format::Editor).len(), 3);
+        let mut diagnostics = Vec::new();
+        crate::editor::parse_editor_export("S.editor.json", tagged.as_bytes(), &mut diagnostics);
+        assert!(diagnostics.is_empty(), "{diagnostics:?}");
+    }
+
+    #[test]
+    fn a_malformed_file_is_refused_with_where() {
+        for bad in ["{", "{\"a\": }", "[1 2]", "\"open", "{\"a\": 1} x"] {
+            let err = tag_file("bad.json", bad, Format::Canonical, &mut HashSet::new());
+            assert!(
+                matches!(err, Err(TagError::Syntax { .. })),
+                "{bad}: {err:?}"
+            );
+        }
+        let deep = "[".repeat(10_000);
+        assert!(tag_file("deep.json", &deep, Format::Canonical, &mut HashSet::new()).is_err());
+    }
+
+    #[test]
+    fn derived_ids_are_stable_and_distinguish_their_parts() {
+        assert_eq!(derive_id(&["a", "b"]), derive_id(&["a", "b"]));
+        assert_ne!(derive_id(&["ab", "c"]), derive_id(&["a", "bc"]));
+        assert!(derive_id(&["x"]).starts_with(ID_PREFIX));
+        assert_eq!(derive_id(&["x"]).len(), ID_PREFIX.len() + 10);
+    }
+}

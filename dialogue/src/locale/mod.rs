@@ -1,0 +1,413 @@
+//! Every line in every language: locales, string tables, their checks, and localized
+//! conversations.
+//!
+//! A translation carries text, never structure. [`localize`] replaces the `Text` of each line and
+//! response that has a translation and changes nothing else, so a conversation walked in any
+//! locale has the same nodes, exits, conditions, actions and payloads as the source: the server's
+//! authority never depends on the language (it walks the source graph), and a translator cannot
+//! break a walk.
+//!
+//! - **Locales** are BCP 47 tags ([`Locale`]). A player's text comes from the first table of its
+//!   fallback chain that has the line (`pt-BR`, then `pt`, then the source).
+//! - **String tables** are gettext PO files in `content/locales/<tag>.po` ([`table`]), read and
+//!   written with the `polib` crate. Each entry is keyed by its line id (`msgctxt`).
+//! - **Checks** ([`check`]): coverage, stale entries, rich-text tags and `{placeholders}` that
+//!   differ from the source, text over its length limit, unknown ids.
+//! - **Pseudo-localization** ([`pseudo`]): the built-in locale [`PSEUDO`], generated from the
+//!   source, served like any other.
+
+pub mod check;
+pub mod table;
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::Deserialize;
+
+use crate::model::{Conversation, Exit};
+
+pub use table::{Entry, StringTable, TableError};
+
+/// The built-in pseudo-locale: every line accented, about 40% longer and bracketed (the tag
+/// Android uses for the same purpose).
+pub const PSEUDO: &str = "en-XA";
+
+/// The folder of a content folder holding the locales.
+pub const FOLDER: &str = "locales";
+
+/// The settings file in [`FOLDER`].
+pub const SETTINGS_FILE: &str = "locales.json";
+
+/// A BCP 47 language tag, as a client states it: a 2 or 3 letter language, then subtags of 1 to
+/// 8 letters or digits (`ja`, `pt-BR`, `zh-Hant-TW`). Kept as written, compared without case.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Locale(String);
+
+/// A locale tag that is not BCP 47.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "`{0}` is not a BCP 47 language tag (a language such as `ja`, then optional subtags such as `-BR`)"
+)]
+pub struct BadLocale(pub String);
+
+impl Locale {
+    /// The longest tag accepted; real tags are far shorter.
+    pub const MAX_LEN: usize = 35;
+
+    /// Parses a tag, normalizing case (`pt-br` → `pt-BR`, `zh-hant` → `zh-Hant`).
+    pub fn parse(tag: &str) -> Result<Locale, BadLocale> {
+        let bad = || BadLocale(tag.chars().take(Self::MAX_LEN + 1).collect());
+        if tag.is_empty() || tag.len() > Self::MAX_LEN {
+            return Err(bad());
+        }
+        let mut parts = tag.split(['-', '_']);
+        let language = parts.next().ok_or_else(bad)?;
+        if !(2..=3).contains(&language.len()) && language != "qps" {
+            return Err(bad());
+        }
+        if !language.bytes().all(|b| b.is_ascii_alphabetic()) {
+            return Err(bad());
+        }
+        let mut out = language.to_ascii_lowercase();
+        for part in parts {
+            if part.is_empty() || part.len() > 8 || !part.bytes().all(|b| b.is_ascii_alphanumeric())
+            {
+                return Err(bad());
+            }
+            out.push('-');
+            match part.len() {
+                // A region: upper case.
+                2 if part.bytes().all(|b| b.is_ascii_alphabetic()) => {
+                    out.push_str(&part.to_ascii_uppercase())
+                }
+                // A script: title case.
+                4 if part.bytes().all(|b| b.is_ascii_alphabetic()) => {
+                    let lower = part.to_ascii_lowercase();
+                    out.push_str(&lower[..1].to_ascii_uppercase());
+                    out.push_str(&lower[1..]);
+                }
+                _ => out.push_str(&part.to_ascii_lowercase()),
+            }
+        }
+        Ok(Locale(out))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The tags to look a line up in, most specific first: `pt-BR` gives `pt-BR`, `pt`. The
+    /// source comes after the last.
+    pub fn fallback_chain(&self) -> Vec<Locale> {
+        let mut chain = vec![self.clone()];
+        let mut tag = self.0.as_str();
+        while let Some((shorter, _)) = tag.rsplit_once('-') {
+            chain.push(Locale(shorter.to_owned()));
+            tag = shorter;
+        }
+        chain
+    }
+
+    /// True for the built-in pseudo-locale.
+    pub fn is_pseudo(&self) -> bool {
+        self.0 == PSEUDO
+    }
+}
+
+impl fmt::Display for Locale {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// `locales/locales.json`: the source language, and the length limits translators are held to.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
+pub struct LocaleSettings {
+    /// The language the content is written in.
+    pub source: String,
+    /// Visible graphemes (the typewriter's count) a translated line may have at most.
+    #[serde(default)]
+    pub max_length: MaxLength,
+}
+
+/// Length limits by kind of line; none by default.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
+pub struct MaxLength {
+    /// An NPC line.
+    #[serde(default)]
+    pub line: Option<usize>,
+    /// A response button.
+    #[serde(default)]
+    pub response: Option<usize>,
+}
+
+impl Default for LocaleSettings {
+    fn default() -> Self {
+        LocaleSettings {
+            source: "en".into(),
+            max_length: MaxLength::default(),
+        }
+    }
+}
+
+/// The content's languages: its source and every table in `locales/`.
+#[derive(Clone, Debug, Default)]
+pub struct Locales {
+    pub settings: LocaleSettings,
+    /// Tables by locale tag.
+    pub tables: BTreeMap<Locale, StringTable>,
+}
+
+impl Locales {
+    /// Every locale a client may ask for: the source, each table's, and the pseudo-locale.
+    pub fn available(&self) -> Vec<String> {
+        let mut out = vec![self.settings.source.clone()];
+        out.extend(self.tables.keys().map(|l| l.to_string()));
+        out.push(PSEUDO.to_owned());
+        out.dedup();
+        out
+    }
+
+    /// The text of line `id` in `locale`: the first table of its fallback chain with a
+    /// translation, else `None` (the source's text stands). The pseudo-locale is made from the
+    /// source text.
+    pub fn text<'a>(&'a self, locale: &Locale, id: &str) -> Option<&'a str> {
+        locale
+            .fallback_chain()
+            .iter()
+            .filter_map(|l| self.tables.get(l))
+            .find_map(|table| table.translation(id))
+    }
+
+    /// `conversation` as a player in `locale` reads it; `None` when the locale has nothing to
+    /// change (the source, or a locale without a table in its chain).
+    pub fn localize(&self, conversation: &Conversation, locale: &Locale) -> Option<Conversation> {
+        if locale.is_pseudo() {
+            return Some(localize(conversation, |_, text| Some(pseudo(text))));
+        }
+        let chain: Vec<&StringTable> = locale
+            .fallback_chain()
+            .iter()
+            .filter_map(|l| self.tables.get(l))
+            .collect();
+        if chain.is_empty() {
+            return None;
+        }
+        Some(localize(conversation, |id, _| {
+            id.and_then(|id| chain.iter().find_map(|t| t.translation(id)))
+                .map(str::to_owned)
+        }))
+    }
+}
+
+/// Gives every line of `conversation` that has a clip in `manifest` its [`VoiceLine`] for
+/// `locale`: the clip at `voice/<locale>/<line id>.wav`, or for the source language also the
+/// older convention `voice/<Speaker>/<Node>.wav`. Lines without a clip keep none.
+pub fn attach_voice(
+    conversation: &mut Conversation,
+    manifest: &crate::text::VoiceManifest,
+    locale: &str,
+    is_source: bool,
+) {
+    let speaker = conversation.speaker.clone().unwrap_or_default();
+    for (name, node) in &mut conversation.nodes {
+        let by_id = node
+            .line
+            .as_deref()
+            .and_then(|id| crate::text::localized_voice_clip_path(locale, id).ok());
+        let by_name = is_source
+            .then(|| crate::text::voice_clip_path(&speaker, name).ok())
+            .flatten();
+        node.voice = [by_id, by_name].into_iter().flatten().find_map(|clip| {
+            let length = manifest.clip_length(&clip)?;
+            Some(crate::model::VoiceLine {
+                clip,
+                millis: u64::try_from(length.as_millis()).unwrap_or(u64::MAX),
+            })
+        });
+    }
+}
+
+/// A recording script for a voice studio, as CSV (RFC 4180): one row per NPC line with text
+/// in `locale` (its translation, else the source), with its id, speaker, the line before it,
+/// the writer's direction, the locale and the clip path the game will look for. Responses and
+/// barks are left out unless `with_player` (the protagonist is voiced too).
+pub fn recording_script(
+    index: &crate::lines::LineIndex,
+    locales: &Locales,
+    locale: &Locale,
+    with_player: bool,
+) -> String {
+    let mut out = String::from("line_id,speaker,text,previous_line,direction,locale,clip\n");
+    let mut lines: Vec<&crate::lines::Line> = index.lines.values().collect();
+    lines.sort_by(|a, b| a.site.cmp(&b.site).then_with(|| a.id.cmp(&b.id)));
+    for line in lines {
+        let spoken_by_player =
+            line.site.response.is_some() || line.id.starts_with(crate::lines::BARK_PREFIX);
+        if spoken_by_player && !with_player {
+            continue;
+        }
+        let text = locales.text(locale, &line.id).unwrap_or(&line.text);
+        let previous = line.previous.as_deref().unwrap_or("");
+        let clip =
+            crate::text::localized_voice_clip_path(locale.as_str(), &line.id).unwrap_or_default();
+        let fields = [
+            line.id.as_str(),
+            line.speaker.as_str(),
+            text,
+            previous,
+            line.direction.as_deref().unwrap_or(""),
+            locale.as_str(),
+            clip.as_str(),
+        ];
+        let row: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
+        out.push_str(&row.join(","));
+        out.push('\n');
+    }
+    out
+}
+
+/// A CSV field: quoted when it holds a comma, a quote or a line break, quotes doubled.
+fn csv_field(value: &str) -> String {
+    if value.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", value.replace('"', "\"\""))
+    } else {
+        value.to_owned()
+    }
+}
+
+/// `conversation` with each line's and response's text replaced by `translate(line id, source
+/// text)` where that gives one; nothing else changes.
+pub fn localize(
+    conversation: &Conversation,
+    translate: impl Fn(Option<&str>, &str) -> Option<String>,
+) -> Conversation {
+    let mut out = conversation.clone();
+    for node in out.nodes.values_mut() {
+        if let Some(text) = translate(node.line.as_deref(), &node.text) {
+            node.text = text;
+        }
+        if let Exit::Responses(responses) = &mut node.exit {
+            for response in responses {
+                if let Some(text) = translate(response.line.as_deref(), &response.text) {
+                    response.text = text;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The pseudo-localized form of a line: each ASCII letter of its text swapped for an accented
+/// one, about 40% more visible graphemes padded at the end, the whole in `[` `]`. Tags,
+/// entities and `{placeholders}` are kept as they are, so the checks still pass on it and a
+/// renderer still reads its markup.
+pub fn pseudo(text: &str) -> String {
+    if text.is_empty() {
+        return String::new();
+    }
+    let mut out = String::with_capacity(text.len() * 2);
+    out.push('[');
+    let mut protected: Option<char> = None;
+    let mut letters = 0usize;
+    for c in text.chars() {
+        match (protected, c) {
+            (Some(close), c) => {
+                out.push(c);
+                if c == close {
+                    protected = None;
+                }
+            }
+            (None, '<') => {
+                protected = Some('>');
+                out.push(c);
+            }
+            (None, '&') => {
+                protected = Some(';');
+                out.push(c);
+            }
+            (None, '{') => {
+                protected = Some('}');
+                out.push(c);
+            }
+            (None, c) => {
+                letters += usize::from(!c.is_whitespace());
+                out.push(accented(c));
+            }
+        }
+    }
+    // About 40% longer: translations into most languages are, and a layout that only fits
+    // English breaks here first.
+    let padding = (letters * 2).div_ceil(5);
+    if padding > 0 {
+        out.push(' ');
+        for i in 0..padding {
+            out.push(if i % 2 == 0 { '~' } else { '·' });
+        }
+    }
+    out.push(']');
+    out
+}
+
+fn accented(c: char) -> char {
+    const FROM: &str = "aceinouyAEINOUYsz";
+    const TO: &[char] = &[
+        'á', 'ç', 'é', 'î', 'ñ', 'ö', 'ü', 'ý', 'Å', 'É', 'Î', 'Ñ', 'Ö', 'Ü', 'Ý', 'š', 'ž',
+    ];
+    FROM.find(c).map_or(c, |i| TO[i])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::text::visible_graphemes;
+
+    #[test]
+    fn tags_are_bcp47_normalized_and_fall_back_to_shorter_ones() {
+        let tag = Locale::parse("pt_br").expect("the test input is valid");
+        assert_eq!(tag.as_str(), "pt-BR");
+        assert_eq!(
+            tag.fallback_chain()
+                .iter()
+                .map(Locale::as_str)
+                .collect::<Vec<_>>(),
+            ["pt-BR", "pt"]
+        );
+        assert_eq!(Locale::parse("zh-hant-tw").expect("the test input is valid").as_str(), "zh-Hant-TW");
+        for bad in [
+            "",
+            "j",
+            "japanese",
+            "ja--JP",
+            "ja-",
+            "1a",
+            "ja-JP-toolongsubtag",
+            "ja JP",
+        ] {
+            assert!(Locale::parse(bad).is_err(), "{bad:?}");
+        }
+        assert!(Locale::parse(&"a".repeat(1000)).is_err());
+    }
+
+    #[test]
+    fn csv_fields_are_quoted_only_when_they_must_be() {
+        assert_eq!(csv_field("plain"), "plain");
+        assert_eq!(csv_field("a, b"), "\"a, b\"");
+        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(csv_field("two\nlines"), "\"two\nlines\"");
+    }
+
+    #[test]
+    fn pseudo_text_is_bracketed_accented_longer_and_keeps_its_markup() {
+        let source = "Hello <b>{name}</b> &amp; welcome!";
+        let p = pseudo(source);
+        assert!(p.starts_with('[') && p.ends_with(']'), "{p}");
+        assert!(p.contains("<b>{name}</b>") && p.contains("&amp;"), "{p}");
+        assert!(p.contains('É') || p.contains('é'), "{p}");
+        let (before, after) = (visible_graphemes(source), visible_graphemes(&p));
+        assert!(after * 10 >= before * 13, "{before} -> {after}: {p}");
+        assert_eq!(pseudo(""), "");
+    }
+}

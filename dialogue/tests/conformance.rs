@@ -1,0 +1,470 @@
+//! The conformance vectors in `conformance/`: what correct looks like for a client in any
+//! language, produced here from the Rust implementation.
+//!
+//! Each vector file is regenerated and compared with the committed one: a change to the rules
+//! that is not re-recorded fails this test. Re-record with
+//! `BANTER_BLESS=1 cargo test -p banter-dialogue --test conformance`, and the committed vectors
+//! are then checked by every client (`conformance/README.md`). The Rust crates run them too, in
+//! the test below each generator: a vector is only trusted once the implementation it came from
+//! replays it.
+
+mod content_support;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use banter_dialogue::canonical;
+use banter_dialogue::check;
+use banter_dialogue::text::{balanced_prefix, prefix, visible_graphemes};
+use banter_dialogue::{
+    ClientWalk, Condition, DialogueGraph, Outgoing, Screen, VertexId, build_conversation,
+};
+use banter_protocol::{Action, ActionPayload, ActionType, FactSheet, QuestStatus};
+use serde_json::{Value, json};
+
+fn conformance_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../conformance")
+}
+
+/// Writes `value` (with BANTER_BLESS=1) or checks the committed file is exactly it.
+fn bless_or_check(file: &str, value: &Value) {
+    let path = conformance_dir().join(file);
+    let text = format!(
+        "{}\n",
+        serde_json::to_string_pretty(value).expect("vectors serialize")
+    );
+    if std::env::var_os("BANTER_BLESS").is_some() {
+        std::fs::create_dir_all(conformance_dir()).expect("conformance folder");
+        std::fs::write(&path, &text).expect("write vectors");
+        return;
+    }
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        committed == text,
+        "{} is out of date: BANTER_BLESS=1 cargo test -p banter-dialogue --test conformance",
+        path.display()
+    );
+}
+
+fn sample() -> banter_dialogue::content::Content {
+    let (content, diagnostics) = check::load_and_check(&content_support::sample_content());
+    assert!(diagnostics.is_empty(), "{diagnostics:?}");
+    content
+}
+
+// ---------------------------------------------------------------------------------------------
+// Payloads.
+
+fn error_kind(e: &banter_protocol::PayloadError) -> &'static str {
+    match e {
+        banter_protocol::PayloadError::FieldCount { .. } => "field_count",
+        banter_protocol::PayloadError::BadEscape { .. } => "bad_escape",
+        banter_protocol::PayloadError::BadAmount { .. } => "bad_amount",
+    }
+}
+
+fn payload_vectors() -> Value {
+    let content = sample();
+    // Every action the sample authors, then the escapes and corners the sample lacks.
+    let mut actions: Vec<Action> = Vec::new();
+    for merged in content.merged.values() {
+        for node in merged.nodes.values() {
+            actions.extend(node.actions.iter().cloned());
+            if let banter_dialogue::Exit::Responses(responses) = &node.exit {
+                for r in responses {
+                    actions.extend(r.actions.iter().cloned());
+                }
+            }
+        }
+    }
+    actions.extend([
+        Action::AcceptQuest {
+            quest_id: "Pipe|Quest".into(),
+        },
+        Action::CompleteQuest {
+            quest_id: "Back\\slash".into(),
+        },
+        Action::CheckQuest {
+            quest_id: "Q".into(),
+            success_node: "Ok|Node".into(),
+            failure_node: "Not\\Yet|".into(),
+        },
+        Action::AdvanceObjective {
+            quest_id: "Q".into(),
+            objective_id: "O".into(),
+            amount: Some(banter_protocol::ObjectiveAmount {
+                amount: 4_294_967_295,
+                island: Some("isle|with\\both".into()),
+            }),
+        },
+        Action::PlayCutscene {
+            scene: "Scene".into(),
+            quest_id: None,
+        },
+        Action::OpenSellMenu,
+        Action::OpenShop {
+            shop: "日本の店".into(),
+        },
+    ]);
+    let mut seen = std::collections::BTreeSet::new();
+    let build: Vec<Value> = actions
+        .iter()
+        .filter(|a| seen.insert(format!("{a:?}")))
+        .map(|a| json!({ "action": canonical::action_json(a), "payload": ActionPayload::build(a) }))
+        .collect();
+    let parse_cases: [(ActionType, &str); 20] = [
+        (ActionType::AcceptQuest, "Quest"),
+        (ActionType::AcceptQuest, "Pipe\\|Quest"),
+        (ActionType::AcceptQuest, "a|b"),
+        (ActionType::AcceptQuest, "bad\\escape"),
+        (ActionType::AcceptQuest, "trailing\\"),
+        (ActionType::CheckQuest, "Q|Ok"),
+        (ActionType::CheckQuest, "Q|Ok|No"),
+        (ActionType::AdvanceObjective, "Q|O"),
+        (ActionType::AdvanceObjective, "Q|O|2"),
+        (ActionType::AdvanceObjective, "Q|O|2|isle"),
+        (ActionType::AdvanceObjective, "Q|O|02"),
+        (ActionType::AdvanceObjective, "Q|O|+2"),
+        (ActionType::AdvanceObjective, "Q|O|2.0"),
+        (ActionType::AdvanceObjective, "Q|O|"),
+        (ActionType::AdvanceObjective, "Q|O|4294967296"),
+        (ActionType::AdvanceObjective, "Q|O|1|isle|extra"),
+        (ActionType::AdvanceObjective, "Q"),
+        (ActionType::OpenSellMenu, ""),
+        (ActionType::PlayCutscene, "Scene|Quest"),
+        (ActionType::ChooseRideBoat, ""),
+    ];
+    let parse: Vec<Value> = parse_cases
+        .iter()
+        .map(
+            |(action_type, payload)| match ActionPayload::parse(*action_type, payload) {
+                Ok(action) => json!({
+                    "type": action_type.name(),
+                    "payload": payload,
+                    "action": canonical::action_json(&action),
+                }),
+                Err(e) => json!({
+                    "type": action_type.name(),
+                    "payload": payload,
+                    "error": error_kind(&e),
+                }),
+            },
+        )
+        .collect();
+    json!({ "build": build, "parse": parse })
+}
+
+#[test]
+fn payload_vectors_are_current_and_replay() {
+    let vectors = payload_vectors();
+    bless_or_check("payloads.json", &vectors);
+    // Replay: every build parses back to its action, every parse case gives its verdict.
+    for case in vectors["build"].as_array().expect("build") {
+        let payload = case["payload"].as_str().expect("payload");
+        let action: Value = case["action"].clone();
+        let action_type: ActionType = action["Type"]
+            .as_str()
+            .expect("Type")
+            .parse()
+            .expect("type");
+        let parsed = ActionPayload::parse(action_type, payload).expect("a built payload parses");
+        assert_eq!(canonical::action_json(&parsed), action);
+    }
+    assert!(
+        vectors["parse"]
+            .as_array()
+            .expect("parse")
+            .iter()
+            .any(|c| c.get("error").is_some())
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Visible graphemes and typewriter prefixes.
+
+fn text_vectors() -> Value {
+    let texts = [
+        "Hello there.",
+        "<b>Bold</b> and <i>italic</i>",
+        "<font color=\"#fff\">hi</font>",
+        "<color=\"a>b\">x</color>",
+        "Fish &amp; chips &lt;3 &#39;ok&#x27; &nbsp;end",
+        "&foo; &amp no entity &#xD800;",
+        "a < b > c, <3",
+        "e\u{301}te\u{301} cafe\u{301}",
+        "<b>e&#x301;</b>",
+        "しーっ！ヤドカリを数えてるの。",
+        "<color=#f00>赤い</color>魚",
+        "مَرْحَبًا يا بيم",
+        "👨‍👩‍👧 🇯🇵 👍🏽",
+        "line<br/>break\nnewline",
+        "<!-- a comment -->visible",
+        "",
+    ];
+    Value::Array(
+        texts
+            .iter()
+            .map(|text| {
+                let n = visible_graphemes(text);
+                json!({
+                    "text": text,
+                    "visible": n,
+                    "prefixes": (0..=n).map(|k| prefix(text, k)).collect::<Vec<_>>(),
+                    "balanced_prefixes": (0..=n).map(|k| balanced_prefix(text, k)).collect::<Vec<_>>(),
+                })
+            })
+            .collect(),
+    )
+}
+
+#[test]
+fn text_vectors_are_current() {
+    bless_or_check("text.json", &text_vectors());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Conditions.
+
+fn facts(quests: &[(&str, QuestStatus)], coins: i64, has: &[&str]) -> FactSheet {
+    FactSheet {
+        quests: quests.iter().map(|(q, s)| ((*q).to_owned(), *s)).collect(),
+        progress: BTreeMap::from([("CopperSnappers/Catch".to_owned(), 2)]),
+        coins,
+        experience: 40,
+        tutorial_stage: 3,
+        has: has.iter().map(|h| (*h).to_owned()).collect(),
+    }
+}
+
+fn condition_vectors() -> Value {
+    let sheet = facts(
+        &[
+            ("CopperSnappers", QuestStatus::Completed),
+            ("LostReel", QuestStatus::Active),
+        ],
+        120,
+        &["Dialogue.Talking", "PostReveal"],
+    );
+    let conditions = [
+        "true",
+        "false",
+        "coins >= 100",
+        "coins < 100",
+        "experience == 40",
+        "tutorial_stage != 3",
+        "quest(CopperSnappers) == completed",
+        "quest(LostReel) == active",
+        "quest(VoyageToMistral) == available",
+        "quest(VoyageToMistral) != available",
+        "has(PostReveal)",
+        "!has(Afk)",
+        "has(PostReveal) && coins >= 200",
+        "has(Afk) || coins >= 100",
+        "(coins >= 100 && !has(Afk)) || false",
+        "progress(CopperSnappers, Catch) >= 2",
+        "progress(CopperSnappers, Catch) < 2",
+        "3 > 2",
+        "coins >=",
+        "quest(X) == nonsense",
+        "has(",
+        "coins >= 1 &&",
+    ];
+    let cases: Vec<Value> = conditions
+        .iter()
+        .map(|text| match Condition::parse(text) {
+            Ok(condition) => json!({ "condition": text, "holds": condition.eval(&sheet) }),
+            Err(_) => json!({ "condition": text, "error": true }),
+        })
+        .collect();
+    json!({ "facts": sheet, "cases": cases })
+}
+
+#[test]
+fn condition_vectors_are_current() {
+    bless_or_check("conditions.json", &condition_vectors());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Client walks: a conversation, the facts, the inputs, and exactly what the client must send
+// and show after each.
+
+fn wire(graph: &DialogueGraph, out: &mut Vec<Outgoing>) -> Vec<Value> {
+    out.drain(..)
+        .filter_map(|o| o.message(graph))
+        .map(|m| serde_json::to_value(m).expect("message"))
+        .collect()
+}
+
+fn screen(graph: &DialogueGraph, walk: &ClientWalk) -> Value {
+    let name = |v: VertexId| {
+        graph
+            .vertex(v)
+            .map(|v| v.name.to_string())
+            .unwrap_or_default()
+    };
+    match walk.screen() {
+        Screen::Line(line) => json!({
+            "line": name(line),
+            "text": graph.vertex(line).map(|v| v.text.to_string()).unwrap_or_default(),
+            "choices": walk.choices(graph).map(name).collect::<Vec<_>>(),
+            "can_advance": walk.can_advance(graph),
+        }),
+        Screen::Waiting => json!({ "waiting_for_jump": true }),
+        Screen::Ended => json!({ "ended": true }),
+    }
+}
+
+/// The wire code a server answers a walk error with (`docs/PROTOCOL.md` section 7).
+fn walk_code(e: &banter_dialogue::WalkError) -> &'static str {
+    use banter_dialogue::WalkError as E;
+    match e {
+        E::UnknownVertex => "unknown_vertex",
+        E::NotReachable => "not_reachable",
+        E::NotALine => "not_a_line",
+        E::NotAResponse => "not_a_response",
+        E::AwaitsChoice => "awaits_choice",
+        E::AwaitsJump => "awaits_jump",
+        E::ConditionFailed => "condition_failed",
+        E::NotArmed => "not_armed",
+        E::PayloadMismatch => "payload_mismatch",
+        E::Closed => "no_conversation",
+        E::BadJumpTarget => "internal",
+    }
+}
+
+/// Plays from `entry`: at each line pick the choice `pick(step)` of those shown (or advance),
+/// answer a quest check with its success node, and once try something the rules refuse.
+fn scenario(
+    name: &str,
+    conversation: &str,
+    json_text: &str,
+    entry: &str,
+    sheet: &FactSheet,
+    pick: usize,
+) -> Value {
+    let (graph, diagnostics) = build_conversation(conversation, json_text);
+    assert!(diagnostics.iter().all(|d| !d.is_error()), "{diagnostics:?}");
+    let mut out = Vec::new();
+    let entry_id = graph.find(entry).expect("entry");
+    let mut walk = ClientWalk::open(&graph, entry_id, sheet, &mut out).expect("opens");
+    let open = json!({ "sends": wire(&graph, &mut out), "screen": screen(&graph, &walk) });
+    let mut steps = Vec::new();
+    let mut refused_once = false;
+    for step in 0..40 {
+        let (input, result) = match walk.screen() {
+            Screen::Ended => break,
+            Screen::Line(_) if !refused_once && step == 1 => {
+                // A response that is not on screen: the client refuses it and sends nothing.
+                refused_once = true;
+                let bogus = format!("{entry}_r99");
+                let result = match graph.find(&bogus) {
+                    Some(v) => walk.choose(&graph, v, sheet, &mut out),
+                    None => Err(banter_dialogue::WalkError::UnknownVertex),
+                };
+                (json!({ "choose": bogus }), result)
+            }
+            Screen::Line(line) => {
+                let choices: Vec<VertexId> = walk.choices(&graph).collect();
+                if choices.is_empty() {
+                    if !walk.can_advance(&graph) {
+                        break;
+                    }
+                    let name = graph.vertex(line).map(|v| v.name.to_string());
+                    (
+                        json!({ "advance": name }),
+                        walk.advance(&graph, sheet, &mut out),
+                    )
+                } else {
+                    let choice = choices[(pick + step) % choices.len()];
+                    let name = graph.vertex(choice).map(|v| v.name.to_string());
+                    (
+                        json!({ "choose": name }),
+                        walk.choose(&graph, choice, sheet, &mut out),
+                    )
+                }
+            }
+            Screen::Waiting => {
+                // The server's answer to the CheckQuest just sent: its success node.
+                let target = graph
+                    .vertices()
+                    .flat_map(|(id, _)| graph.actions(id).map(|(_, a)| a.action.clone()))
+                    .find_map(|a| match a {
+                        Action::CheckQuest { success_node, .. } => Some(success_node),
+                        _ => None,
+                    })
+                    .expect("a check to answer");
+                let target_id = graph.find(&target).expect("target");
+                (
+                    json!({ "jump": target }),
+                    walk.jump(&graph, target_id, sheet, &mut out),
+                )
+            }
+        };
+        let mut step_value = json!({ "input": input, "sends": wire(&graph, &mut out) });
+        match result {
+            Ok(()) => step_value["screen"] = screen(&graph, &walk),
+            Err(e) => step_value["refused"] = json!(walk_code(&e)),
+        }
+        steps.push(step_value);
+    }
+    json!({
+        "name": name,
+        "conversation": conversation,
+        "entry": entry,
+        "facts": sheet,
+        "open": open,
+        "steps": steps,
+    })
+}
+
+fn client_walk_vectors() -> Value {
+    let content = sample();
+    let fresh = facts(&[], 0, &["Dialogue.Talking"]);
+    let veteran = facts(
+        &[
+            ("CopperSnappers", QuestStatus::Completed),
+            ("LanternsOfGullRock", QuestStatus::Completed),
+            ("VoyageToMistral", QuestStatus::Completed),
+        ],
+        150,
+        &["Dialogue.Talking", "PostReveal"],
+    );
+    let mut scenarios = Vec::new();
+    let mut conversations = serde_json::Map::new();
+    for (conversation, merged) in &content.merged {
+        let text = canonical::to_json(merged);
+        conversations.insert(conversation.clone(), Value::String(text.clone()));
+        let first = merged.first_node.clone().expect("FirstNode");
+        // Every quest greeting too: where the resolver opens for an offer.
+        let mut entries = vec![first];
+        entries.extend(
+            merged
+                .nodes
+                .keys()
+                .filter(|n| n.ends_with("_Greet") || n.ends_with("_Check"))
+                .cloned(),
+        );
+        for entry in entries {
+            for (label, sheet) in [("fresh", &fresh), ("veteran", &veteran)] {
+                for pick in 0..2 {
+                    scenarios.push(scenario(
+                        &format!("{conversation} from {entry}, {label} player, pick {pick}"),
+                        conversation,
+                        &text,
+                        &entry,
+                        sheet,
+                        pick,
+                    ));
+                }
+            }
+        }
+    }
+    json!({ "conversations": conversations, "scenarios": scenarios })
+}
+
+#[test]
+fn client_walk_vectors_are_current() {
+    let vectors = client_walk_vectors();
+    assert!(vectors["scenarios"].as_array().expect("scenarios").len() >= 40);
+    bless_or_check("client_walk.json", &vectors);
+}

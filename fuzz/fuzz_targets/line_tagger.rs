@@ -1,0 +1,8 @@
+//! Fuzz target `line_tagger`: see harness.rs.
+
+#![no_main]
+
+#[path = "../harness.rs"]
+mod harness;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| harness::line_tagger(data));

@@ -1,0 +1,266 @@
+//! The protocol speaks the player's language, and authority does not depend on it: the same
+//! conversation walked in two locales gets the same accepts, refusals, payloads and rewards;
+//! only the text (and so the content hash) differs.
+
+use banter_e2e::*;
+use banter_protocol::{ActionType, ClientMessage, ErrorCode, ServerMessage};
+
+const NEAR_PIM: [f64; 3] = [-640.0, 2.0, 910.0];
+
+/// Connects in `locale` (none: the source) and spawns next to Pim; the welcome too.
+async fn player_in(
+    server: &TestServer,
+    device: &str,
+    locale: Option<&str>,
+) -> (Client, ServerMessage) {
+    let token = server.login(device).await;
+    let query = match locale {
+        Some(locale) => format!("token={token}&locale={locale}"),
+        None => format!("token={token}"),
+    };
+    let mut client = server
+        .connect_query(&query)
+        .await
+        .expect("upgrade accepted");
+    let welcome = client.recv().await;
+    client
+        .request(ClientMessage::Move {
+            id: None,
+            position: NEAR_PIM,
+        })
+        .await
+        .expect("spawned");
+    (client, welcome)
+}
+
+/// Every answer the server gave, with the text-dependent fields (content and hash) blanked,
+/// and the content sent with `opened`.
+#[derive(Default)]
+struct Transcript {
+    verdicts: Vec<String>,
+    contents: Vec<String>,
+}
+
+impl Transcript {
+    fn record(&mut self, answer: Result<Reply, Refused>) {
+        let messages = match answer {
+            Ok(reply) => reply.messages,
+            Err(refused) => {
+                self.verdicts.push(format!("refused {:?}", refused.code));
+                return;
+            }
+        };
+        for message in messages {
+            let blanked = match message {
+                ServerMessage::Opened {
+                    conversation,
+                    npc,
+                    speaker,
+                    entry,
+                    content,
+                    facts,
+                    ..
+                } => {
+                    self.contents.extend(content);
+                    ServerMessage::Opened {
+                        conversation,
+                        npc,
+                        speaker,
+                        entry,
+                        hash: String::new(),
+                        content: None,
+                        facts,
+                    }
+                }
+                other => other,
+            };
+            self.verdicts.push(format!("{blanked:?}"));
+        }
+    }
+}
+
+/// Pim's whole quest, with refusals along the way: the same script in any locale.
+async fn walk_pims_quest(client: &mut Client) -> Transcript {
+    let mut t = Transcript::default();
+    t.record(
+        client
+            .request(ClientMessage::Talk {
+                id: None,
+                npc: "Pim".into(),
+                instance: None,
+                cached: None,
+            })
+            .await,
+    );
+    // Refused: not shown yet, and a payload the conversation did not arm.
+    t.record(client.advance("PimsTideTale_Tale").await);
+    t.record(client.action(ActionType::AcceptQuest, "LostReel").await);
+    t.record(client.choose("PimsTideTale_Greet_r1").await);
+    t.record(client.action(ActionType::AcceptQuest, "PimsTideTale").await);
+    t.record(client.action(ActionType::AcceptQuest, "PimsTideTale").await);
+    t.record(client.advance("PimsTideTale_Tale").await);
+    t.record(
+        client
+            .action(ActionType::AdvanceObjective, PIMS_OBJECTIVE)
+            .await,
+    );
+    t.record(client.advance("PimsTideTale_Ending").await);
+    t.record(client.action(ActionType::CompleteQuest, PIMS_QUEST).await);
+    t.record(client.action(ActionType::CompleteQuest, PIMS_QUEST).await);
+    t.record(client.close_conversation().await);
+    t
+}
+
+#[tokio::test]
+async fn the_same_conversation_in_two_locales_gets_the_same_verdicts_and_rewards() {
+    let server = TestServer::start().await;
+    let (mut source, welcome) = player_in(&server, "device-locale-src", None).await;
+    let ServerMessage::Welcome {
+        locale, locales, ..
+    } = welcome
+    else {
+        panic!("expected welcome, got {welcome:?}");
+    };
+    assert_eq!(locale, "en");
+    assert!(locales.iter().any(|l| l == "ja"), "{locales:?}");
+    assert!(locales.iter().any(|l| l == "en-XA"), "{locales:?}");
+    let (mut japanese, welcome) = player_in(&server, "device-locale-ja", Some("ja-JP")).await;
+    let ServerMessage::Welcome { locale, .. } = welcome else {
+        panic!("expected welcome, got {welcome:?}");
+    };
+    assert_eq!(locale, "ja", "ja-JP falls back to ja");
+
+    let in_source = walk_pims_quest(&mut source).await;
+    let in_japanese = walk_pims_quest(&mut japanese).await;
+    assert_eq!(in_source.verdicts, in_japanese.verdicts);
+    assert!(
+        in_source
+            .verdicts
+            .iter()
+            .any(|v| v.contains("QuestCompleted")),
+        "the quest paid: {:#?}",
+        in_source.verdicts
+    );
+    assert!(
+        in_source
+            .verdicts
+            .iter()
+            .filter(|v| v.starts_with("refused"))
+            .count()
+            >= 3,
+        "{:#?}",
+        in_source.verdicts
+    );
+    // The text differs: the Japanese player read Japanese.
+    let (src, ja) = (&in_source.contents[0], &in_japanese.contents[0]);
+    assert_ne!(src, ja);
+    assert!(
+        ja.chars().any(|c| ('\u{3040}'..='\u{30ff}').contains(&c)),
+        "kana in the Japanese content: {ja}"
+    );
+}
+
+#[tokio::test]
+async fn a_locale_can_be_changed_and_a_bad_one_is_refused_with_its_code() {
+    let server = TestServer::start().await;
+    let (mut client, _) = player_in(&server, "device-locale-switch", None).await;
+    let refused = client
+        .request(ClientMessage::SetLocale {
+            id: None,
+            locale: "not a tag".into(),
+        })
+        .await
+        .expect_err("refused");
+    assert_eq!(refused.code, ErrorCode::BadLocale);
+    client
+        .request(ClientMessage::SetLocale {
+            id: None,
+            locale: "en-XA".into(),
+        })
+        .await
+        .expect("the pseudo-locale is served like any other");
+    let opened = client.talk("Pim").await.expect("talk");
+    let content = opened.content.expect("content");
+    assert!(content.contains("[") && content.contains('é'), "{content}");
+
+    // A bad tag at the upgrade is a 400, and no session.
+    let token = server.login("device-locale-bad").await;
+    let refused = server
+        .connect_query(&format!("token={token}&locale=%20nope%20"))
+        .await
+        .err()
+        .expect("refused");
+    assert!(refused.to_string().contains("400"), "{refused}");
+}
+
+#[tokio::test]
+async fn a_broken_string_table_fails_a_reload_and_the_served_text_stays() {
+    let dir = temp_dir("content-locales").join("content");
+    copy_dir(&content_dir(), &dir);
+    let config_dir = dir.clone();
+    let server = TestServer::start_with(move |c| c.content = config_dir).await;
+    let table = dir.join("locales/ja.po");
+    let good = std::fs::read_to_string(&table).expect("ja.po");
+    std::fs::write(&table, format!("{good}\nmsgid \"unterminated\n")).expect("break it");
+    let auth = format!("Bearer {}", server.config.service_key);
+    let (status, body) = server
+        .http(
+            "POST",
+            "/admin/reload",
+            &[("Authorization", auth.as_str())],
+            "",
+        )
+        .await;
+    assert_eq!(status, 422, "{body}");
+    assert!(
+        body.contains("ja.po"),
+        "the refusal names the table: {body}"
+    );
+    // Still served in Japanese, from the version in force.
+    let (mut client, _) = player_in(&server, "device-locale-reload", Some("ja")).await;
+    let opened = client.talk("Pim").await.expect("talk");
+    assert!(opened.content.expect("content").contains("ヤドカリ"));
+}
+
+#[tokio::test]
+async fn a_line_carries_its_clip_in_the_locale_served() {
+    let dir = temp_dir("content-voice").join("content");
+    copy_dir(&content_dir(), &dir);
+    let pim = std::fs::read_to_string(dir.join("dialogue/base/Pim.json")).expect("Pim");
+    let at = pim.find("\"PimsTideTale_Greet\": {").expect("the greeting");
+    let rest = &pim[at..];
+    let start = rest.find("\"LineId\": \"").expect("its id") + "\"LineId\": \"".len();
+    let id = &rest[start..start + rest[start..].find('"').expect("end")];
+    let clip = format!("voice/ja/{}.wav", id.replace(':', "-"));
+    std::fs::create_dir_all(dir.join("voice")).expect("voice folder");
+    std::fs::write(
+        dir.join("voice/manifest.json"),
+        format!("{{ \"{clip}\": 2350 }}"),
+    )
+    .expect("manifest");
+    let config_dir = dir.clone();
+    let server = TestServer::start_with(move |c| c.content = config_dir).await;
+
+    let (mut japanese, _) = player_in(&server, "device-voice-ja", Some("ja")).await;
+    let content = japanese
+        .talk("Pim")
+        .await
+        .expect("talk")
+        .content
+        .expect("content");
+    let (graph, diagnostics) = banter_dialogue::build_conversation("Pim", &content);
+    assert!(diagnostics.iter().all(|d| !d.is_error()), "{diagnostics:?}");
+    let greet = graph.find("PimsTideTale_Greet").expect("the greeting");
+    assert_eq!(graph.vertex(greet).and_then(|v| v.voice_millis), Some(2350));
+    assert!(content.contains(&clip), "{content}");
+
+    // The source has no clip for it: nothing to sync to.
+    let (mut english, _) = player_in(&server, "device-voice-en", None).await;
+    let content = english
+        .talk("Pim")
+        .await
+        .expect("talk")
+        .content
+        .expect("content");
+    assert!(!content.contains("\"Voice\""), "{content}");
+}
