@@ -677,7 +677,8 @@ mod tests {
     #[test]
     fn tagging_adds_ids_where_text_has_none_and_keeps_every_other_byte() {
         let mut taken = HashSet::from(["line:given".to_owned()]);
-        let (tagged, added) = tag_file("Pim.json", FILE, Format::Canonical, &mut taken).expect("the test input is valid");
+        let (tagged, added) = tag_file("Pim.json", FILE, Format::Canonical, &mut taken)
+            .expect("the test input is valid");
         assert_eq!(added, 3);
         // Only insertions: removing every LineId member gives the file back.
         let ids = ids_in(&tagged, Format::Canonical);
@@ -712,11 +713,14 @@ mod tests {
     #[test]
     fn tagging_twice_changes_nothing_and_never_reuses_an_id() {
         let mut taken = HashSet::new();
-        let (once, _) = tag_file("Pim.json", FILE, Format::Canonical, &mut taken).expect("the test input is valid");
-        let (twice, added) = tag_file("Pim.json", &once, Format::Canonical, &mut taken).expect("the test input is valid");
+        let (once, _) = tag_file("Pim.json", FILE, Format::Canonical, &mut taken)
+            .expect("the test input is valid");
+        let (twice, added) = tag_file("Pim.json", &once, Format::Canonical, &mut taken)
+            .expect("the test input is valid");
         assert_eq!((twice.as_str(), added), (once.as_str(), 0));
         // The same file tagged again from scratch with the first run's ids taken gets new ones.
-        let (other, _) = tag_file("Pim.json", FILE, Format::Canonical, &mut taken).expect("the test input is valid");
+        let (other, _) = tag_file("Pim.json", FILE, Format::Canonical, &mut taken)
+            .expect("the test input is valid");
         let first: HashSet<_> = ids_in(&once, Format::Canonical).into_iter().collect();
         let second: HashSet<_> = ids_in(&other, Format::Canonical).into_iter().collect();
         assert_eq!(first.intersection(&second).count(), 1, "only the given id");
@@ -730,8 +734,8 @@ mod tests {
       "Responses": [ { "Text": "Hi.", "Next": { "Id": 2 } } ] },
     { "Id": 2, "Name": "Bye", "Text": "See you.", "Close": true }
   ] }"#;
-        let (tagged, added) =
-            tag_file("S.editor.json", file, Format::Editor, &mut HashSet::new()).expect("the test input is valid");
+        let (tagged, added) = tag_file("S.editor.json", file, Format::Editor, &mut HashSet::new())
+            .expect("the test input is valid");
         assert_eq!(added, 3);
         assert_eq!(ids_in(&tagged, Format::Editor).len(), 3);
         let mut diagnostics = Vec::new();

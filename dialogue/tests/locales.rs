@@ -154,7 +154,12 @@ fn first_entry() -> (String, String, String) {
 }
 
 /// A planted fault: its name, the table edits, the problem expected, and how severe.
-type PlantedFault = (&'static str, Vec<(String, String)>, fn(&Problem) -> bool, Severity);
+type PlantedFault = (
+    &'static str,
+    Vec<(String, String)>,
+    fn(&Problem) -> bool,
+    Severity,
+);
 
 #[test]
 fn planted_faults_are_one_line_each_with_the_table_and_the_line_id() {

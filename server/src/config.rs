@@ -98,6 +98,11 @@ pub struct ServeArgs {
     /// with `--production`.
     #[arg(long, env = "BANTER_BENCH_ECHO")]
     pub bench_echo: bool,
+
+    /// Serve the browser playground at `/playground` (on by default in development, off with
+    /// `--production` unless this asks for it; `--playground=false` turns it off).
+    #[arg(long, env = "BANTER_PLAYGROUND", num_args = 0..=1, default_missing_value = "true")]
+    pub playground: Option<bool>,
 }
 
 /// Development-only signing secret.
@@ -128,6 +133,8 @@ pub struct Config {
     /// Route `GET /bench/echo`, the transport-limit echo for `banter-sim bench` (off by default;
     /// never in production).
     pub bench_echo: bool,
+    /// Serve the browser playground at `/playground`.
+    pub playground: bool,
 }
 
 /// Per-connection limits.
@@ -206,6 +213,7 @@ impl Default for Config {
             audit: crate::audit::AuditConfig::default(),
             shutdown_grace: Duration::from_secs(10),
             bench_echo: false,
+            playground: true,
         }
     }
 }
@@ -258,6 +266,7 @@ impl Config {
             },
             shutdown_grace: Duration::from_secs(args.shutdown_grace_secs),
             bench_echo: args.bench_echo,
+            playground: args.playground.unwrap_or(!args.production),
         };
         config.validate()?;
         Ok(config)

@@ -131,6 +131,9 @@ pub fn router(app: SharedApp) -> Router {
     if app.config.bench_echo && !app.config.production {
         router = router.route("/bench/echo", get(bench_echo));
     }
+    if app.config.playground {
+        router = crate::playground::routes(router);
+    }
     router.with_state(app)
 }
 

@@ -375,7 +375,12 @@ mod tests {
                 .collect::<Vec<_>>(),
             ["pt-BR", "pt"]
         );
-        assert_eq!(Locale::parse("zh-hant-tw").expect("the test input is valid").as_str(), "zh-Hant-TW");
+        assert_eq!(
+            Locale::parse("zh-hant-tw")
+                .expect("the test input is valid")
+                .as_str(),
+            "zh-Hant-TW"
+        );
         for bad in [
             "",
             "j",

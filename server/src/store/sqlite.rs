@@ -55,6 +55,10 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// full chunk (the common case under load) reuses its plan.
 const AUDIT_ROWS_PER_INSERT: usize = 128;
 
+/// Audit rows written per turn at the write gate: a few milliseconds of writing, after which a
+/// waiting player's write goes first.
+const AUDIT_ROWS_PER_TURN: usize = 512;
+
 /// The SQLite-backed [`Store`](super::Store).
 #[derive(Debug)]
 pub struct SqliteStore {
@@ -220,27 +224,33 @@ impl Backend for SqliteStore {
     }
 
     async fn append_audit(&self, records: &[AuditRecord]) -> Result<(), StoreError> {
-        let turn = self.write_turn(Priority::Housekeeping).await?;
-        let mut tx = self.begin_write(&turn).await?;
-        // One multi-row INSERT per chunk: each statement is a round trip to sqlx's SQLite worker
-        // thread, and one per record cost more than the rest of a conversation step
-        // (BENCHMARKS.md, "The transport's limit"). 6 binds a row stays far under SQLite's
-        // variable limit (32,766).
-        for chunk in records.chunks(AUDIT_ROWS_PER_INSERT) {
-            let mut insert = sqlx::QueryBuilder::<Sqlite>::new(
-                "INSERT INTO audit_log (player_id, conversation, message, code, detail, recorded_us) ",
-            );
-            insert.push_values(chunk, |mut row, record| {
-                row.push_bind(&record.player_id)
-                    .push_bind(&record.conversation)
-                    .push_bind(&record.message)
-                    .push_bind(&record.code)
-                    .push_bind(&record.detail)
-                    .push_bind(record.recorded_us);
-            });
-            insert.build().execute(&mut *tx).await?;
+        // A turn per slice, not one for the whole batch: under a flood of refusals the audit
+        // writer hands over thousands of rows at once, and one transaction of them held the
+        // write lock for hundreds of milliseconds while players' quest writes queued behind it
+        // (RELIABILITY.md, scenario 6, sixth round). Between slices the gate lets players in.
+        for slice in records.chunks(AUDIT_ROWS_PER_TURN) {
+            let turn = self.write_turn(Priority::Housekeeping).await?;
+            let mut tx = self.begin_write(&turn).await?;
+            // One multi-row INSERT per chunk: each statement is a round trip to sqlx's SQLite
+            // worker thread, and one per record cost more than the rest of a conversation step
+            // (BENCHMARKS.md, "The transport's limit"). 6 binds a row stays far under SQLite's
+            // variable limit (32,766).
+            for chunk in slice.chunks(AUDIT_ROWS_PER_INSERT) {
+                let mut insert = sqlx::QueryBuilder::<Sqlite>::new(
+                    "INSERT INTO audit_log (player_id, conversation, message, code, detail, recorded_us) ",
+                );
+                insert.push_values(chunk, |mut row, record| {
+                    row.push_bind(&record.player_id)
+                        .push_bind(&record.conversation)
+                        .push_bind(&record.message)
+                        .push_bind(&record.code)
+                        .push_bind(&record.detail)
+                        .push_bind(record.recorded_us);
+                });
+                insert.build().execute(&mut *tx).await?;
+            }
+            tx.commit().await?;
         }
-        tx.commit().await?;
         Ok(())
     }
 

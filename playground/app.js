@@ -1,0 +1,377 @@
+// The Banter playground: a player's view (map, walking, talking, the typewriter, effects, the
+// quest log) and a writer's view (a conversation's graph drawn by the server, with the walk's
+// current line and reachable set marked; reloading content). Every protocol step goes through
+// the TypeScript client served from /playground/client/: this page has no protocol code of its
+// own, only presentation.
+
+import {
+  Connection,
+  ClientWalk,
+  DeviceLogin,
+  RefusalError,
+  Typewriter,
+  applyEffect,
+  buildGraph,
+  pacingFor,
+} from '/playground/client/index.js';
+
+const address = location.origin;
+/** @param {string} id */
+const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
+
+/** What the page knows. */
+const state = {
+  world: /** @type {any} */ (null),
+  connection: /** @type {Connection | null} */ (null),
+  position: /** @type {number[] | null} */ (null),
+  profile: /** @type {any} */ (null),
+  facts: /** @type {any} */ (null),
+  graph: /** @type {any} */ (null),
+  walk: /** @type {ClientWalk | null} */ (null),
+  conversation: /** @type {string | null} */ (null),
+  busy: false,
+};
+
+// Walking: under the server's 60 studs/s, in ticks the movement budget refills between.
+const WALK_STEP = 5;
+const WALK_TICK_MS = 100;
+
+async function loadWorld() {
+  const answer = await fetch('/playground/api/world');
+  state.world = await answer.json();
+  for (const select of [$('locale-at-login'), $('locale')]) {
+    select.replaceChildren(...state.world.locales.map((tag) => new Option(tag, tag)));
+  }
+  const preferred = state.world.locales.find((tag) => navigator.language.startsWith(tag));
+  /** @type {HTMLSelectElement} */ ($('locale-at-login')).value = preferred ?? state.world.source_locale;
+  $('conversation-pick').replaceChildren(...state.world.conversations.map((c) => new Option(c, c)));
+  $('spawn').replaceChildren(...state.world.npcs.map((n) => new Option(`${n.name} (${n.id})`, n.id)));
+}
+
+async function play() {
+  $('login-error').textContent = '';
+  const deviceId = /** @type {HTMLInputElement} */ ($('device')).value.trim();
+  const locale = /** @type {HTMLSelectElement} */ ($('locale-at-login')).value;
+  try {
+    const login = new DeviceLogin({ address, deviceId });
+    const connection = await Connection.open({ address, token: () => login.token(), locale });
+    state.connection = connection;
+    connection.on('message', (m) => {
+      if (m.type === 'effect') onEffect(m);
+    });
+    const welcome = /** @type {any} */ (connection.welcome);
+    state.profile = welcome.profile;
+    /** @type {HTMLSelectElement} */ ($('locale')).value = welcome.locale;
+    $('player').textContent = welcome.player;
+    $('login').hidden = true;
+    $('game').hidden = false;
+    showProfile();
+    // The first move places the body: next to the NPC picked, or where the server remembers it.
+    const spawn = /** @type {HTMLSelectElement} */ ($('spawn')).value;
+    const next = state.world.npcs.find((n) => n.id === spawn) ?? state.world.npcs[0];
+    const start = welcome.position ?? standSpot(next);
+    await move(start);
+    drawMap();
+    showQuests();
+  } catch (e) {
+    $('login-error').textContent = `Could not start: ${e instanceof Error ? e.message : e}`;
+  }
+}
+
+/** Where to stand to talk to `npc`: a step in front of it, inside its range. */
+function standSpot(npc) {
+  return [npc.position[0] + 3, npc.position[1], npc.position[2]];
+}
+
+/** @param {number[]} position */
+async function move(position) {
+  await request({ type: 'move', position });
+  state.position = position;
+}
+
+/** A request; a refusal is shown, not thrown. */
+async function request(message) {
+  try {
+    return await /** @type {Connection} */ (state.connection).request(message);
+  } catch (e) {
+    if (e instanceof RefusalError) {
+      note(`refused: ${e.code}: ${e.message}`);
+      return null;
+    }
+    throw e;
+  }
+}
+
+/** Walks to `npc` at an honest pace, then talks to it. */
+async function goTalk(npc) {
+  if (state.busy) return;
+  state.busy = true;
+  try {
+    if (state.walk) await closeConversation();
+    const target = standSpot(npc);
+    let here = /** @type {number[]} */ (state.position);
+    let left = distance(here, target);
+    while (left > 0.5) {
+      const step = Math.min(WALK_STEP, left);
+      here = here.map((c, i) => c + ((target[i] - c) * step) / left);
+      $('walking').textContent = `Walking to ${npc.name}: ${left.toFixed(0)} studs to go`;
+      await move(here);
+      drawMap();
+      left = distance(here, target);
+      if (left > 0.5) await sleep(WALK_TICK_MS);
+    }
+    $('walking').textContent = '';
+    await talk(npc);
+  } finally {
+    state.busy = false;
+  }
+}
+
+async function talk(npc) {
+  $('effects').replaceChildren();
+  const reply = await request({ type: 'talk', npc: npc.name, instance: npc.id });
+  if (!reply) return;
+  const opened = reply.messages.find((m) => m.type === 'opened');
+  if (!opened) {
+    note('a cutscene plays');
+    return;
+  }
+  $('speaker').textContent = opened.speaker ?? npc.name;
+  state.graph = buildGraph(opened.content, opened.conversation);
+  state.conversation = opened.conversation;
+  state.facts = opened.facts;
+  const { walk, sends } = ClientWalk.open(state.graph, opened.entry, state.facts);
+  state.walk = walk;
+  /** @type {HTMLSelectElement} */ ($('conversation-pick')).value = opened.conversation;
+  await send(sends);
+  show();
+}
+
+/** Sends what the walk queued, in order; a jump queues the answer's own messages. */
+async function send(messages) {
+  const queue = [...messages];
+  while (queue.length) {
+    const reply = await request(queue.shift());
+    if (!reply) continue;
+    for (const m of reply.messages) {
+      if (m.type === 'jump' && state.walk) queue.push(...state.walk.jump(m.node));
+    }
+  }
+}
+
+function onEffect(m) {
+  state.profile = m.profile;
+  if (state.facts) {
+    state.facts = applyEffect(state.facts, m);
+    if (state.walk) state.walk.facts = state.facts;
+  }
+  const li = document.createElement('li');
+  li.dataset.effect = m.effect.kind ?? m.action;
+  li.textContent = `${m.action}: ${describe(m.effect)}`;
+  $('effects').append(li);
+  showProfile();
+  showQuests();
+}
+
+function describe(effect) {
+  return Object.entries(effect)
+    .map(([k, v]) => `${k} ${Array.isArray(v) ? v.join(', ') : v}`)
+    .join(' · ');
+}
+
+const typewriter = new Typewriter();
+
+/** Puts the walk's screen on the page. */
+function show() {
+  const walk = state.walk;
+  const choices = $('choices');
+  choices.replaceChildren();
+  $('continue').hidden = true;
+  if (!walk) return;
+  const screen = walk.screen;
+  if (screen.kind === 'ended') {
+    void closeConversation();
+    return;
+  }
+  if (screen.kind === 'waiting_for_jump') {
+    $('line').textContent = '…';
+    return;
+  }
+  const line = screen.line;
+  $('line').dataset.node = line.name;
+  typewriter.start(line.text, pacingFor(line, 28), performance.now());
+  const frame = (/** @type {number} */ now) => {
+    for (const e of typewriter.poll(now)) {
+      if (e.kind === 'show') $('line').textContent = e.text;
+    }
+    if (typewriter.busy) requestAnimationFrame(frame);
+  };
+  requestAnimationFrame(frame);
+  for (const response of screen.choices) {
+    const button = document.createElement('button');
+    button.textContent = response.text;
+    button.dataset.response = response.name;
+    button.addEventListener('click', () => step(() => walk.choose(response.name)));
+    choices.append(button);
+  }
+  $('continue').hidden = !screen.canAdvance;
+  drawGraphIfShown();
+}
+
+/** One player step: the walk says what to send; the page sends it and shows what follows. */
+async function step(next) {
+  if (state.busy || !state.walk) return;
+  state.busy = true;
+  try {
+    typewriter.skip();
+    await send(next());
+    show();
+  } catch (e) {
+    note(`${e instanceof Error ? e.message : e}`);
+  } finally {
+    state.busy = false;
+  }
+}
+
+async function closeConversation() {
+  state.walk = null;
+  $('choices').replaceChildren();
+  $('continue').hidden = true;
+  $('line').textContent = '(the conversation is over)';
+  await request({ type: 'close' });
+}
+
+function showProfile() {
+  const p = state.profile ?? {};
+  $('profile').textContent = `coins ${p.coins ?? 0} · experience ${p.experience ?? 0}` +
+    (p.tracked_quest ? ` · tracking ${p.tracked_quest}` : '');
+  $('profile').dataset.coins = String(p.coins ?? 0);
+}
+
+function showQuests() {
+  const quests = state.facts?.quests ?? {};
+  const items = Object.entries(quests)
+    .filter(([, status]) => status === 'active' || status === 'completed')
+    .map(([quest, status]) => {
+      const li = document.createElement('li');
+      li.dataset.quest = quest;
+      li.dataset.status = String(status);
+      li.textContent = `${quest}: ${status}`;
+      return li;
+    });
+  $('quest-log').replaceChildren(...items);
+}
+
+/** @param {string} text */
+function note(text) {
+  const li = document.createElement('li');
+  li.className = 'error';
+  li.textContent = text;
+  $('effects').append(li);
+}
+
+// ----------------------------------------------------------------------------------------------
+// The map: NPCs by their x and z, islands as the box around their NPCs.
+
+function drawMap() {
+  const svg = $('map');
+  const npcs = state.world.npcs;
+  const xs = npcs.map((n) => n.position[0]);
+  const zs = npcs.map((n) => n.position[2]);
+  const [minX, maxX, minZ, maxZ] = [Math.min(...xs), Math.max(...xs), Math.min(...zs), Math.max(...zs)];
+  const scale = Math.min(900 / Math.max(1, maxX - minX), 500 / Math.max(1, maxZ - minZ));
+  const at = (/** @type {number[]} */ p) => [50 + (p[0] - minX) * scale, 50 + (p[2] - minZ) * scale];
+  const ns = 'http://www.w3.org/2000/svg';
+  const el = (/** @type {string} */ tag, /** @type {Record<string, string | number>} */ attrs) => {
+    const e = document.createElementNS(ns, tag);
+    for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
+    return e;
+  };
+  const parts = [];
+  for (const island of state.world.islands) {
+    const here = npcs.filter((n) => n.island === island.id).map((n) => at(n.position));
+    if (!here.length) continue;
+    const x0 = Math.min(...here.map((p) => p[0])) - 30;
+    const x1 = Math.max(...here.map((p) => p[0])) + 30;
+    const y0 = Math.min(...here.map((p) => p[1])) - 30;
+    const y1 = Math.max(...here.map((p) => p[1])) + 30;
+    parts.push(el('rect', { class: 'island', x: x0, y: y0, width: x1 - x0, height: y1 - y0, rx: 25 }));
+    const label = el('text', { class: 'island-name', x: x0 + 6, y: y0 - 6 });
+    label.textContent = island.name;
+    parts.push(label);
+  }
+  for (const npc of npcs) {
+    const [x, y] = at(npc.position);
+    const dot = el('circle', { class: 'npc', cx: x, cy: y, r: 7, 'data-npc': npc.id, tabindex: 0 });
+    const title = el('title', {});
+    title.textContent = `${npc.name} (${npc.conversation})`;
+    dot.append(title);
+    dot.addEventListener('click', () => void goTalk(npc));
+    parts.push(dot);
+    const name = el('text', { class: 'npc-name', x: x + 9, y: y + 4 });
+    name.textContent = npc.name;
+    parts.push(name);
+  }
+  if (state.position) {
+    const [x, y] = at(state.position);
+    parts.push(el('circle', { class: 'player', cx: x, cy: y, r: 6, 'data-player': 'me' }));
+  }
+  svg.replaceChildren(...parts);
+}
+
+// ----------------------------------------------------------------------------------------------
+// The writer's view.
+
+function drawGraph() {
+  const name = /** @type {HTMLSelectElement} */ ($('conversation-pick')).value;
+  const query = new URLSearchParams();
+  if (state.walk && state.conversation === name) {
+    const line = state.walk.line;
+    if (line) query.set('current', line.name);
+    const reachable = state.graph.vertices
+      .filter((v) => state.walk?.walk.isReachable(v.id))
+      .map((v) => v.name);
+    query.set('reachable', reachable.join(','));
+  }
+  const img = document.createElement('img');
+  img.alt = `the graph of ${name}`;
+  img.dataset.conversation = name;
+  img.src = `/playground/api/graph/${encodeURIComponent(name)}.svg?${query}`;
+  $('graph').replaceChildren(img);
+}
+
+function drawGraphIfShown() {
+  if ($('graph').firstChild) drawGraph();
+}
+
+async function reload() {
+  const key = /** @type {HTMLInputElement} */ ($('service-key')).value;
+  const answer = await fetch('/admin/reload', { method: 'POST', headers: { Authorization: `Bearer ${key}` } });
+  const body = await answer.text();
+  $('reload-result').textContent = answer.ok ? `reloaded: ${body}` : `refused (${answer.status}): ${body}`;
+  if (answer.ok) await loadWorld();
+}
+
+// ----------------------------------------------------------------------------------------------
+
+/** @param {number[]} a @param {number[]} b */
+function distance(a, b) {
+  return Math.hypot(a[0] - b[0], a[1] - b[1], a[2] - b[2]);
+}
+
+/** @param {number} ms */
+function sleep(ms) {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** @type {HTMLInputElement} */ ($('device')).value = `playground-${Math.random().toString(16).slice(2, 10)}`;
+$('play').addEventListener('click', () => void play());
+$('continue').addEventListener('click', () => step(() => /** @type {ClientWalk} */ (state.walk).advance()));
+$('locale').addEventListener('change', async () => {
+  const tag = /** @type {HTMLSelectElement} */ ($('locale')).value;
+  await /** @type {Connection} */ (state.connection).setLocale(tag);
+  note(`reading in ${tag} from the next conversation on`);
+});
+$('draw').addEventListener('click', drawGraph);
+$('reload').addEventListener('click', () => void reload());
+await loadWorld();

@@ -1,0 +1,117 @@
+// The playground in a real browser: Debian's Chromium (never a downloaded one), driven by
+// playwright-core. One test plays Pim's quest to completion through the page, one draws a
+// conversation's graph with the walk's marks; each saves a screenshot in screenshots/.
+//
+// The server is the binary built from this checkout (BANTER_SERVER_BIN, default
+// ../../target/debug/banter-server) on a free port, a fresh SQLite file and the sample content.
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = resolve(here, '../..');
+const serverBin = resolve(root, process.env.BANTER_SERVER_BIN ?? 'target/debug/banter-server');
+const browserBin = process.env.BANTER_CHROMIUM ?? '/usr/bin/chromium';
+const shots = join(here, 'screenshots');
+
+/** @type {import('node:child_process').ChildProcess} */
+let server;
+let address = '';
+/** @type {import('playwright-core').Browser} */
+let browser;
+
+before(async () => {
+  assert.ok(existsSync(serverBin), `no server binary at ${serverBin}: run cargo build -p banter-server`);
+  assert.ok(existsSync(browserBin), `no Chromium at ${browserBin}: apt-get install chromium (.ci/run does)`);
+  mkdirSync(shots, { recursive: true });
+  const data = mkdtempSync(join(tmpdir(), 'banter-playground-'));
+  server = spawn(serverBin, [
+    'serve', '--bind', '127.0.0.1:0',
+    '--database-url', `sqlite://${join(data, 'banter.db')}`,
+    '--content', join(root, 'content'),
+  ], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, RUST_LOG: 'info', NO_COLOR: '1' } });
+  address = await new Promise((resolveAddress, reject) => {
+    const timer = setTimeout(() => reject(new Error('the server did not say where it listens within 20 s')), 20000);
+    let seen = '';
+    const read = (/** @type {Buffer} */ chunk) => {
+      seen += chunk.toString();
+      const found = seen.match(/listening[^\n]*?addr=(\d+\.\d+\.\d+\.\d+:\d+)/);
+      if (found) {
+        clearTimeout(timer);
+        resolveAddress(`http://${found[1]}`);
+      }
+    };
+    server.stdout?.on('data', read);
+    server.stderr?.on('data', read);
+    server.on('exit', (code) => reject(new Error(`the server exited (${code}): ${seen}`)));
+  });
+  browser = await chromium.launch({ executablePath: browserBin, headless: true, args: ['--no-sandbox'] });
+});
+
+after(async () => {
+  await browser?.close();
+  server?.kill('SIGTERM');
+});
+
+test('a quest played to completion through the page', { timeout: 90000 }, async () => {
+  const page = await browser.newPage({ viewport: { width: 1200, height: 1400 } });
+  const problems = [];
+  page.on('pageerror', (e) => problems.push(e.message));
+  await page.goto(`${address}/playground`);
+  await page.selectOption('#spawn', 'pim');
+  await page.click('#play');
+  await page.waitForSelector('#map [data-npc="pim"]');
+  await page.click('#map [data-npc="pim"]');
+  // Talk, then take the first response or continue until Pim's quest pays.
+  await page.waitForSelector('#line[data-node]');
+  for (let i = 0; i < 30; i++) {
+    if (await page.locator('#effects [data-effect="quest_completed"]').count()) break;
+    const choice = page.locator('#choices button').first();
+    if (await choice.count()) {
+      await choice.click();
+    } else if (await page.locator('#continue').isVisible()) {
+      await page.click('#continue');
+    } else {
+      await page.waitForTimeout(200);
+    }
+    await page.waitForTimeout(150);
+  }
+  await page.waitForSelector('#effects [data-effect="quest_completed"]', { timeout: 10000 });
+  await page.waitForFunction(() => Number(document.querySelector('#profile')?.getAttribute('data-coins')) > 0);
+  const log = await page.locator('#quest-log [data-quest="PimsTideTale"]').getAttribute('data-status');
+  assert.equal(log, 'completed');
+  await page.screenshot({ path: join(shots, 'quest-completed.png'), fullPage: true });
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('a conversation graph drawn on the server with the walk marked, in Japanese', { timeout: 60000 }, async () => {
+  const page = await browser.newPage({ viewport: { width: 1200, height: 1600 } });
+  await page.goto(`${address}/playground`);
+  await page.selectOption('#locale-at-login', 'ja');
+  await page.selectOption('#spawn', 'pim');
+  await page.click('#play');
+  await page.click('#map [data-npc="pim"]');
+  await page.waitForSelector('#line[data-node]');
+  await page.waitForFunction(() => /[\u3040-\u30ff]/.test(document.querySelector('#line')?.textContent ?? ''));
+  await page.click('#draw');
+  const img = page.locator('#graph img[data-conversation="Pim"]');
+  await img.waitFor();
+  await page.waitForFunction(() => {
+    const image = /** @type {HTMLImageElement | null} */ (document.querySelector('#graph img'));
+    return image !== null && image.complete && image.naturalWidth > 0;
+  });
+  const src = await img.getAttribute('src');
+  assert.match(src ?? '', /current=PimsTideTale_Greet/);
+  const svg = await (await fetch(new URL(src ?? '', address))).text();
+  assert.match(svg, /<svg/);
+  assert.match(svg, /#ffd700/, 'the current line is marked gold');
+  await page.screenshot({ path: join(shots, 'writer-graph.png'), fullPage: true });
+  await page.close();
+});
