@@ -123,8 +123,10 @@ impl ClientWalk {
         facts: &dyn Facts,
         out: &mut Vec<Outgoing>,
     ) -> Result<(), WalkError> {
-        let Screen::Line(line) = self.screen else {
-            return Err(WalkError::NotALine);
+        let line = match self.screen {
+            Screen::Line(line) => line,
+            Screen::Waiting => return Err(WalkError::AwaitsJump),
+            Screen::Ended => return Err(WalkError::Closed),
         };
         let shown = self.walk.advance(graph, line, facts)?;
         out.push(Outgoing::Advance(line));

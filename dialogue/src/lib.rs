@@ -4,6 +4,7 @@
 //! Pure: no network, no database, no clock. The only I/O is the thin loader in [`content`],
 //! which reads files and hands their bytes to the parsers.
 
+pub mod against;
 pub mod canonical;
 pub mod check;
 pub mod client;
@@ -11,6 +12,7 @@ pub mod condition;
 pub mod content;
 pub mod diagnostic;
 pub mod editor;
+pub mod explore;
 pub mod export;
 pub mod generate;
 pub mod graph;

@@ -18,6 +18,7 @@ pub mod listen;
 pub mod metrics;
 pub mod migrations;
 pub mod outbox;
+pub mod plans;
 pub mod playground;
 pub mod quests;
 pub mod resume;

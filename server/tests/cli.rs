@@ -191,3 +191,90 @@ fn usage_errors_exit_2() {
         assert!(!stderr(&out).is_empty(), "{args:?} says why");
     }
 }
+
+#[test]
+fn test_content_runs_the_sample_plans_and_a_wrong_line_fails_with_file_and_line() {
+    let ok = banter(&["test-content", sample_content().to_str().expect("utf-8")]);
+    assert_eq!(ok.status.code(), Some(0), "{}{}", stdout(&ok), stderr(&ok));
+    assert!(stdout(&ok).contains(" 0 failed"), "{}", stdout(&ok));
+
+    let copy = Copy::of_sample("plan-fault");
+    copy.edit(
+        "tests/pim.plan",
+        "expect line PimsTideTale_Ending",
+        "expect line PimsTideTale_Complete",
+    );
+    let failed = banter(&["test-content", copy.path()]);
+    assert_eq!(failed.status.code(), Some(1), "{}", stdout(&failed));
+    let out = stdout(&failed);
+    let line = std::fs::read_to_string(copy.0.join("tests/pim.plan"))
+        .expect("plan")
+        .lines()
+        .position(|l| l.contains("expect line PimsTideTale_Complete"))
+        .expect("the planted line")
+        + 1;
+    assert!(
+        out.contains(&format!("pim.plan:{line}:")) && out.contains("PimsTideTale_Ending"),
+        "{out}"
+    );
+    // check-content runs the plans too, so CI fails on a failing plan.
+    let checked = banter(&["check-content", copy.path()]);
+    assert_eq!(checked.status.code(), Some(1), "{}", stdout(&checked));
+}
+
+#[test]
+fn explore_reaches_every_line_of_the_sample_and_reports_planted_faults() {
+    // The sample's own findings are listed (its quest givers' hello lines: the resolver opens a
+    // quest giver on a quest's line, never on its FirstNode); the planted ones must be added.
+    let sample = banter(&[
+        "test-content",
+        "--explore",
+        sample_content().to_str().expect("utf-8"),
+    ]);
+    let before = stdout(&sample);
+    assert!(before.contains("explored "), "{before}");
+    assert!(!before.contains("Pim_Orphan"), "{before}");
+
+    let copy = Copy::of_sample("explore-fault");
+    // A node nothing leads to, and a quest whose payout no line arms.
+    copy.edit(
+        "dialogue/base/Pim.json",
+        "\"Pim_Bye\": {",
+        "\"Pim_Orphan\": { \"LineId\": \"line:orphan0001\", \"Text\": \"Nobody ever hears this.\", \"Close\": true },\n  \"Pim_Bye\": {",
+    );
+    copy.edit(
+        "dialogue/base/Pim.json",
+        "\"Actions\": [ { \"Type\": \"CompleteQuest\", \"QuestId\": \"PimsTideTale\" } ],",
+        "",
+    );
+    let found = banter(&["test-content", "--explore", copy.path()]);
+    let out = stdout(&found);
+    assert_eq!(found.status.code(), Some(1), "{out}");
+    assert!(out.contains("node `Pim_Orphan` is never reached"), "{out}");
+    assert!(
+        out.contains("quest `PimsTideTale` can never be completed"),
+        "{out}"
+    );
+}
+
+#[test]
+fn check_content_against_an_old_version_names_what_players_would_lose() {
+    let old = Copy::of_sample("against-old");
+    let new = Copy::of_sample("against-new");
+    new.edit(
+        "dialogue/base/Pim.json",
+        "\"Pim_Ines\": {",
+        "\"Pim_InesSaysHi\": {",
+    );
+    new.edit(
+        "dialogue/base/Pim.json",
+        "\"NextNode\": \"Pim_Ines\"",
+        "\"NextNode\": \"Pim_InesSaysHi\"",
+    );
+    let checked = banter(&["check-content", new.path(), "--against", old.path()]);
+    let out = stdout(&checked);
+    assert!(
+        out.contains("node `Pim_Ines` is renamed `Pim_InesSaysHi` (same line id)"),
+        "{out}"
+    );
+}

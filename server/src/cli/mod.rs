@@ -14,6 +14,7 @@ pub mod export;
 pub mod gen_content;
 pub mod serve;
 pub mod strings;
+pub mod test_content;
 
 /// Everything fine; warnings may have been printed.
 pub const EXIT_OK: u8 = 0;
@@ -36,6 +37,10 @@ pub enum Command {
     CheckContent {
         /// The content folder (world.json, quests.json, dialogue/).
         dir: PathBuf,
+        /// The version players are on now: also report what this one would do to players in
+        /// the middle of it (removed or renamed quests, objectives and nodes).
+        #[arg(long, value_name = "OLD_DIR")]
+        against: Option<PathBuf>,
     },
     /// Prints a merged conversation as a graph a writer can render.
     Export {
@@ -55,6 +60,18 @@ pub enum Command {
         /// The content folder to write into (layers and hand-written files are never touched).
         #[arg(long)]
         out: PathBuf,
+    },
+    /// Runs the writer test plans in `<dir>/tests/*.plan` through the real walk, resolver and
+    /// quest engine on a throwaway database. Exits 1 on any failure.
+    TestContent {
+        /// The content folder.
+        #[arg(default_value = "content")]
+        dir: PathBuf,
+        /// Also walk every conversation under every quest state the questline allows, and
+        /// report lines never reached, responses never offered, actions never armed, quests
+        /// never completed and dead ends.
+        #[arg(long)]
+        explore: bool,
     },
     /// Line ids and string tables (`strings tag`).
     Strings {
@@ -120,7 +137,9 @@ impl From<Format> for banter_dialogue::export::Format {
 /// panicking the way `println!` would.
 pub fn run(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
     let result = match cli.command {
-        Command::CheckContent { dir } => check_content::run(&dir, out, err),
+        Command::CheckContent { dir, against } => {
+            check_content::run(&dir, against.as_deref(), out, err)
+        }
         Command::Export {
             conversation,
             content,
@@ -130,6 +149,7 @@ pub fn run(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
             transcriptions,
             out: out_dir,
         } => gen_content::run(&transcriptions, &out_dir, out, err),
+        Command::TestContent { dir, explore } => test_content::run(&dir, explore, out, err),
         Command::Strings { command } => match command {
             StringsCommand::Tag { dir } => strings::tag(&dir, out, err),
             StringsCommand::Export { locale, voice, dir } => {

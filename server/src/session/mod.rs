@@ -19,5 +19,5 @@ mod tests;
 
 pub use self::core::{OpenConversation, SessionCore};
 pub use self::frames::{Checked, FrameCheck, RateLimit};
-pub use self::refusal::{FrameError, Refusal, SessionError};
+pub use self::refusal::{FrameError, Refusal, SessionError, walk_code};
 pub use self::socket::run;

@@ -112,6 +112,11 @@ impl From<SessionError> for Refusal {
     }
 }
 
+/// The wire code a walk error is answered with (what a client walk's own refusal is called).
+pub fn walk_code(e: &WalkError) -> &'static str {
+    Refusal::from(*e).code.name()
+}
+
 impl From<WalkError> for Refusal {
     fn from(e: WalkError) -> Refusal {
         let code = match e {
