@@ -19,8 +19,8 @@
 //!
 //! Setup lines come before the first `talk`: `given quest <Quest> active|completed`,
 //! `given progress <Quest> <Objective> <n>`, `given tutorial_stage <n>`. Steps: `talk <NPC id or
-//! name>`, `choose <response name or "its text">`, `advance`, `close`, `send action <Type>
-//! <payload>`. Checks: `expect line <node or "text it contains">`, `expect choices <n>`,
+//! name>`, `choose <response name or "its text">`, `advance`, `close`, `cutscene_done <scene>`
+//! (the client reports a scene finished), `send action <Type> <payload>`. Checks: `expect line <node or "text it contains">`, `expect choices <n>`,
 //! `expect effect <kind> [quest]`, `expect reward coins <n> [experience <n>]`, `expect refusal
 //! <code>` (the step before it was refused with that code), `expect ended`. `#` starts a comment.
 //! A file may hold several plans, each from its `plan <name>` line; each plays a fresh player.
@@ -65,6 +65,7 @@ pub enum Step {
     Choose(Pick),
     Advance,
     Close,
+    CutsceneDone(String),
     Send {
         action: ActionType,
         payload: String,
@@ -201,6 +202,7 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<Plan>, PlanFailure> {
             (Some("choose"), Some(_)) => Step::Choose(pick(1)?),
             (Some("advance"), None) => Step::Advance,
             (Some("close"), None) => Step::Close,
+            (Some("cutscene_done"), Some(scene)) => Step::CutsceneDone(scene.to_owned()),
             (Some("send"), Some("action")) => Step::Send {
                 action: word(2)
                     .and_then(|t| t.parse().ok())
@@ -507,6 +509,14 @@ impl Player {
             Step::Close => {
                 self.open = None;
                 self.send(ClientMessage::Close { id: None }).await;
+                Ok(())
+            }
+            Step::CutsceneDone(scene) => {
+                self.send(ClientMessage::CutsceneDone {
+                    id: None,
+                    scene: scene.clone(),
+                })
+                .await;
                 Ok(())
             }
             Step::Send { action, payload } => {

@@ -122,10 +122,26 @@ async fn a_payout_whose_commit_is_cut_is_told_exactly_as_it_happened() {
             }
             other => panic!("round {round}: the retry got {other:?}"),
         }
-        assert_eq!(ledger_rows(&server, &player).await, 1, "round {round}");
-        assert_eq!(
+        let (ledger, audited) = (
+            ledger_rows(&server, &player).await,
             step_rows(&server, &player).await,
-            1,
+        );
+        // The figures scripts/fault-runs prints: told against happened, per round.
+        eprintln!(
+            "round {round}: COMMIT cut {}: first answer {}, ledger rows after the first {landed}, after the retry {ledger}, payout audit rows {audited}",
+            match mode {
+                Cut::AfterCommit => "after it reached the database",
+                Cut::BeforeCommit => "before it reached the database",
+                Cut::Never => "never",
+            },
+            match &told {
+                Ok(_) => "paid".to_owned(),
+                Err(refused) => refused.code.name().to_owned(),
+            }
+        );
+        assert_eq!(ledger, 1, "round {round}");
+        assert_eq!(
+            audited, 1,
             "round {round}: the payout has exactly one audit row, written with it"
         );
     }

@@ -69,8 +69,6 @@ pub struct SqliteStore {
     housekeeping: GroupCommit<Housekeeping>,
     /// Players' steps (quest changes with their audit rows), many to a commit.
     steps: GroupCommit<PlayerSteps>,
-    /// Stops the WAL checkpointer when the store closes.
-    checkpointer: tokio_util::sync::CancellationToken,
 }
 
 impl SqliteStore {
@@ -106,17 +104,12 @@ impl SqliteStore {
             },
         );
         let steps = GroupCommit::start(pool.clone(), writes.clone(), PlayerSteps);
-        let checkpointer = tokio_util::sync::CancellationToken::new();
-        if !in_memory(&pool) {
-            tokio::spawn(checkpoint_wal(pool.clone(), checkpointer.clone()));
-        }
         Ok(SqliteStore {
             pool,
             claims,
             writes,
             housekeeping,
             steps,
-            checkpointer,
         })
     }
 
@@ -135,43 +128,6 @@ impl SqliteStore {
     /// diagnostics).
     pub fn step_commit_stats(&self) -> GroupCommitStats {
         self.steps.stats()
-    }
-}
-
-/// How often the checkpointer moves the WAL into the database file.
-const CHECKPOINT_EVERY: Duration = Duration::from_millis(500);
-
-/// True for `sqlite::memory:` and friends, which have no WAL to checkpoint.
-fn in_memory(pool: &SqlitePool) -> bool {
-    let file = pool
-        .connect_options()
-        .get_filename()
-        .to_string_lossy()
-        .into_owned();
-    file.is_empty() || file == ":memory:"
-}
-
-/// Checkpoints the WAL every [`CHECKPOINT_EVERY`] in PASSIVE mode, on a pooled connection and
-/// outside the write gate: a passive checkpoint copies what no reader still needs and never
-/// waits for, or blocks, a writer, so no player's commit pays for it. Stops when `stop` is
-/// cancelled. A failed checkpoint is logged and tried again at the next tick.
-async fn checkpoint_wal(pool: SqlitePool, stop: tokio_util::sync::CancellationToken) {
-    let mut tick = tokio::time::interval(CHECKPOINT_EVERY);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            () = stop.cancelled() => return,
-            _ = tick.tick() => {}
-        }
-        if pool.is_closed() {
-            return;
-        }
-        if let Err(e) = sqlx::query("PRAGMA wal_checkpoint(PASSIVE)")
-            .execute(&pool)
-            .await
-        {
-            tracing::debug!(error = %e, "WAL checkpoint failed; trying again");
-        }
     }
 }
 
@@ -216,13 +172,6 @@ pub fn sqlite_options(url: &str) -> Result<SqliteConnectOptions, StoreError> {
         // indexes take a write per row at every step, and a small cache reads their pages back
         // from the kernel at each batch.
         .pragma("cache_size", "-16384")
-        // No checkpoint inside a commit: SQLite's automatic one runs on the connection that
-        // crosses 1,000 WAL pages, inside its COMMIT, and with `synchronous = FULL` it copies
-        // and fsyncs the database file while that writer holds the write lock: every quest
-        // write queued behind it waited 150 to 250 ms, in calm runs and abused ones alike
-        // (RELIABILITY.md, scenario 6, sixth round). The store's checkpointer does it instead,
-        // beside the writers (see `Checkpointer`).
-        .pragma("wal_autocheckpoint", "0")
         .busy_timeout(BUSY_TIMEOUT))
 }
 
@@ -311,7 +260,6 @@ impl Backend for SqliteStore {
             Ok(mut guard) => drop(guard.take()),
             Err(poisoned) => drop(poisoned.into_inner().take()),
         }
-        self.checkpointer.cancel();
         self.housekeeping.close();
         self.steps.close();
         self.pool.close().await;
