@@ -90,16 +90,33 @@ const KEYWORDS: [&str; 4] = ["msgctxt ", "msgid_plural ", "msgid ", "msgstr "];
 
 /// Checks every line of a PO file the way polib will slice it, so that it never panics.
 fn check_lines(text: &str) -> Result<(), TableError> {
+    // polib appends a continuation line (`"..."`) or a bare `#` to the field the last keyword or
+    // comment opened, and panics when none has been opened yet: one must come first.
+    let mut field_open = false;
     for (i, raw) in text.lines().enumerate() {
         let line = raw.strip_suffix('\r').unwrap_or(raw);
         let bad = |reason: &str| TableError::Line {
             line: i + 1,
             reason: reason.to_owned(),
         };
-        if line.is_empty() || line.starts_with('#') {
+        if line.is_empty() {
+            continue;
+        }
+        if line.starts_with('#') {
+            if ["# ", "#. ", "#: ", "#, "]
+                .iter()
+                .any(|p| line.starts_with(p))
+            {
+                field_open = true;
+            } else if line == "#" && !field_open {
+                return Err(bad("a bare `#` before any entry"));
+            }
             continue;
         }
         let quoted = if line.starts_with('"') {
+            if !field_open {
+                return Err(bad("a string before any msgctxt, msgid or msgstr"));
+            }
             line
         } else if let Some(keyword) = KEYWORDS.iter().find(|k| line.starts_with(*k)) {
             &line[keyword.len()..]
@@ -114,6 +131,7 @@ fn check_lines(text: &str) -> Result<(), TableError> {
                 "expected msgctxt, msgid, msgid_plural or msgstr and a string, a string or a comment",
             ));
         };
+        field_open = true;
         if quoted.len() < 2 || !quoted.starts_with('"') || !quoted.ends_with('"') {
             return Err(bad("expected a string in double quotes"));
         }
@@ -299,6 +317,8 @@ mod tests {
             ("hello\n", 1),
             ("msgstr[x] \"a\"\n", 1),
             ("msgid \"a\\q\"\n", 1),
+            ("\"orphan\"\n", 1),
+            ("#\nmsgid \"a\"\n", 1),
         ] {
             match read("ja.po", locale.clone(), text) {
                 Err(TableError::Line { line: at, .. }) => assert_eq!(at, line, "{text:?}"),
