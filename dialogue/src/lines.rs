@@ -305,51 +305,12 @@ pub fn tag_file(
         reason,
     })?;
     let mut wanted: Vec<(usize, Vec<String>)> = Vec::new();
-    let mut tag_node = |node_name: &str, node: &scan::Value| {
-        if needs_id(text, node) {
-            wanted.push((node.start, vec![file.to_owned(), node_name.to_owned()]));
+    for (node, object, response) in line_objects(&root, text, format) {
+        if needs_id(text, object) {
+            let mut parts = vec![file.to_owned(), node];
+            parts.extend(response.map(|i| format!("r{i}")));
+            wanted.push((object.start, parts));
         }
-        if let Some(scan::Value {
-            kind: scan::Kind::Array(items),
-            ..
-        }) = node.member(text, "Responses")
-        {
-            for (i, response) in items.iter().enumerate() {
-                if needs_id(text, response) {
-                    wanted.push((
-                        response.start,
-                        vec![file.to_owned(), node_name.to_owned(), format!("r{}", i + 1)],
-                    ));
-                }
-            }
-        }
-    };
-    match (&root.kind, format) {
-        (scan::Kind::Object(members), Format::Canonical) => {
-            for (key, value) in members {
-                let name = scan::string_at(text, key);
-                if name != FIRST_NODE && name != SPEAKER {
-                    tag_node(&name, value);
-                }
-            }
-        }
-        (scan::Kind::Object(_), Format::Editor) => {
-            if let Some(scan::Value {
-                kind: scan::Kind::Array(nodes),
-                ..
-            }) = root.member(text, "Nodes")
-            {
-                for (i, node) in nodes.iter().enumerate() {
-                    let name = node
-                        .member(text, "Name")
-                        .filter(|v| matches!(v.kind, scan::Kind::String))
-                        .map(|v| scan::string_at(text, v))
-                        .unwrap_or_else(|| format!("#{}", i + 1));
-                    tag_node(&name, node);
-                }
-            }
-        }
-        _ => {}
     }
     if wanted.is_empty() {
         return Ok((text.to_owned(), 0));
@@ -380,41 +341,60 @@ pub fn ids_in(text: &str, format: Format) -> Vec<String> {
     let Ok(root) = scan::parse(text) else {
         return Vec::new();
     };
-    let mut ids = Vec::new();
-    let mut collect = |node: &scan::Value| {
-        if let Some(id) = node.member(text, LINE_ID) {
-            ids.push(scan::string_at(text, id));
-        }
+    line_objects(&root, text, format)
+        .into_iter()
+        .filter_map(|(_, object, _)| object.member(text, LINE_ID))
+        .map(|id| scan::string_at(text, id))
+        .collect()
+}
+
+/// Every node object of a file and every response object under it, as (node name, object,
+/// the response's 1-based index): where line ids are written, in either format.
+fn line_objects<'v>(
+    root: &'v scan::Value,
+    text: &str,
+    format: Format,
+) -> Vec<(String, &'v scan::Value, Option<usize>)> {
+    let nodes: Vec<(String, &scan::Value)> = match (&root.kind, format) {
+        (scan::Kind::Object(members), Format::Canonical) => members
+            .iter()
+            .map(|(key, value)| (scan::string_at(text, key), value))
+            .filter(|(name, _)| name != FIRST_NODE && name != SPEAKER)
+            .collect(),
+        (scan::Kind::Object(_), Format::Editor) => match root.member(text, "Nodes") {
+            Some(scan::Value {
+                kind: scan::Kind::Array(nodes),
+                ..
+            }) => nodes
+                .iter()
+                .enumerate()
+                .map(|(i, node)| {
+                    let name = node
+                        .member(text, "Name")
+                        .filter(|v| matches!(v.kind, scan::Kind::String))
+                        .map(|v| scan::string_at(text, v))
+                        .unwrap_or_else(|| format!("#{}", i + 1));
+                    (name, node)
+                })
+                .collect(),
+            _ => Vec::new(),
+        },
+        _ => Vec::new(),
+    };
+    let mut out = Vec::new();
+    for (name, node) in nodes {
+        out.push((name.clone(), node, None));
         if let Some(scan::Value {
             kind: scan::Kind::Array(items),
             ..
         }) = node.member(text, "Responses")
         {
-            for response in items {
-                if let Some(id) = response.member(text, LINE_ID) {
-                    ids.push(scan::string_at(text, id));
-                }
+            for (i, response) in items.iter().enumerate() {
+                out.push((name.clone(), response, Some(i + 1)));
             }
         }
-    };
-    match (&root.kind, format) {
-        (scan::Kind::Object(members), Format::Canonical) => {
-            for (_, value) in members {
-                collect(value);
-            }
-        }
-        (scan::Kind::Object(_), Format::Editor) => {
-            if let Some(scan::Value {
-                kind: scan::Kind::Array(nodes),
-                ..
-            }) = root.member(text, "Nodes")
-            {
-                nodes.iter().for_each(&mut collect);
-            }
-        }
-        _ => {}
     }
-    ids
+    out
 }
 
 /// An object with non-empty `Text` and no `LineId`.
