@@ -46,8 +46,8 @@ impl Published {
     pub fn for_locale(&self, locale: Option<&Locale>) -> (&Arc<str>, &str) {
         locale
             .into_iter()
-            .flat_map(Locale::fallback_chain)
-            .find_map(|tag| self.localized.get(tag.as_str()))
+            .flat_map(Locale::chain)
+            .find_map(|tag| self.localized.get(tag))
             .map_or((&self.json, self.hash.as_str()), |l| {
                 (&l.json, l.hash.as_str())
             })

@@ -99,13 +99,14 @@ impl Locale {
     /// The tags to look a line up in, most specific first: `pt-BR` gives `pt-BR`, `pt`. The
     /// source comes after the last.
     pub fn fallback_chain(&self) -> Vec<Locale> {
-        let mut chain = vec![self.clone()];
-        let mut tag = self.0.as_str();
-        while let Some((shorter, _)) = tag.rsplit_once('-') {
-            chain.push(Locale(shorter.to_owned()));
-            tag = shorter;
-        }
-        chain
+        self.chain().map(|tag| Locale(tag.to_owned())).collect()
+    }
+
+    /// The same chain as tags borrowed from this one, with no allocation (a per-talk lookup).
+    pub fn chain(&self) -> impl Iterator<Item = &str> {
+        std::iter::successors(Some(self.0.as_str()), |tag| {
+            tag.rsplit_once('-').map(|(shorter, _)| shorter)
+        })
     }
 
     /// True for the built-in pseudo-locale.
