@@ -26,6 +26,8 @@ pub struct App {
     /// with (the walk itself is in the store).
     pub parked: crate::resume::ParkingLot<Arc<crate::served::ContentVersion>>,
     pub audit: AuditLog,
+    /// Narrative analytics waiting for the store.
+    pub analytics: crate::analytics::Analytics,
     /// The audit writer's end of the queue, taken once by `run`.
     pub audit_queue:
         std::sync::Mutex<Option<tokio::sync::mpsc::Receiver<crate::store::AuditRecord>>>,
@@ -51,6 +53,7 @@ impl App {
         let config_session_starts = config.limits.max_session_starts;
         App {
             audit,
+            analytics: crate::analytics::Analytics::new(config.analytics),
             audit_queue: std::sync::Mutex::new(audit_queue),
             tokens: TokenKey::new(&config.auth_secret),
             config,

@@ -103,6 +103,11 @@ pub struct ServeArgs {
     /// `--production` unless this asks for it; `--playground=false` turns it off).
     #[arg(long, env = "BANTER_PLAYGROUND", num_args = 0..=1, default_missing_value = "true")]
     pub playground: Option<bool>,
+
+    /// Count what players do in each conversation for writers (narrative analytics, read at
+    /// `GET /admin/analytics`); `--analytics=false` turns it off.
+    #[arg(long, env = "BANTER_ANALYTICS", num_args = 0..=1, default_missing_value = "true", default_value_t = true)]
+    pub analytics: bool,
 }
 
 /// Development-only signing secret.
@@ -135,6 +140,8 @@ pub struct Config {
     pub bench_echo: bool,
     /// Serve the browser playground at `/playground`.
     pub playground: bool,
+    /// Count what players do in each conversation (narrative analytics, `GET /admin/analytics`).
+    pub analytics: bool,
 }
 
 /// Per-connection limits.
@@ -214,6 +221,7 @@ impl Default for Config {
             shutdown_grace: Duration::from_secs(10),
             bench_echo: false,
             playground: true,
+            analytics: true,
         }
     }
 }
@@ -267,6 +275,7 @@ impl Config {
             shutdown_grace: Duration::from_secs(args.shutdown_grace_secs),
             bench_echo: args.bench_echo,
             playground: args.playground.unwrap_or(!args.production),
+            analytics: args.analytics,
         };
         config.validate()?;
         Ok(config)

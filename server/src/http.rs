@@ -124,6 +124,7 @@ pub fn router(app: SharedApp) -> Router {
         .route("/v1/ws", get(upgrade))
         .route("/admin/reload", post(reload))
         .route("/admin/audit", get(audit_trail))
+        .route("/admin/analytics", get(analytics_report))
         .route("/internal/events", post(game_event));
     if !app.config.production {
         router = router.route("/v1/auth/device", post(device_login));
@@ -231,6 +232,30 @@ async fn audit_trail(
             })
             .collect(),
     ))
+}
+
+/// Narrative analytics for writers: one conversation's report (`?conversation=`, with
+/// `version=` and `locale=`), or every conversation's opens and endings. Counts only, never a
+/// player id. Requires the service key.
+async fn analytics_report(
+    State(app): State<SharedApp>,
+    headers: HeaderMap,
+    query: Result<
+        Query<crate::analytics::AnalyticsQuery>,
+        axum::extract::rejection::QueryRejection,
+    >,
+) -> Result<Json<crate::analytics::Answer>, ApiError> {
+    require_service_key(&app, &headers)?;
+    let Query(query) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    let library = app.content.current();
+    match crate::analytics::answer(app.store.as_ref(), Some(&library), &query).await {
+        Ok(answer) => Ok(Json(answer)),
+        Err(crate::analytics::QueryError::Bad(why)) => Err(ApiError::BadRequest(why)),
+        Err(e @ crate::analytics::QueryError::UnknownConversation(_)) => {
+            Err(ApiError::NotFound(e.to_string()))
+        }
+        Err(crate::analytics::QueryError::Store(e)) => Err(e.into()),
+    }
 }
 
 #[derive(Deserialize)]
@@ -497,6 +522,11 @@ async fn game_event(
     let event = body.validate().map_err(ApiError::BadRequest)?;
     let library = app.content.current();
     let applied = crate::events::apply(app.store.as_ref(), &library.content, &event).await?;
+    // An objective reaching its target is a stage of its quest's funnel; the player may be
+    // offline, so no locale.
+    for advanced in &applied.advanced {
+        app.analytics.effect(&library, "", &advanced.effect());
+    }
     if !applied.advanced.is_empty() || applied.tutorial_stage.is_some() {
         // The session reloads the player's record (a new stage changes every NPC's entry) and
         // pushes one effect per advanced objective.

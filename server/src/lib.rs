@@ -5,6 +5,7 @@
 //! so tests run them in-process and the exit codes are part of their contract. The service's
 //! entry is [`run`]: tests start it on `127.0.0.1:0` and stop it with their own signal.
 
+pub mod analytics;
 pub mod app;
 pub mod audit;
 pub mod auth;
@@ -119,6 +120,7 @@ pub async fn run(
     };
     let audit_task = audit_queue
         .map(|queue| tokio::spawn(audit::run_writer(app.clone(), queue, audit_stop.clone())));
+    let analytics_task = tokio::spawn(analytics::run_flusher(app.clone(), audit_stop.clone()));
 
     let addr = listener.local_addr()?;
     tracing::info!(%addr, "listening");
@@ -161,6 +163,13 @@ pub async fn run(
             .is_err()
     {
         task.abort();
+    }
+    // The sessions' last conversations are tallied: add them to the store in the same grace.
+    if tokio::time::timeout_at(budget.audit, analytics_task)
+        .await
+        .is_err()
+    {
+        tracing::warn!("narrative analytics not written before shutdown");
     }
     let unwritten = app.audit.unwritten();
     if unwritten > 0 {

@@ -82,6 +82,9 @@ pub struct ContentVersion {
     pub conversations: HashMap<String, Published>,
     /// Counts reloads: 1 for the content the server started with.
     pub version: u64,
+    /// Each quest's version for analytics: the hash of its definition, so a quest's funnel
+    /// starts again when the quest changes, not when any content does.
+    pub quest_versions: HashMap<String, String>,
 }
 
 /// Content that failed to load or check.
@@ -167,12 +170,28 @@ impl ContentVersion {
                 ))
             })
             .collect();
+        let quest_versions = content
+            .quests
+            .iter()
+            .map(|quest| {
+                // A definition that cannot be serialized cannot have been loaded; its id alone
+                // then stands for its version.
+                let json = serde_json::to_string(quest).unwrap_or_else(|_| quest.id.clone());
+                (quest.id.clone(), content_hash(&json))
+            })
+            .collect();
         Ok(ContentVersion {
             npcs: NpcRegistry::from_content(&content),
             content,
             conversations,
             version,
+            quest_versions,
         })
+    }
+
+    /// The version of quest `id` for analytics (`""` for a quest this content does not have).
+    pub fn quest_version(&self, id: &str) -> &str {
+        self.quest_versions.get(id).map_or("", String::as_str)
     }
 }
 

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+pub mod analytics;
 pub mod check_content;
 pub mod export;
 pub mod gen_content;
@@ -86,6 +87,29 @@ pub enum Command {
         #[arg(long, env = "DATABASE_URL", default_value = "sqlite://data/banter.db")]
         database_url: String,
     },
+    /// Narrative analytics from the store: one conversation's report (visits, choice splits,
+    /// endings, time per line, quest funnels), or every conversation's opens and endings.
+    Analytics {
+        /// The conversation to report; without it, every conversation's summary.
+        #[arg(long)]
+        conversation: Option<String>,
+        /// A content version (the conversation's hash) or `all`; by default the version in the
+        /// content folder.
+        #[arg(long)]
+        version: Option<String>,
+        /// Only conversations read in this locale.
+        #[arg(long)]
+        locale: Option<String>,
+        /// The content folder, which says which versions are current.
+        #[arg(long, default_value = "content")]
+        content: PathBuf,
+        /// Database URL: `postgres://...` or `sqlite://path`.
+        #[arg(long, env = "DATABASE_URL", default_value = "sqlite://data/banter.db")]
+        database_url: String,
+        /// Print the JSON `GET /admin/analytics` answers instead of tables.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// `strings` subcommands.
@@ -158,6 +182,21 @@ pub fn run(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
         },
         Command::Serve(args) => serve::run(&args, err),
         Command::Migrate { database_url } => serve::migrate(&database_url, out, err),
+        Command::Analytics {
+            conversation,
+            version,
+            locale,
+            content,
+            database_url,
+            json,
+        } => {
+            let query = crate::analytics::AnalyticsQuery {
+                conversation,
+                version,
+                locale,
+            };
+            analytics::run(&database_url, &content, &query, json, out, err)
+        }
     };
     let status = result.unwrap_or(EXIT_PROBLEMS);
     let _ = out.flush();

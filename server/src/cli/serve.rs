@@ -12,7 +12,7 @@ use super::{EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE};
 /// How long the runtime waits for tasks still running after [`crate::run`] returned.
 const SHUTDOWN_STRAGGLERS: std::time::Duration = std::time::Duration::from_millis(100);
 
-fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+pub(crate) fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -100,7 +100,7 @@ pub fn migrate(
 }
 
 /// A database URL without its password, for messages.
-fn redact(url: &str) -> String {
+pub(crate) fn redact(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {
         (Some(scheme), Some(at)) if at > scheme => {
             let credentials = &url[scheme + 3..at];

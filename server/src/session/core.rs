@@ -31,6 +31,7 @@ use banter_protocol::{
 };
 
 use super::refusal::{FrameError, Refusal, SessionError};
+use crate::analytics::{ConversationTally, Ending};
 use crate::app::SharedApp;
 use crate::quests::{self, ServerFacts};
 use crate::served::ContentVersion;
@@ -74,6 +75,24 @@ pub struct OpenConversation {
     uid: String,
     /// How often each action was spent (committed) in this conversation.
     spent: HashMap<ActionIndex, u32>,
+    /// What it did so far, for narrative analytics.
+    tally: ConversationTally,
+    /// The locale its text was served in when it opened (or was resumed).
+    locale: String,
+}
+
+impl OpenConversation {
+    /// Ends the conversation's tally and hands it to the analytics.
+    fn tally_end(&mut self, analytics: &crate::analytics::Analytics, how: Ending, now: Duration) {
+        let events = std::mem::take(&mut self.tally).end(how, now);
+        analytics.conversation_ended(
+            &self.library,
+            &self.name,
+            &self.locale,
+            &self.graph,
+            &events,
+        );
+    }
 }
 
 impl OpenConversation {
@@ -112,12 +131,19 @@ pub struct SessionCore {
     locale: Option<Locale>,
     /// What the step being handled has caused so far.
     out: Vec<ServerMessage>,
+    /// The server time of the last message handled: when a conversation still open at the
+    /// end of the session was last seen.
+    last_seen: Duration,
 }
 
 impl Drop for SessionCore {
     /// However the session ends, the steps it took reach the audit queue.
     fn drop(&mut self) {
         self.trail.flush(&self.app.audit, &self.player);
+        // A conversation still open (not closed, not parked) ends with the connection.
+        if let Some(open) = self.conversation.as_mut() {
+            open.tally_end(&self.app.analytics, Ending::Disconnected, self.last_seen);
+        }
     }
 }
 
@@ -155,6 +181,7 @@ impl SessionCore {
             trail: crate::audit::Trail::default(),
             locale: None,
             out: Vec::new(),
+            last_seen: Duration::ZERO,
         };
         core.restore_cutscene();
         core
@@ -244,6 +271,7 @@ impl SessionCore {
                 banter_protocol::ClientMessageKind::from(&message),
             ));
         let id = message.id();
+        self.last_seen = now;
         // A step belongs to the conversation open after it (a talk opens its own), except a
         // close, which belongs to the one it closed: only that copies the name.
         let closed = match &message {
@@ -320,9 +348,12 @@ impl SessionCore {
     /// back exactly once, and the content version it opened with in this process, so a resume
     /// here keeps that version even after a reload.
     pub async fn park(&mut self, now: Duration) {
-        let Some(conversation) = self.conversation.take() else {
+        let Some(mut conversation) = self.conversation.take() else {
             return;
         };
+        // Its line was on screen until the last message the player sent, not until the
+        // connection was found dead.
+        conversation.tally_end(&self.app.analytics, Ending::Disconnected, self.last_seen);
         let window = self.app.config.limits.resume_window;
         let token = self.resume_token();
         let now_ms = crate::app::unix_millis();
@@ -404,7 +435,8 @@ impl SessionCore {
                     machine: &self.machine,
                     content: &open.library.content,
                 };
-                open.walk.advance(&open.graph, vertex, &facts)?;
+                let shown = open.walk.advance(&open.graph, vertex, &facts)?;
+                open.tally.stepped(&open.graph, &open.walk, shown, now);
                 Ok(())
             }
             ClientMessage::Choose { response, .. } => {
@@ -418,17 +450,19 @@ impl SessionCore {
                     machine: &self.machine,
                     content: &open.library.content,
                 };
-                open.walk.choose(&open.graph, vertex, &facts)?;
+                let shown = open.walk.choose(&open.graph, vertex, &facts)?;
+                open.tally.chose(vertex);
+                open.tally.stepped(&open.graph, &open.walk, shown, now);
                 Ok(())
             }
             ClientMessage::Action {
                 action, payload, ..
-            } => self.on_action(*action, payload).await,
+            } => self.on_action(*action, payload, now).await,
             ClientMessage::Close { .. } => {
                 if self.conversation.is_none() {
                     return Err(SessionError::NoConversation.into());
                 }
-                self.close_conversation(CloseReason::Client);
+                self.close_conversation(CloseReason::Client, now);
                 Ok(())
             }
             ClientMessage::SetAfk { afk, .. } => {
@@ -454,7 +488,7 @@ impl SessionCore {
                 });
                 Ok(())
             }
-            ClientMessage::CutsceneDone { scene, .. } => self.on_cutscene_done(scene).await,
+            ClientMessage::CutsceneDone { scene, .. } => self.on_cutscene_done(scene, now).await,
             ClientMessage::Resume { token, .. } => self.on_resume(token, now).await,
         }
     }
@@ -465,7 +499,7 @@ impl SessionCore {
             .map_err(WorldError::from)?;
         self.remember();
         // Walking out of the NPC's reach ends the conversation.
-        self.close_if_out_of_reach();
+        self.close_if_out_of_reach(now);
         Ok(())
     }
 
@@ -491,10 +525,10 @@ impl SessionCore {
 
     /// Closes the open conversation as walked away if its NPC is out of reach now; the reason
     /// as an error if it was.
-    fn close_if_out_of_reach(&mut self) -> Option<WorldError> {
+    fn close_if_out_of_reach(&mut self, now: Duration) -> Option<WorldError> {
         let open = self.conversation.as_ref()?;
         let error = self.reach_now(&open.npc).err()?;
-        self.close_conversation(CloseReason::WalkedAway);
+        self.close_conversation(CloseReason::WalkedAway, now);
         Some(error)
     }
 
@@ -576,15 +610,17 @@ impl SessionCore {
             content: &library.content,
         };
         let opened = match graph.find(entry_name) {
-            Some(entry) => Walk::open(&graph, entry, &facts).map_err(Refusal::from),
+            Some(entry) => Walk::open(&graph, entry, &facts)
+                .map(|(walk, _)| (walk, entry))
+                .map_err(Refusal::from),
             None => Err(SessionError::Content(format!(
                 "the entry node `{entry_name}` is not in `{}`",
                 npc.conversation
             ))
             .into()),
         };
-        let walk = match opened {
-            Ok((walk, _)) => walk,
+        let (walk, entry) = match opened {
+            Ok(opened) => opened,
             Err(refusal) => {
                 self.machine = was;
                 return Err(refusal);
@@ -607,6 +643,8 @@ impl SessionCore {
             facts: sheet,
         });
         let uid = self.next_uid();
+        let tally = ConversationTally::opened(&graph, &walk, entry, now);
+        let locale = self.served_locale();
         self.conversation = Some(OpenConversation {
             name: npc.conversation.clone(),
             npc,
@@ -615,6 +653,8 @@ impl SessionCore {
             walk,
             uid,
             spent: HashMap::new(),
+            tally,
+            locale,
         });
         // A new conversation supersedes one a dropped connection left for a resume, here or on
         // another instance (asked of the store once a session: only a session's first
@@ -669,6 +709,9 @@ impl SessionCore {
         self.cutscene_quest = Some(quest.id.clone());
         self.story.enter(&mut self.machine, StoryState::Cutscene);
         let profile = quests::profile(&self.record);
+        self.app
+            .analytics
+            .effect(library, &self.served_locale(), &outcome.effect);
         self.out.push(ServerMessage::Effect {
             action: ActionType::AcceptQuest,
             effect: outcome.effect,
@@ -686,7 +729,7 @@ impl SessionCore {
     /// complete and its reward is paid (exactly once, by the store); then the cutscene ends. A
     /// retryable store failure keeps the cutscene, so the client can report it again. A
     /// conversation the cutscene played in continues only if its NPC is still within reach.
-    async fn on_cutscene_done(&mut self, scene: &str) -> Result<(), Refusal> {
+    async fn on_cutscene_done(&mut self, scene: &str, now: Duration) -> Result<(), Refusal> {
         if self.cutscene.as_deref() != Some(scene) {
             return Err(SessionError::NoCutscene(scene.to_owned()).into());
         }
@@ -714,6 +757,9 @@ impl SessionCore {
                 Ok(effect) => {
                     self.audited_in_store = true;
                     self.app.metrics.action_run(ActionType::CompleteQuest);
+                    self.app
+                        .analytics
+                        .effect(&library, &self.served_locale(), &effect);
                     self.out.push(ServerMessage::Effect {
                         action: ActionType::CompleteQuest,
                         effect,
@@ -731,7 +777,7 @@ impl SessionCore {
         }
         self.end_cutscene();
         // The cutscene ends back in the conversation it played in: the world is checked again.
-        self.close_if_out_of_reach();
+        self.close_if_out_of_reach(now);
         Ok(())
     }
 
@@ -865,6 +911,8 @@ impl SessionCore {
                 .into_iter()
                 .map(|(i, n)| (ActionIndex(i), n))
                 .collect(),
+            tally: ConversationTally::resumed(),
+            locale: self.served_locale(),
         })
     }
 
@@ -879,21 +927,31 @@ impl SessionCore {
         );
     }
 
-    fn close_conversation(&mut self, reason: CloseReason) {
+    fn close_conversation(&mut self, reason: CloseReason, now: Duration) {
         if let Some(mut open) = self.conversation.take() {
             open.walk.close();
+            let how = match reason {
+                CloseReason::Client => Ending::Closed,
+                CloseReason::WalkedAway => Ending::WalkedAway,
+            };
+            open.tally_end(&self.app.analytics, how, now);
             tracing::debug!(player = %self.player, conversation = %open.name, npc = %open.npc.id, "conversation closed");
         }
         self.dialogue.clear(&mut self.machine);
         self.out.push(ServerMessage::Closed { reason });
     }
 
-    async fn on_action(&mut self, action_type: ActionType, payload: &str) -> Result<(), Refusal> {
+    async fn on_action(
+        &mut self,
+        action_type: ActionType,
+        payload: &str,
+        now: Duration,
+    ) -> Result<(), Refusal> {
         let open = open_mut(&mut self.conversation)?;
         let graph = open.graph.clone();
         let library = open.library.clone();
         // The world at this moment: out of reach, the conversation ends and nothing runs.
-        if let Some(far) = self.close_if_out_of_reach() {
+        if let Some(far) = self.close_if_out_of_reach(now) {
             return Err(far.into());
         }
         self.check_free()?;
@@ -950,6 +1008,10 @@ impl SessionCore {
         let open = open_mut(&mut self.conversation)?;
         open.walk.spend(index);
         *open.spent.entry(index).or_insert(0) += 1;
+        open.tally.ran(&graph, index);
+        self.app
+            .analytics
+            .effect(&library, &open.locale, &outcome.effect);
         if let Some(node) = &outcome.jump {
             let target = graph
                 .find(node)
@@ -960,6 +1022,7 @@ impl SessionCore {
                 content: &library.content,
             };
             open.walk.jump_to(&graph, target, &facts)?;
+            open.tally.jumped(&graph, &open.walk, target, now);
         }
         if let Some(scene) = &outcome.cutscene {
             self.cutscene = Some(scene.clone());

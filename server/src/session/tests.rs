@@ -1057,3 +1057,150 @@ async fn server_verdict_vectors_are_current() {
         path.display()
     );
 }
+
+/// Narrative analytics from three players of Pim's greeting: one takes the quest to its end,
+/// one declines and closes, one drops with the offer on screen. What the report says is what
+/// they did, to the line and the response, with times from the fake clock.
+#[tokio::test]
+async fn what_players_did_in_a_conversation_becomes_its_report() {
+    use crate::analytics::{AnalyticsQuery, Answer};
+    let (app, _db) = app_on(sample_content()).await;
+
+    let mut listener = Player::new(&app, "listener", 1).await;
+    assert_eq!(listener.open("Pim", PIM).await, "PimsTideTale_Greet");
+    listener.after(Duration::from_secs(2));
+    let yes = listener.choose("PimsTideTale_Greet_r1");
+    listener.ok(yes).await;
+    listener.after(Duration::from_secs(3));
+    for message in [
+        listener.advance("PimsTideTale_Tale"),
+        listener.action(&accept_pims_tale()),
+        listener.advance("PimsTideTale_Ending"),
+        listener.action(&Action::AdvanceObjective {
+            quest_id: "PimsTideTale".into(),
+            objective_id: "HearTheTale".into(),
+            amount: Some(banter_protocol::ObjectiveAmount {
+                amount: 1,
+                island: Some("mistral_cay".into()),
+            }),
+        }),
+        listener.advance("PimsTideTale_Complete"),
+        listener.action(&Action::CompleteQuest {
+            quest_id: "PimsTideTale".into(),
+        }),
+    ] {
+        listener.ok(message).await;
+    }
+    // Past the final line: the walk has ended, so the close is a completion.
+    let past_the_end = listener.advance("PimsTideTale_Complete");
+    listener.ok(past_the_end).await;
+    let close = listener.close();
+    listener.ok(close).await;
+
+    let mut decliner = Player::new(&app, "decliner", 2).await;
+    decliner.open("Pim", PIM).await;
+    decliner.after(Duration::from_secs(1));
+    let no = decliner.choose("PimsTideTale_Greet_r2");
+    decliner.ok(no).await;
+    let close = decliner.close();
+    decliner.ok(close).await;
+
+    let mut dropper = Player::new(&app, "dropper", 3).await;
+    dropper.open("Pim", PIM).await;
+    drop(dropper);
+
+    assert!(app.analytics.flush(app.store.as_ref()).await, "flushed");
+    let library = app.content.current();
+    let query = AnalyticsQuery {
+        conversation: Some("Pim".into()),
+        ..AnalyticsQuery::default()
+    };
+    let Answer::Conversation(report) =
+        crate::analytics::answer(app.store.as_ref(), Some(&library), &query)
+            .await
+            .expect("answered")
+    else {
+        panic!("a conversation's report")
+    };
+    assert_eq!(report.opens, 3);
+    assert_eq!(
+        report.version.as_deref(),
+        Some(library.conversations["Pim"].hash.as_str())
+    );
+    assert_eq!(report.entries.len(), 1);
+    assert_eq!(report.entries[0].name, "PimsTideTale_Greet");
+    let line = |name: &str| {
+        report
+            .lines
+            .iter()
+            .find(|l| l.line == name)
+            .unwrap_or_else(|| panic!("no line {name} in {:?}", report.lines))
+            .clone()
+    };
+    let greet = line("PimsTideTale_Greet");
+    assert_eq!((greet.visits, greet.timed), (3, 3));
+    // 2 s, 1 s and 0 s (the dropper sent nothing after the talk): the median is 1 s within
+    // the buckets' 12%.
+    let median = greet.median_ms.expect("timed");
+    assert!((880..=1_120).contains(&median), "median {median} ms");
+    assert_eq!(line("PimsTideTale_Tale").visits, 1);
+    assert_eq!(line("PimsTideTale_Declined").visits, 1);
+    let split = &report.choices[0];
+    assert_eq!(
+        (split.line.as_str(), split.chosen),
+        ("PimsTideTale_Greet", 2)
+    );
+    let shares: Vec<(&str, u64, f64)> = split
+        .responses
+        .iter()
+        .map(|r| (r.response.as_str(), r.count, r.share))
+        .collect();
+    assert_eq!(
+        shares,
+        [
+            ("PimsTideTale_Greet_r1", 1, 0.5),
+            ("PimsTideTale_Greet_r2", 1, 0.5)
+        ]
+    );
+    let mut endings: Vec<(&str, Option<&str>, u64)> = report
+        .endings
+        .iter()
+        .map(|e| (e.how.as_str(), e.line.as_deref(), e.count))
+        .collect();
+    endings.sort();
+    assert_eq!(
+        endings,
+        [
+            ("closed", Some("PimsTideTale_Declined"), 1),
+            ("completed", Some("PimsTideTale_Complete"), 1),
+            ("disconnected", Some("PimsTideTale_Greet"), 1),
+        ]
+    );
+    let [funnel] = &report.quests[..] else {
+        panic!("one quest offered: {:?}", report.quests)
+    };
+    assert_eq!(funnel.quest, "PimsTideTale");
+    assert_eq!(
+        (
+            funnel.offered,
+            funnel.declined,
+            funnel.accepted,
+            funnel.completed
+        ),
+        (3, 2, 1, 1)
+    );
+    assert_eq!(funnel.objectives.len(), 1);
+    assert_eq!(
+        (
+            funnel.objectives[0].name.as_str(),
+            funnel.objectives[0].count
+        ),
+        ("HearTheTale", 1)
+    );
+    assert_eq!(funnel.drop_off[0].lost, 2, "offered -> accepted");
+    // Counts only: no player's name is anywhere in the answer.
+    let json = serde_json::to_string(&report).expect("json");
+    for player in ["listener", "decliner", "dropper"] {
+        assert!(!json.contains(player), "{player} in {json}");
+    }
+}

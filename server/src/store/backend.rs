@@ -37,7 +37,7 @@ use super::validate::{check_advances, check_id, check_objectives, check_reward, 
 use super::write_gate::{Priority, WriteTurn};
 use super::{
     Applied, AuditEntry, AuditRecord, Change, ClaimEvent, ConnectOptions, LedgerEntry,
-    ObjectiveAdvance, Paid, PlayerRecord, SessionClaim, Step, Store, StoreError,
+    ObjectiveAdvance, Paid, PlayerRecord, RollupRow, SessionClaim, Step, Store, StoreError,
 };
 
 /// Opens a backend's pool (`pool` with its own settings) with the size and acquire timeout of
@@ -599,6 +599,31 @@ impl<B: Backend> Store for B {
             let _turn = self.write_turn(Priority::Housekeeping).await?;
             B::Db::prune_audit(self.pool(), max_age_ms).await
         })
+    }
+
+    fn add_rollups<'a>(&'a self, rows: &'a [RollupRow]) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            if rows.is_empty() {
+                return Ok(());
+            }
+            let turn = self.write_turn(Priority::Housekeeping).await?;
+            let mut tx = self.begin_write(&turn).await?;
+            B::Db::add_rollups(&mut tx, rows).await?;
+            tx.commit().await?;
+            Ok(())
+        })
+    }
+
+    fn rollups<'a>(
+        &'a self,
+        scope: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<RollupRow>, StoreError>> {
+        Box::pin(B::Db::rollups(self.pool(), scope, name))
+    }
+
+    fn rollup_index(&self) -> BoxFuture<'_, Result<Vec<RollupRow>, StoreError>> {
+        Box::pin(B::Db::rollup_index(self.pool()))
     }
 
     fn close(&self) -> BoxFuture<'_, ()> {

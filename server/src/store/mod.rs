@@ -288,6 +288,22 @@ pub struct AuditEntry {
     pub record: AuditRecord,
 }
 
+/// One narrative-analytics count (see `crate::analytics`): how many times `metric` happened
+/// for `subject` (and `detail`) in conversation or quest `name` at content `version`, read in
+/// `locale`. Adding a row adds its count to the stored one.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct RollupRow {
+    /// `conversation` or `quest`.
+    pub scope: String,
+    pub name: String,
+    pub version: String,
+    pub locale: String,
+    pub metric: String,
+    pub subject: String,
+    pub detail: String,
+    pub count: i64,
+}
+
 /// Pool and startup options for [`connect`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConnectOptions {
@@ -534,6 +550,21 @@ pub trait Store: Send + Sync + 'static {
 
     /// Deletes audit rows older than `max_age` (retention). Returns how many.
     fn prune_audit(&self, max_age: Duration) -> BoxFuture<'_, Result<u64, StoreError>>;
+
+    /// Adds each row's count to the stored one (inserting rows not stored yet), in one
+    /// transaction (rows with the same key add up).
+    fn add_rollups<'a>(&'a self, rows: &'a [RollupRow]) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// Every rollup row of one conversation or quest (`scope`, `name`), every version and
+    /// locale: a read of the primary key's prefix.
+    fn rollups<'a>(
+        &'a self,
+        scope: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<RollupRow>, StoreError>>;
+
+    /// Every conversation's `open` and `end` rows, for the analytics index.
+    fn rollup_index(&self) -> BoxFuture<'_, Result<Vec<RollupRow>, StoreError>>;
 
     /// Closes the pool: waits for connections in use to be returned, then closes them all
     /// (SQLite checkpoints its WAL). Later calls fail with [`StoreError::Unavailable`].

@@ -16,7 +16,7 @@ use super::sql::{self, SqlDialect};
 use super::validate::progress_from_db;
 use super::{
     AuditEntry, LedgerEntry, ObjectiveAdvance, Paid, PlayerRecord, ProfileRecord, QuestRecord,
-    SessionClaim, Step, StoreError, StoredQuestStatus,
+    RollupRow, SessionClaim, Step, StoreError, StoredQuestStatus,
 };
 
 /// The number of rows a statement changed (sqlx has it on each backend's result, not on a trait).
@@ -241,6 +241,25 @@ pub trait Queries: Database + SqlDialect {
         pool: &Pool<Self>,
         max_age_ms: i64,
     ) -> impl Future<Output = Result<u64, StoreError>> + Send;
+
+    /// [`Store::add_rollups`](super::Store::add_rollups) on `conn`, inside the caller's write
+    /// transaction.
+    fn add_rollups(
+        conn: &mut Self::Connection,
+        rows: &[RollupRow],
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// [`Store::rollups`](super::Store::rollups).
+    fn rollups(
+        pool: &Pool<Self>,
+        scope: &str,
+        name: &str,
+    ) -> impl Future<Output = Result<Vec<RollupRow>, StoreError>> + Send;
+
+    /// [`Store::rollup_index`](super::Store::rollup_index).
+    fn rollup_index(
+        pool: &Pool<Self>,
+    ) -> impl Future<Output = Result<Vec<RollupRow>, StoreError>> + Send;
 }
 
 /// Every database that runs statements on its connections and pool, and binds and reads the
@@ -264,6 +283,7 @@ where
     for<'r> LedgerEntry: FromRow<'r, DB::Row>,
     for<'r> SessionClaim: FromRow<'r, DB::Row>,
     for<'r> AuditEntry: FromRow<'r, DB::Row>,
+    for<'r> RollupRow: FromRow<'r, DB::Row>,
 {
     async fn ping(pool: &Pool<Self>) -> Result<(), StoreError> {
         sqlx::query("SELECT 1").execute(pool).await?;
@@ -790,6 +810,64 @@ where
             .execute(pool)
             .await?;
         Ok(done.rows())
+    }
+
+    async fn add_rollups(
+        conn: &mut Self::Connection,
+        rows: &[RollupRow],
+    ) -> Result<(), StoreError> {
+        // In key order, and one row per key: two instances flushing overlapping keys then lock
+        // rows in the same order (PostgreSQL would otherwise deadlock them), and no statement
+        // touches a row twice (which ON CONFLICT DO UPDATE refuses).
+        let mut merged: BTreeMap<_, i64> = BTreeMap::new();
+        for r in rows {
+            let key = (
+                r.scope.as_str(),
+                r.name.as_str(),
+                r.version.as_str(),
+                r.locale.as_str(),
+                r.metric.as_str(),
+                r.subject.as_str(),
+                r.detail.as_str(),
+            );
+            *merged.entry(key).or_default() += r.count;
+        }
+        let merged: Vec<_> = merged.into_iter().collect();
+        // Multi-row upserts: one round trip per chunk, not per row. 8 binds a row stays far
+        // under both databases' parameter limits.
+        for chunk in merged.chunks(sql::ROLLUP_ROWS_PER_UPSERT) {
+            let statement = sql::add_rollups(chunk.len());
+            let mut query = sqlx::query(&statement);
+            for ((scope, name, version, locale, metric, subject, detail), count) in chunk {
+                query = query
+                    .bind(*scope)
+                    .bind(*name)
+                    .bind(*version)
+                    .bind(*locale)
+                    .bind(*metric)
+                    .bind(*subject)
+                    .bind(*detail)
+                    .bind(*count);
+            }
+            query.execute(&mut *conn).await?;
+        }
+        Ok(())
+    }
+
+    async fn rollups(
+        pool: &Pool<Self>,
+        scope: &str,
+        name: &str,
+    ) -> Result<Vec<RollupRow>, StoreError> {
+        Ok(sqlx::query_as(sql::ROLLUPS)
+            .bind(scope)
+            .bind(name)
+            .fetch_all(pool)
+            .await?)
+    }
+
+    async fn rollup_index(pool: &Pool<Self>) -> Result<Vec<RollupRow>, StoreError> {
+        Ok(sqlx::query_as(sql::ROLLUP_INDEX).fetch_all(pool).await?)
     }
 }
 

@@ -75,6 +75,47 @@ pub const SWEEP_PARKED: &str = "DELETE FROM parked_conversations WHERE until_ms 
 pub const TAKE_PARKED: &str = "DELETE FROM parked_conversations \
      WHERE player_id = $1 AND token = $2 AND until_ms > $3 RETURNING parked";
 
+/// Rows of one narrative-rollup upsert (8 binds each).
+pub const ROLLUP_ROWS_PER_UPSERT: usize = 500;
+
+/// An upsert of `rows` narrative-rollup rows: each adds its count to the stored one.
+pub fn add_rollups(rows: usize) -> String {
+    let mut sql = String::from(
+        "INSERT INTO narrative_rollups \
+         (scope, name, version, locale, metric, subject, detail, count) VALUES ",
+    );
+    for row in 0..rows {
+        let at = row * 8;
+        if row > 0 {
+            sql.push_str(", ");
+        }
+        sql.push_str(&format!(
+            "(${}, ${}, ${}, ${}, ${}, ${}, ${}, ${})",
+            at + 1,
+            at + 2,
+            at + 3,
+            at + 4,
+            at + 5,
+            at + 6,
+            at + 7,
+            at + 8
+        ));
+    }
+    sql.push_str(
+        " ON CONFLICT (scope, name, version, locale, metric, subject, detail) \
+         DO UPDATE SET count = narrative_rollups.count + excluded.count",
+    );
+    sql
+}
+
+/// One conversation's or quest's rollup rows: the primary key's prefix.
+pub const ROLLUPS: &str = "SELECT scope, name, version, locale, metric, subject, detail, count \
+     FROM narrative_rollups WHERE scope = $1 AND name = $2";
+
+/// Every conversation's opens and endings.
+pub const ROLLUP_INDEX: &str = "SELECT scope, name, version, locale, metric, subject, detail, \
+     count FROM narrative_rollups WHERE scope = 'conversation' AND metric IN ('open', 'end')";
+
 /// Forgets a player's parked conversation.
 pub const DISCARD_PARKED: &str = "DELETE FROM parked_conversations WHERE player_id = $1";
 

@@ -44,6 +44,7 @@ mod postgres_only;
 mod progress;
 mod quests;
 mod rewards;
+mod rollups;
 mod sqlite_only;
 mod steps;
 
