@@ -336,8 +336,30 @@ function drawGraph() {
   const img = document.createElement('img');
   img.alt = `the graph of ${name}`;
   img.dataset.conversation = name;
-  img.src = `/playground/api/graph/${encodeURIComponent(name)}.svg?${query}`;
-  $('graph').replaceChildren(img);
+  const src = `/playground/api/graph/${encodeURIComponent(name)}.svg`;
+  const overlay = /** @type {HTMLInputElement} */ ($('overlay')).checked;
+  if (!overlay) {
+    img.src = `${src}?${query}`;
+    $('graph').replaceChildren(img);
+    $('overlay-result').textContent = '';
+    return;
+  }
+  // What players did is for the studio only: the graph is fetched with the service key (an
+  // <img> cannot send it) and shown from the answer.
+  query.set('analytics', 'true');
+  const key = /** @type {HTMLInputElement} */ ($('service-key')).value;
+  void (async () => {
+    const answer = await fetch(`${src}?${query}`, { headers: { Authorization: `Bearer ${key}` } });
+    if (!answer.ok) {
+      $('overlay-result').textContent = `refused (${answer.status}): ${await answer.text()}`;
+      return;
+    }
+    const svg = await answer.text();
+    img.dataset.overlay = 'analytics';
+    img.src = URL.createObjectURL(new Blob([svg], { type: 'image/svg+xml' }));
+    $('overlay-result').textContent = 'visits on lines, the split on responses';
+    $('graph').replaceChildren(img);
+  })();
 }
 
 function drawGraphIfShown() {

@@ -115,3 +115,37 @@ test('a conversation graph drawn on the server with the walk marked, in Japanese
   await page.screenshot({ path: join(shots, 'writer-graph.png'), fullPage: true });
   await page.close();
 });
+
+test('what players did, drawn on the writer graph', { timeout: 60000 }, async () => {
+  // The first test played Pim's quest: its steps reach the store within the flush interval.
+  const key = 'banter-development-service-key';
+  const headers = { Authorization: `Bearer ${key}` };
+  let report;
+  for (let i = 0; i < 50; i++) {
+    const answer = await fetch(`${address}/admin/analytics?conversation=Pim`, { headers });
+    assert.equal(answer.status, 200);
+    report = await answer.json();
+    if (report.opens > 0) break;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  assert.ok(report.opens > 0, `Pim's conversation was counted: ${JSON.stringify(report)}`);
+  const page = await browser.newPage({ viewport: { width: 1200, height: 1600 } });
+  await page.goto(`${address}/playground`);
+  await page.waitForSelector('#conversation-pick option[value="Pim"]', { state: 'attached' });
+  await page.selectOption('#conversation-pick', 'Pim');
+  await page.fill('#service-key', key);
+  await page.check('#overlay');
+  await page.click('#draw');
+  await page.waitForSelector('#graph img[data-overlay="analytics"]');
+  await page.waitForFunction(() => {
+    const image = /** @type {HTMLImageElement | null} */ (document.querySelector('#graph img'));
+    return image !== null && image.complete && image.naturalWidth > 0;
+  });
+  const svg = await (await fetch(`${address}/playground/api/graph/Pim.svg?analytics=true`, { headers })).text();
+  assert.match(svg, /visits [1-9]/, 'a line players saw has its visits');
+  assert.match(svg, /chosen [1-9]\d* \(\d+%\)/, 'a response players chose has its split');
+  const refused = await fetch(`${address}/playground/api/graph/Pim.svg?analytics=true`);
+  assert.equal(refused.status, 401, 'the overlay needs the service key');
+  await page.screenshot({ path: join(shots, 'writer-analytics.png'), fullPage: true });
+  await page.close();
+});

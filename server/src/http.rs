@@ -28,6 +28,10 @@ pub enum ApiError {
     ContentRefused(String),
     #[error("server at capacity")]
     AtCapacity,
+    /// A request about a player the store has never seen.
+    #[error("{0}")]
+    UnknownPlayer(String),
+    /// Anything else asked for by name that does not exist (a conversation, a file).
     #[error("{0}")]
     NotFound(String),
     #[error("{0}")]
@@ -54,7 +58,7 @@ impl From<crate::store::StoreError> for ApiError {
             StoreError::InvalidInput(_) | StoreError::InvalidAmount { .. } => {
                 ApiError::BadRequest(e.to_string())
             }
-            StoreError::UnknownPlayer(_) => ApiError::NotFound(e.to_string()),
+            StoreError::UnknownPlayer(_) => ApiError::UnknownPlayer(e.to_string()),
             StoreError::DuplicateEvent { .. } => ApiError::Duplicate(e.to_string()),
             // An event whose COMMIT's outcome is unknown: the game server retries with the same
             // event id, which applies at most once and answers `duplicate` if the first landed.
@@ -80,7 +84,7 @@ impl From<crate::events::EventError> for ApiError {
     fn from(e: crate::events::EventError) -> ApiError {
         use crate::events::EventError;
         match e {
-            EventError::UnknownPlayer(_) => ApiError::NotFound(e.to_string()),
+            EventError::UnknownPlayer(_) => ApiError::UnknownPlayer(e.to_string()),
             EventError::Duplicate(_) => ApiError::Duplicate(e.to_string()),
             EventError::Store(store) => ApiError::from(store),
         }
@@ -101,7 +105,8 @@ impl IntoResponse for ApiError {
             ApiError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
             ApiError::ContentRefused(_) => (StatusCode::UNPROCESSABLE_ENTITY, "content_refused"),
             ApiError::AtCapacity => (StatusCode::SERVICE_UNAVAILABLE, "at_capacity"),
-            ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "unknown_player"),
+            ApiError::UnknownPlayer(_) => (StatusCode::NOT_FOUND, "unknown_player"),
+            ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
             ApiError::Duplicate(_) => (StatusCode::CONFLICT, "duplicate"),
             ApiError::StoreUnavailable { .. } => {
                 (StatusCode::SERVICE_UNAVAILABLE, "store_unavailable")
@@ -119,6 +124,7 @@ impl IntoResponse for ApiError {
 pub fn router(app: SharedApp) -> Router {
     let mut router = Router::new()
         .route("/healthz", get(healthz))
+        .route("/openapi.json", get(openapi))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
         .route("/v1/ws", get(upgrade))
@@ -140,6 +146,20 @@ pub fn router(app: SharedApp) -> Router {
 
 async fn healthz() -> &'static str {
     "ok"
+}
+
+/// The OpenAPI description of every HTTP endpoint (`docs/openapi.json`, checked against the
+/// real routes by `tests/tests/openapi.rs`).
+pub const OPENAPI: &str = include_str!("../../docs/openapi.json");
+
+async fn openapi() -> (
+    [(axum::http::header::HeaderName, &'static str); 1],
+    &'static str,
+) {
+    (
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        OPENAPI,
+    )
 }
 
 #[derive(Serialize)]

@@ -196,14 +196,22 @@ struct GraphQuery {
     current: Option<String>,
     /// The reachable set, comma-separated vertex names.
     reachable: Option<String>,
+    /// Draw what players did (narrative analytics of the version served now): visits on each
+    /// line, the split on each response. Needs the service key, as `/admin/analytics` does.
+    #[serde(default)]
+    analytics: bool,
+    /// With `analytics`: only players who read in this locale.
+    locale: Option<String>,
 }
 
 /// `GET /playground/api/graph/{conversation}.svg`.
 async fn graph_svg(
     State(app): State<SharedApp>,
     Path(file): Path<String>,
-    Query(query): Query<GraphQuery>,
+    headers: axum::http::HeaderMap,
+    query: Result<Query<GraphQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Response, ApiError> {
+    let Query(query) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
     let name = file
         .strip_suffix(".svg")
         .ok_or_else(|| ApiError::NotFound("ask for <conversation>.svg".into()))?;
@@ -219,7 +227,7 @@ async fn graph_svg(
             graph.len()
         )));
     }
-    let marks = Marks {
+    let mut marks = Marks {
         current: query.current,
         reachable: query
             .reachable
@@ -228,7 +236,25 @@ async fn graph_svg(
             .filter(|s| !s.is_empty())
             .map(str::to_owned)
             .collect(),
+        ..Marks::default()
     };
+    if query.analytics {
+        crate::http::require_service_key(&app, &headers)?;
+        let asked = crate::analytics::AnalyticsQuery {
+            conversation: Some(name.to_owned()),
+            version: None,
+            locale: query.locale,
+        };
+        match crate::analytics::answer(app.store.as_ref(), Some(&library), &asked).await {
+            Ok(crate::analytics::Answer::Conversation(report)) => marks.overlay(&report),
+            Ok(crate::analytics::Answer::Index(_)) => {}
+            Err(crate::analytics::QueryError::Bad(why)) => return Err(ApiError::BadRequest(why)),
+            Err(e @ crate::analytics::QueryError::UnknownConversation(_)) => {
+                return Err(ApiError::NotFound(e.to_string()));
+            }
+            Err(crate::analytics::QueryError::Store(e)) => return Err(e.into()),
+        }
+    }
     // The layout is CPU work: off the runtime's workers, and a panic in the layout crate is a
     // 500 with a reference, not a dropped connection.
     let drawn = tokio::task::spawn_blocking(move || {
@@ -251,6 +277,43 @@ async fn graph_svg(
 pub struct Marks {
     pub current: Option<String>,
     pub reachable: HashSet<String>,
+    /// Narrative analytics: visits per line.
+    pub visits: std::collections::HashMap<String, u64>,
+    /// Narrative analytics: per response, how often it was chosen and its share of its line's
+    /// choices.
+    pub chosen: std::collections::HashMap<String, (u64, f64)>,
+}
+
+impl Marks {
+    /// Takes a conversation's report onto the picture.
+    pub fn overlay(&mut self, report: &crate::analytics::report::ConversationReport) {
+        self.visits = report
+            .lines
+            .iter()
+            .map(|l| (l.line.clone(), l.visits))
+            .collect();
+        self.chosen = report
+            .choices
+            .iter()
+            .flat_map(|c| &c.responses)
+            .map(|r| (r.response.clone(), (r.count, r.share)))
+            .collect();
+    }
+
+    /// The analytics line under a vertex's label, if the overlay has one for it.
+    fn analytics_note(&self, vertex: &banter_dialogue::Vertex) -> Option<String> {
+        let name = &*vertex.name;
+        match vertex.kind {
+            VertexKind::Prompt if !self.visits.is_empty() || !self.chosen.is_empty() => Some(
+                format!("visits {}", self.visits.get(name).copied().unwrap_or(0)),
+            ),
+            VertexKind::Response if !self.visits.is_empty() || !self.chosen.is_empty() => {
+                let (count, share) = self.chosen.get(name).copied().unwrap_or((0, 0.0));
+                Some(format!("chosen {count} ({:.0}%)", share * 100.0))
+            }
+            _ => None,
+        }
+    }
 }
 
 /// Lays out and draws a conversation: NPC lines as boxes (name and the start of the text),
@@ -276,7 +339,7 @@ pub fn draw(graph: &DialogueGraph, marks: &Marks) -> String {
         } else {
             "white"
         };
-        let (label, rounded, size) = match vertex.kind {
+        let (mut label, rounded, mut size) = match vertex.kind {
             VertexKind::Root => ("start".to_owned(), 20, Point::new(60., 30.)),
             VertexKind::Prompt => (
                 format!("{name}\n{}", short(&vertex.text, 28)),
@@ -286,6 +349,11 @@ pub fn draw(graph: &DialogueGraph, marks: &Marks) -> String {
             VertexKind::Response => (short(&vertex.text, 30), 12, Point::new(220., 36.)),
             _ => (name.clone(), 20, Point::new(60., 30.)),
         };
+        if let Some(note) = marks.analytics_note(vertex) {
+            label.push('\n');
+            label.push_str(&note);
+            size.y += 16.;
+        }
         let look = StyleAttr::new(
             Color::fast("black"),
             1,
@@ -339,6 +407,7 @@ mod tests {
             let marks = Marks {
                 current: Some(format!("{name}_Hello")),
                 reachable: HashSet::from([format!("{name}_Hello_r1")]),
+                ..Marks::default()
             };
             let svg = draw(graph, &marks);
             if std::env::var_os("BANTER_DUMP_SVG").is_some() {
@@ -355,6 +424,26 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn the_analytics_overlay_writes_visits_on_lines_and_the_split_on_responses() {
+        let content = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../content");
+        let library = crate::served::ContentVersion::load(&content, 1).expect("sample");
+        let graph = &library.content.conversations["Pim"];
+        let mut marks = Marks::default();
+        marks.visits.insert("PimsTideTale_Greet".into(), 12);
+        marks
+            .chosen
+            .insert("PimsTideTale_Greet_r1".into(), (8, 0.6667));
+        let svg = draw(graph, &marks);
+        assert!(svg.contains("visits 12"), "the greeting's visits");
+        assert!(svg.contains("chosen 8 (67%)"), "the first response's split");
+        // Lines and responses nobody reached say so: a writer sees what players never saw.
+        assert!(svg.contains("visits 0"));
+        assert!(svg.contains("chosen 0 (0%)"));
+        // Without analytics, no counts at all.
+        assert!(!draw(graph, &Marks::default()).contains("visits"));
     }
 
     #[test]
