@@ -108,6 +108,20 @@ pub struct ServeArgs {
     /// `GET /admin/analytics`); `--analytics=false` turns it off.
     #[arg(long, env = "BANTER_ANALYTICS", num_args = 0..=1, default_missing_value = "true", default_value_t = true)]
     pub analytics: bool,
+
+    /// Refuse a reload that removes more than this share (0 to 1) of the NPCs or of the
+    /// conversations, unless forced (`POST /admin/reload?force=true`).
+    #[arg(long, env = "BANTER_RELOAD_MAX_SHRINK", default_value_t = 0.5)]
+    pub reload_max_shrink: f64,
+
+    /// Watch the content folder and reload it after a change, once it has been quiet for
+    /// `--watch-quiet-ms` (for development; the same checks as `/admin/reload`, never forced).
+    #[arg(long, env = "BANTER_WATCH_CONTENT")]
+    pub watch_content: bool,
+
+    /// How long the content folder must stay unchanged before the watcher reloads it.
+    #[arg(long, env = "BANTER_WATCH_QUIET_MS", default_value_t = 500)]
+    pub watch_quiet_ms: u64,
 }
 
 /// Development-only signing secret.
@@ -142,6 +156,11 @@ pub struct Config {
     pub playground: bool,
     /// Count what players do in each conversation (narrative analytics, `GET /admin/analytics`).
     pub analytics: bool,
+    /// A reload removing more than this share (0..=1) of the NPCs or the conversations is
+    /// refused unless forced.
+    pub reload_max_shrink: f64,
+    /// Watch the content folder and reload after it has been quiet this long (development).
+    pub watch_content: Option<Duration>,
 }
 
 /// Per-connection limits.
@@ -222,6 +241,8 @@ impl Default for Config {
             bench_echo: false,
             playground: true,
             analytics: true,
+            reload_max_shrink: 0.5,
+            watch_content: None,
         }
     }
 }
@@ -240,6 +261,8 @@ pub enum ConfigError {
     NotPositive(&'static str),
     #[error("--production refuses --bench-echo (BANTER_BENCH_ECHO): the echo is for benchmarks")]
     BenchInProduction,
+    #[error("--reload-max-shrink must be a share from 0 to 1, not {0}")]
+    ShrinkShare(f64),
 }
 
 impl Config {
@@ -276,6 +299,10 @@ impl Config {
             bench_echo: args.bench_echo,
             playground: args.playground.unwrap_or(!args.production),
             analytics: args.analytics,
+            reload_max_shrink: args.reload_max_shrink,
+            watch_content: args
+                .watch_content
+                .then(|| Duration::from_millis(args.watch_quiet_ms)),
         };
         config.validate()?;
         Ok(config)
@@ -299,6 +326,9 @@ impl Config {
         }
         if self.auth_secret.len() < 32 {
             return Err(ConfigError::ShortSecret);
+        }
+        if !(0.0..=1.0).contains(&self.reload_max_shrink) {
+            return Err(ConfigError::ShrinkShare(self.reload_max_shrink));
         }
         if self.limits.rate_per_sec <= 0.0 || self.limits.burst < 1.0 {
             return Err(ConfigError::NotPositive("the rate limit"));

@@ -479,45 +479,25 @@ struct Reloaded {
     version: u64,
 }
 
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct ReloadQuery {
+    /// Swap in content that removes more than `--reload-max-shrink` of the world.
+    #[serde(default)]
+    force: bool,
+}
+
 async fn reload(
     State(app): State<SharedApp>,
     headers: HeaderMap,
+    query: Result<Query<ReloadQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Reloaded>, ApiError> {
     require_service_key(&app, &headers)?;
-    reload_content(&app)
+    let Query(query) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    let options = crate::reload::ReloadOptions { force: query.force };
+    crate::reload::reload(&app, options)
         .await
         .map(|version| Json(Reloaded { version }))
-}
-
-/// Reloads content; shared by the endpoint and SIGHUP.
-pub async fn reload_content(app: &SharedApp) -> Result<u64, ApiError> {
-    let refused = |reason: String| {
-        app.metrics.reloaded(false);
-        tracing::warn!(error = %reason, "content reload refused; the old content stays");
-        ApiError::ContentRefused(reason)
-    };
-    let next = app
-        .content
-        .load_next()
-        .map_err(|e| refused(e.to_string()))?;
-    // A push must not strand a player: what someone holds (an active or tracked quest, an
-    // objective in progress, a parked conversation) must still be in it, once the content's
-    // migrations have moved it.
-    match crate::migrations::admit(app.store.as_ref(), &app.config.content, &next).await {
-        // Migrations moved stored quests under live players: their sessions read them again.
-        // (Sessions on other instances read them at their next check or completion.)
-        Ok(applied) if !applied.is_empty() => {
-            let asked = app.hub.reload_everyone();
-            tracing::info!(migrations = ?applied, sessions = asked, "sessions asked to reload their players");
-        }
-        Ok(_) => {}
-        Err(crate::migrations::NotAdmitted::Content(reason)) => return Err(refused(reason)),
-        Err(crate::migrations::NotAdmitted::Store(e)) => return Err(e.into()),
-    }
-    let version = app.content.publish(next);
-    app.metrics.reloaded(true);
-    tracing::info!(version, "content reloaded");
-    Ok(version)
 }
 
 #[derive(Serialize, Deserialize)]

@@ -22,6 +22,7 @@ pub mod outbox;
 pub mod plans;
 pub mod playground;
 pub mod quests;
+pub mod reload;
 pub mod resume;
 pub mod served;
 pub mod session;
@@ -121,6 +122,9 @@ pub async fn run(
     let audit_task = audit_queue
         .map(|queue| tokio::spawn(audit::run_writer(app.clone(), queue, audit_stop.clone())));
     let analytics_task = tokio::spawn(analytics::run_flusher(app.clone(), audit_stop.clone()));
+    if let Some(quiet) = app.config.watch_content {
+        tokio::spawn(reload::watch_content(app.clone(), quiet));
+    }
 
     let addr = listener.local_addr()?;
     tracing::info!(%addr, "listening");
@@ -198,7 +202,7 @@ async fn reload_on_sighup(app: app::SharedApp) {
         return;
     };
     while hangups.recv().await.is_some() {
-        let _ = http::reload_content(&app).await;
+        let _ = reload::reload(&app, reload::ReloadOptions::default()).await;
     }
 }
 

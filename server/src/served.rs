@@ -201,6 +201,9 @@ impl ContentVersion {
 pub struct ServedContent {
     dir: PathBuf,
     current: ArcSwap<ContentVersion>,
+    /// Held for a whole reload (load, check, admit, swap): reloads run one at a time, in the
+    /// order they asked (`tokio`'s lock is fair).
+    reloading: tokio::sync::Mutex<()>,
 }
 
 impl ServedContent {
@@ -208,7 +211,18 @@ impl ServedContent {
         ServedContent {
             dir,
             current: ArcSwap::from_pointee(library),
+            reloading: tokio::sync::Mutex::new(()),
         }
+    }
+
+    /// The content folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Waits for this reload's turn (see `crate::reload`).
+    pub async fn reload_turn(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.reloading.lock().await
     }
 
     /// The version served now. Cheap: one `Arc` clone, no lock.
