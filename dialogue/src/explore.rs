@@ -1,29 +1,37 @@
 //! Exploration: every conversation walked under every quest state the questline allows, to
 //! find what no player can ever see or do (`test-content --explore`).
 //!
-//! The states are the questline's own progression: quests in the order of `quests.json`, each
-//! in turn available, active with no progress, active with every objective done, and just
-//! completed (what it unlocks available), the quests before it completed (so prerequisites hold the way a player meets them). Each is
-//! walked twice, once with every tag and counter condition true (a rich, tagged player) and
-//! once with none, so both sides of `coins >= 100` and `has(PostReveal)` are taken. For each
-//! NPC the resolver picks the entry as the server does; a tutorial's lockout lines are entries
-//! too. From the entry every choice is taken, every line advanced past, and a quest check's
-//! jump followed to both its targets, exhaustively: the walk never shows a line twice in one
-//! run, so it ends.
+//! The states are the questline's own progression: quests in the order a player can meet them
+//! (each after its prerequisites, otherwise in the order of the quest files), each in turn
+//! available, active with no progress, active with every objective done, and just completed
+//! (what it unlocks available), the quests before it completed (so prerequisites hold the way a
+//! player meets them); and each met last, every quest that does not need it completed first
+//! (so a line that reads another giver's quest beside an offer is walked). Each is walked three
+//! ways: with no tag or counter condition holding, rich (`coins >= 100` holds), and tagged and
+//! rich (`has(PostReveal)` holds too), so both sides of each are taken.
+//!
+//! For each NPC the entries are the ones the server can pick: the resolver's, untracked and with
+//! each quest some `TrackQuest` action can track; and during each tutorial stage, the stage's
+//! lockout line for every NPC it does not point at. An entry that is the greeting of an available
+//! cutscene quest opens no conversation (the server accepts the quest and plays the scene), so
+//! nothing is walked from it. From an entry every choice is taken, every line advanced past,
+//! and a quest check's jump followed to both its targets, exhaustively: the walk never shows a
+//! line twice in one run, so it ends.
 //!
 //! What it reports, one finding each: NPC lines never reached, responses never offered,
 //! actions never armed, quests never completed (no `CompleteQuest` for them ever armed, and no
 //! cutscene that completes them), and dead ends (a line whose responses are all hidden in some
-//! state, so the player can only walk away).
+//! state, so the player can only walk away). A line the lockout layer adds to every conversation
+//! is one line, as the string tables count it, reached if any NPC opens on it.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use banter_protocol::{Action, QuestStatus};
 
 use crate::condition::{Counter, Facts};
-use crate::content::{Content, QuestDef};
-use crate::graph::{ActionIndex, DialogueGraph, VertexId, VertexKind};
-use crate::resolver::resolve_entry;
+use crate::content::{Content, NpcDef, QuestDef};
+use crate::graph::{ActionIndex, DialogueGraph, Vertex, VertexId, VertexKind};
+use crate::resolver::{cutscene_offer, resolve_entry};
 use crate::walk::{Shown, Walk};
 
 /// A player's facts for exploring: quest statuses and progress, and whether every tag and
@@ -88,6 +96,24 @@ impl Exploration {
     }
 }
 
+/// The quests in the order a player can meet them: each after its prerequisites, otherwise in
+/// the order of the quest files. A quest whose prerequisites can never all be completed (an
+/// unknown one, or a cycle: `check-content` reports both) is left out, since no player ever
+/// has it.
+pub fn questline(content: &Content) -> Vec<&QuestDef> {
+    let mut placed: BTreeSet<&str> = BTreeSet::new();
+    let mut out = Vec::new();
+    // Each round places the first quest in file order whose prerequisites are all placed.
+    while let Some(next) = content.quests.iter().find(|q| {
+        !placed.contains(q.id.as_str())
+            && q.prerequisites.iter().all(|p| placed.contains(p.as_str()))
+    }) {
+        placed.insert(&next.id);
+        out.push(next);
+    }
+    out
+}
+
 /// The questline's states, in the order a player meets them.
 pub fn states(content: &Content) -> Vec<ExploreState> {
     let mut out = Vec::new();
@@ -124,7 +150,8 @@ pub fn states(content: &Content) -> Vec<ExploreState> {
         }
     };
     push("a new player".into(), base(&done), BTreeMap::new());
-    for quest in &content.quests {
+    for quest in questline(content) {
+        // Its prerequisites are all done here: it is available, and a player can take it.
         let mut active = base(&done);
         active.insert(quest.id.clone(), QuestStatus::Active);
         push(
@@ -151,37 +178,122 @@ pub fn states(content: &Content) -> Vec<ExploreState> {
         );
     }
     push("every quest completed".into(), base(&done), BTreeMap::new());
+    // Each quest met last, too: every quest that does not need it completed first, in any order
+    // (they need none of it, so a player can), and it available or active. Content that
+    // reads another giver's quest (`quest(X) == completed`) beside an offer is walked there.
+    let line = questline(content);
+    for quest in &line {
+        let others: BTreeSet<&str> = line
+            .iter()
+            .filter(|q| q.id != quest.id && !needs(content, q, &quest.id))
+            .map(|q| q.id.as_str())
+            .collect();
+        let available = base(&others);
+        let mut active = available.clone();
+        active.insert(quest.id.clone(), QuestStatus::Active);
+        let finished: BTreeMap<(String, String), u32> = quest
+            .objectives
+            .iter()
+            .map(|o| ((quest.id.clone(), o.id.clone()), o.target))
+            .collect();
+        push(
+            format!("{} available, met last", quest.id),
+            available,
+            BTreeMap::new(),
+        );
+        push(
+            format!("{} active, met last", quest.id),
+            active.clone(),
+            BTreeMap::new(),
+        );
+        push(
+            format!("{} active, objectives done, met last", quest.id),
+            active,
+            finished,
+        );
+    }
+    out
+}
+
+/// True if `quest` needs `other` completed first, directly or through its prerequisites.
+fn needs(content: &Content, quest: &QuestDef, other: &str) -> bool {
+    let mut seen: BTreeSet<&str> = BTreeSet::new();
+    let mut stack: Vec<&str> = quest.prerequisites.iter().map(String::as_str).collect();
+    while let Some(id) = stack.pop() {
+        if id == other {
+            return true;
+        }
+        if seen.insert(id)
+            && let Some(q) = content.quest(id)
+        {
+            stack.extend(q.prerequisites.iter().map(String::as_str));
+        }
+    }
+    false
+}
+
+/// The quests a player can be tracking: those some `TrackQuest` action names. Nothing else sets
+/// a profile's tracked quest, and it stays set after the quest completes.
+fn trackable(content: &Content) -> BTreeSet<&str> {
+    content
+        .conversations
+        .values()
+        .flat_map(|g| g.all_actions())
+        .filter_map(|a| match &a.action {
+            Action::TrackQuest { quest_id } => Some(quest_id.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Where a conversation with `npc` can open in `state`: as the server picks it (the tutorial's
+/// lockout line in each stage that does not point at it; the resolver's entry, untracked and
+/// with each trackable quest), less an available cutscene quest's greeting, which opens no
+/// conversation. Sorted, once each.
+fn entries<'c>(
+    content: &'c Content,
+    npc: &NpcDef,
+    state: &ExploreState,
+    trackable: &BTreeSet<&str>,
+) -> BTreeSet<&'c str> {
+    let mut out = BTreeSet::new();
+    if let Some(tutorial) = &content.tutorial {
+        out.extend(
+            tutorial
+                .stages
+                .iter()
+                .filter_map(|s| crate::tutorial::lockout_entry(content, s.stage, &npc.id)),
+        );
+    }
+    let first = content
+        .merged
+        .get(&npc.conversation)
+        .and_then(|m| m.first_node.as_deref());
+    let status = |q: &QuestDef| state.quest_status(&q.id);
+    let tracked = std::iter::once(None).chain(trackable.iter().copied().map(Some));
+    for tracked in tracked {
+        let Some(entry) = resolve_entry(content, &npc.id, first, tracked, status) else {
+            continue;
+        };
+        if cutscene_offer(content, &npc.id, entry, status).is_none() {
+            out.insert(entry);
+        }
+    }
     out
 }
 
 /// Explores every conversation of `content`.
 pub fn explore(content: &Content) -> Exploration {
     let states = states(content);
+    let trackable = trackable(content);
     let mut seen = Seen::default();
     let mut walks = 0;
-    let lockout: Vec<&str> = content.lockout_nodes.iter().map(String::as_str).collect();
     for state in &states {
         for npc in &content.world.npcs {
             let Some(graph) = content.conversation(&npc.conversation) else {
                 continue;
             };
-            let merged = content.merged.get(&npc.conversation);
-            let first = merged.and_then(|m| m.first_node.as_deref());
-            let status = |q: &QuestDef| state.quest_status(&q.id);
-            let mut entries: Vec<&str> = Vec::new();
-            if let Some(entry) = resolve_entry(content, &npc.id, first, None, status) {
-                entries.push(entry);
-            }
-            // Tracked quests open on their greeting too.
-            for quest in crate::resolver::offered(content, &npc.id) {
-                if state.quest_status(&quest.id) == QuestStatus::Available {
-                    entries.push(&quest.nodes.greeting);
-                }
-            }
-            if content.tutorial.is_some() {
-                entries.extend(lockout.iter().copied());
-            }
-            for entry in entries {
+            for entry in entries(content, npc, state, &trackable) {
                 let Some(entry) = graph.find(entry) else {
                     continue;
                 };
@@ -315,68 +427,109 @@ fn check_targets(graph: &DialogueGraph, v: VertexId) -> Vec<VertexId> {
         .collect()
 }
 
+/// The node a vertex is written in: a response `<Node>_r<i>` is written in `<Node>`.
+fn node_of(vertex: &Vertex) -> &str {
+    match vertex.name.rsplit_once("_r") {
+        Some((node, i))
+            if vertex.kind == VertexKind::Response
+                && !i.is_empty()
+                && i.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            node
+        }
+        _ => &vertex.name,
+    }
+}
+
 fn report(content: &Content, seen: &Seen, out: &mut Exploration) {
     let mut completed: BTreeSet<String> = BTreeSet::new();
+    // The lockout layer's findings, once each whatever the conversation: (file, message) to
+    // whether any conversation reached it, and whether it is a line.
+    let mut lockout: BTreeMap<(String, String), (bool, bool)> = BTreeMap::new();
     for (name, graph) in &content.conversations {
         let file = content
             .merged
             .get(name)
             .map(|m| m.base_file.clone())
             .unwrap_or_default();
-        let origin = |v: &str| {
-            content
-                .merged
-                .get(name)
-                .and_then(|m| m.origin.get(v))
-                .cloned()
-                .unwrap_or_else(|| file.clone())
-        };
         for (id, vertex) in graph.vertices() {
             let key = (name.clone(), id);
-            match vertex.kind {
-                VertexKind::Prompt => {
+            // The file that wrote the node (a layer's, for a node a layer adds or replaces).
+            let node = node_of(vertex);
+            let file = content
+                .merged
+                .get(name)
+                .and_then(|m| m.origin.get(node))
+                .cloned()
+                .unwrap_or_else(|| file.clone());
+            // A lockout node is in every conversation, and one line in them all.
+            let shared = content.lockout_nodes.contains(node);
+            let place = if shared {
+                "lockout layer".to_owned()
+            } else {
+                format!("conversation {name}")
+            };
+            let mut found = |file: String, message: String, reached: bool, line: bool| {
+                if shared {
+                    let entry = lockout.entry((file, message)).or_insert((false, line));
+                    entry.0 |= reached;
+                    return;
+                }
+                if line {
                     out.lines += 1;
-                    if seen.lines.contains(&key) {
-                        out.lines_reached += 1;
-                    } else {
-                        out.findings.push(Finding {
-                            file: origin(&vertex.name),
-                            message: format!(
-                                "conversation {name}: node `{}` is never reached in any quest state",
-                                vertex.name
-                            ),
-                        });
-                    }
+                    out.lines_reached += usize::from(reached);
                 }
-                VertexKind::Response if !seen.offered.contains(&key) => {
-                    out.findings.push(Finding {
-                        file: file.clone(),
-                        message: format!(
-                            "conversation {name}: response `{}` (\"{}\") is never offered",
-                            vertex.name, vertex.text
-                        ),
-                    });
+                if !reached {
+                    out.findings.push(Finding { file, message });
                 }
+            };
+            match vertex.kind {
+                VertexKind::Prompt => found(
+                    file.clone(),
+                    format!(
+                        "{place}: node `{}` is never reached in any quest state",
+                        vertex.name
+                    ),
+                    seen.lines.contains(&key),
+                    true,
+                ),
+                VertexKind::Response => found(
+                    file.clone(),
+                    format!(
+                        "{place}: response `{}` (\"{}\") is never offered",
+                        vertex.name, vertex.text
+                    ),
+                    seen.offered.contains(&key),
+                    false,
+                ),
                 _ => {}
             }
             for (index, action) in graph.actions(id) {
                 let armed = seen.armed.contains(&(name.clone(), index));
-                if armed {
-                    if let Action::CompleteQuest { quest_id } = &action.action {
-                        completed.insert(quest_id.clone());
-                    }
-                } else {
-                    out.findings.push(Finding {
-                        file: file.clone(),
-                        message: format!(
-                            "conversation {name}: action {} `{}` on `{}` is never armed",
-                            action.action_type.name(),
-                            action.payload,
-                            vertex.name
-                        ),
-                    });
+                if armed && let Action::CompleteQuest { quest_id } = &action.action {
+                    completed.insert(quest_id.clone());
                 }
+                found(
+                    file.clone(),
+                    format!(
+                        "{place}: action {} `{}` on `{}` is never armed",
+                        action.action_type.name(),
+                        action.payload,
+                        vertex.name
+                    ),
+                    armed,
+                    false,
+                );
             }
+        }
+    }
+    for ((file, message), (reached, line)) in lockout {
+        if line {
+            out.lines += 1;
+            out.lines_reached += usize::from(reached);
+        }
+        if !reached {
+            out.findings.push(Finding { file, message });
         }
     }
     for ((name, line), state) in &seen.dead_ends {
@@ -410,4 +563,314 @@ fn report(content: &Content, seen: &Seen, out: &mut Exploration) {
     }
     out.findings.sort();
     out.findings.dedup();
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::canonical::parse_conversation_with_limit;
+    use crate::content::{NpcDef, Vec3, World};
+    use crate::layers::{Layer, merge};
+    use crate::tutorial::TutorialDef;
+
+    /// Content from inline files: quests.json, `(npc id, conversation)` pairs (each NPC speaks
+    /// the conversation of that name), `(name, json)` base conversations, and an optional
+    /// lockout layer and tutorial.
+    fn content(
+        quests: &str,
+        npcs: &[(&str, &str)],
+        conversations: &[(&str, &str)],
+        lockout: Option<&str>,
+        tutorial: Option<&str>,
+    ) -> Content {
+        let mut diagnostics = Vec::new();
+        let parse = |file: &str, json: &str, diagnostics: &mut Vec<_>| {
+            parse_conversation_with_limit(file, json.as_bytes(), u64::MAX, diagnostics)
+                .expect("a conversation")
+        };
+        let lockout = lockout.map(|json| parse("lockout/Tutorial.json", json, &mut diagnostics));
+        let mut content = Content {
+            quests: serde_json::from_str(quests).expect("quests"),
+            world: World {
+                islands: Vec::new(),
+                npcs: npcs
+                    .iter()
+                    .map(|(id, conversation)| NpcDef {
+                        id: (*id).into(),
+                        name: (*id).into(),
+                        island: "isle".into(),
+                        position: Vec3::default(),
+                        range: 8.0,
+                        conversation: (*conversation).into(),
+                    })
+                    .collect(),
+            },
+            tutorial: tutorial
+                .map(|json| serde_json::from_str::<TutorialDef>(json).expect("tutorial")),
+            ..Content::default()
+        };
+        if let Some(lockout) = &lockout {
+            content.lockout_nodes.extend(lockout.nodes.keys().cloned());
+        }
+        for (name, json) in conversations {
+            let base = parse(&format!("base/{name}.json"), json, &mut diagnostics);
+            let layers: Vec<(Layer, &_)> = lockout.iter().map(|l| (Layer::Lockout, l)).collect();
+            let merged = merge(name, &base, &layers, &mut diagnostics);
+            let graph = DialogueGraph::build(&merged, &mut diagnostics);
+            content
+                .conversations
+                .insert((*name).into(), Arc::new(graph));
+            content.merged.insert((*name).into(), merged);
+        }
+        assert!(diagnostics.is_empty(), "{diagnostics:?}");
+        content
+    }
+
+    fn quest(id: &str, giver: &str, prerequisites: &[&str], extra: &str) -> String {
+        format!(
+            r#"{{ "Id": "{id}", "Giver": "{giver}", "Kind": "side", "Prerequisites": {prerequisites:?},
+                 "Objectives": [ {{ "Id": "O", "Kind": "talk" }} ]{extra},
+                 "Nodes": {{ "Greeting": "{id}_Greet", "Check": "{id}_Check" }} }}"#
+        )
+    }
+
+    /// A quest giver's conversation: each of `quests` has a greeting that accepts it and a check
+    /// line that completes it, plus `extra` nodes. Its FirstNode is `AllDone`, where a quest giver
+    /// does open (never on its FirstNode as such).
+    fn giver(quests: &[&str], extra: &str) -> String {
+        let mut nodes = vec![
+            r#""FirstNode": "AllDone", "Speaker": "Giver",
+               "AllDone": { "Text": "All done.", "Close": true }"#
+                .to_owned(),
+        ];
+        for q in quests {
+            nodes.push(format!(
+                r#""{q}_Greet": {{ "Text": "Will you?", "Responses": [
+                     {{ "Text": "Yes.", "NextNode": "{q}_Accepted",
+                       "Actions": [ {{ "Type": "AcceptQuest", "QuestId": "{q}" }} ] }} ] }},
+                   "{q}_Accepted": {{ "Text": "Thanks.", "Close": true }},
+                   "{q}_Check": {{ "Text": "Done.", "Close": true,
+                     "Actions": [ {{ "Type": "CompleteQuest", "QuestId": "{q}" }} ] }}"#
+            ));
+        }
+        if !extra.is_empty() {
+            nodes.push(extra.to_owned());
+        }
+        format!("{{ {} }}", nodes.join(",\n"))
+    }
+
+    fn messages(found: &Exploration) -> Vec<&str> {
+        found.findings.iter().map(|f| f.message.as_str()).collect()
+    }
+
+    #[test]
+    fn a_quest_written_before_its_prerequisite_is_still_offered_once_that_is_done() {
+        // `Later` needs `First`, but comes first in the file (as sorted, generated quests can).
+        let quests = format!(
+            "[{}, {}]",
+            quest("Later", "b", &["First"], ""),
+            quest("First", "a", &[], "")
+        );
+        let content = content(
+            &quests,
+            &[("a", "A"), ("b", "B")],
+            &[("A", &giver(&["First"], "")), ("B", &giver(&["Later"], ""))],
+            None,
+            None,
+        );
+        let line: Vec<&str> = questline(&content).iter().map(|q| q.id.as_str()).collect();
+        assert_eq!(line, ["First", "Later"]);
+        // No state has a quest active, or completed, before what it needs is completed.
+        for state in states(&content) {
+            if state.quest_status("Later") != QuestStatus::Unavailable {
+                assert_eq!(
+                    state.quest_status("First"),
+                    QuestStatus::Completed,
+                    "{}",
+                    state.label
+                );
+            }
+        }
+        let found = explore(&content);
+        assert!(found.findings.is_empty(), "{:?}", messages(&found));
+        assert_eq!(found.lines_reached, found.lines);
+    }
+
+    #[test]
+    fn a_quest_whose_prerequisite_never_completes_is_never_active() {
+        let quests = format!("[{}]", quest("Orphan", "a", &["Nowhere"], ""));
+        let content = content(
+            &quests,
+            &[("a", "A")],
+            &[("A", &giver(&["Orphan"], ""))],
+            None,
+            None,
+        );
+        assert!(questline(&content).is_empty());
+        let found = explore(&content);
+        assert!(
+            messages(&found).contains(
+                &"conversation A: node `Orphan_Greet` is never reached in any quest state"
+            ),
+            "{:?}",
+            messages(&found)
+        );
+    }
+
+    #[test]
+    fn only_a_quest_some_action_tracks_opens_on_its_greeting_out_of_turn() {
+        // Two available quests: the resolver offers the first, unless the player tracks the
+        // second, which only a TrackQuest action can make them do.
+        let quests = format!(
+            "[{}, {}]",
+            quest("One", "a", &[], ""),
+            quest("Two", "a", &[], "")
+        );
+        let untracked = content(
+            &quests,
+            &[("a", "A")],
+            &[("A", &giver(&["One", "Two"], ""))],
+            None,
+            None,
+        );
+        let fresh = &states(&untracked)[0];
+        let npc = &untracked.world.npcs[0];
+        let none = trackable(&untracked);
+        assert!(none.is_empty());
+        assert_eq!(
+            entries(&untracked, npc, fresh, &none),
+            BTreeSet::from(["One_Greet"])
+        );
+
+        let tracking = r#""Board": { "Text": "Notices.", "Close": true,
+            "Actions": [ { "Type": "TrackQuest", "QuestId": "Two" } ] }"#;
+        let tracked = content(
+            &quests,
+            &[("a", "A"), ("board", "Board")],
+            &[
+                ("A", &giver(&["One", "Two"], "")),
+                (
+                    "Board",
+                    &format!(r#"{{ "FirstNode": "Board", {tracking} }}"#),
+                ),
+            ],
+            None,
+            None,
+        );
+        let two = trackable(&tracked);
+        assert_eq!(two, BTreeSet::from(["Two"]));
+        assert_eq!(
+            entries(&tracked, &tracked.world.npcs[0], fresh, &two),
+            BTreeSet::from(["One_Greet", "Two_Greet"])
+        );
+    }
+
+    #[test]
+    fn an_available_cutscene_quest_opens_no_conversation() {
+        // Talking to the giver accepts the quest and plays the scene: its greeting is never
+        // shown. A player whose scene was cut short opens on the check line.
+        let quests = format!(
+            "[{}]",
+            quest("Scene", "a", &[], r#", "Cutscene": "Lighting""#)
+        );
+        let content = content(
+            &quests,
+            &[("a", "A")],
+            &[("A", &giver(&["Scene"], ""))],
+            None,
+            None,
+        );
+        let found = explore(&content);
+        let messages = messages(&found);
+        assert!(
+            messages.contains(
+                &"conversation A: node `Scene_Greet` is never reached in any quest state"
+            ),
+            "{messages:?}"
+        );
+        assert!(
+            !messages.iter().any(|m| m.contains("Scene_Check")),
+            "{messages:?}"
+        );
+    }
+
+    #[test]
+    fn an_offer_is_also_walked_with_every_quest_it_does_not_need_completed() {
+        // A player can finish B's quest before taking A's: A's offer then has a word about it.
+        // In file order A's quest comes first, so only a state that meets it last walks that.
+        let quests = format!(
+            "[{}, {}, {}]",
+            quest("First", "a", &[], ""),
+            quest("Second", "b", &[], ""),
+            quest("Third", "b", &["First"], "")
+        );
+        let aside = r#""Aside": { "Text": "You helped B!", "Close": true }"#;
+        let a = giver(&["First"], aside).replace(
+            r#"{ "Text": "Yes.""#,
+            r#"{ "Text": "B sends word.", "Conditions": "quest(Second) == completed",
+                 "NextNode": "Aside" },
+               { "Text": "Yes.""#,
+        );
+        let content = content(
+            &quests,
+            &[("a", "A"), ("b", "B")],
+            &[("A", &a), ("B", &giver(&["Second", "Third"], ""))],
+            None,
+            None,
+        );
+        let met_last = states(&content)
+            .into_iter()
+            .find(|s| s.label == "First available, met last")
+            .expect("the state");
+        assert_eq!(met_last.quest_status("Second"), QuestStatus::Completed);
+        // What needs the quest is not available before it is done.
+        assert_eq!(met_last.quest_status("Third"), QuestStatus::Unavailable);
+        let found = explore(&content);
+        assert!(found.findings.is_empty(), "{:?}", messages(&found));
+    }
+
+    #[test]
+    fn a_lockout_line_is_one_line_said_only_by_the_npcs_its_stage_does_not_point_at() {
+        let quests = format!("[{}]", quest("Intro", "a", &[], ""));
+        let lockout = r#"{
+            "Wait": { "Text": "Talk to A first.", "Close": true },
+            "Unused": { "Text": "No stage uses me.", "Close": true } }"#;
+        let tutorial = r#"{ "Stages": [
+            { "Stage": 1, "PointsAt": "a", "Lockout": "Wait", "Until": { "Accepted": "Intro" } } ] }"#;
+        let content = content(
+            &quests,
+            &[("a", "A"), ("b", "B")],
+            &[
+                ("A", &giver(&["Intro"], "")),
+                (
+                    "B",
+                    r#"{ "FirstNode": "Hi", "Hi": { "Text": "Hi.", "Close": true } }"#,
+                ),
+            ],
+            Some(lockout),
+            Some(tutorial),
+        );
+        let fresh = &states(&content)[0];
+        let none = BTreeSet::new();
+        // The NPC the stage points at resolves as usual; everyone else is locked out.
+        let a = entries(&content, &content.world.npcs[0], fresh, &none);
+        let b = entries(&content, &content.world.npcs[1], fresh, &none);
+        assert_eq!(a, BTreeSet::from(["Intro_Greet"]));
+        assert_eq!(b, BTreeSet::from(["Hi", "Wait"]));
+
+        let found = explore(&content);
+        // `Unused` is found once, in the lockout file, not once per conversation; `Wait` counts
+        // as one line reached, though A never says it.
+        assert_eq!(
+            found.findings,
+            vec![Finding {
+                file: "lockout/Tutorial.json".into(),
+                message: "lockout layer: node `Unused` is never reached in any quest state".into()
+            }]
+        );
+        // A: AllDone and the quest's three lines; B: Hi; the lockout's two lines, once each.
+        assert_eq!((found.lines_reached, found.lines), (6, 7));
+    }
 }
