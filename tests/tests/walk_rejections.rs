@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! PimsTideTale_Greet ─ r1 "Go on, tell me." [AcceptQuest PimsTideTale] ─▶ PimsTideTale_Tale
-//!                    └ r2 "Another time, Pim." ─▶ PimsTideTale_Declined (close)
+//!                    └ r2 "Another time, Pim." ─▶ PimsTideTale_Declined ─▶ Pim_Hello
 //! PimsTideTale_Tale ─▶ PimsTideTale_Ending [AdvanceObjective PimsTideTale|HearTheTale|1|mistral_cay]
 //!                   ─▶ PimsTideTale_Complete [CompleteQuest PimsTideTale] (close)
 //! ```
