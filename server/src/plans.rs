@@ -91,6 +91,16 @@ pub enum Pick {
     Text(String),
 }
 
+/// As the plan wrote it: a name bare, a text in quotes.
+impl std::fmt::Display for Pick {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Pick::Name(name) => f.write_str(name),
+            Pick::Text(text) => write!(f, "{text:?}"),
+        }
+    }
+}
+
 /// A plan: its name, file and steps with their line numbers.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Plan {
@@ -478,7 +488,7 @@ impl Player {
                         .map(|v| format!("{} \"{}\"", v.name, v.text))
                         .collect();
                     return Err(format!(
-                        "no response {pick:?} on screen; the choices are {shown:?}"
+                        "no response {pick} on screen; the choices are {shown:?}"
                     ));
                 };
                 let mut out = Vec::new();
@@ -537,16 +547,16 @@ impl Player {
                             Ok(())
                         } else {
                             Err(format!(
-                                "expected the line {pick:?}, the player sees {} \"{}\"",
+                                "expected the line {pick}, the player sees {} \"{}\"",
                                 line.name, line.text
                             ))
                         }
                     }
                     Screen::Waiting => Err(format!(
-                        "expected the line {pick:?}, the player waits for a quest check"
+                        "expected the line {pick}, the player waits for a quest check"
                     )),
                     Screen::Ended => Err(format!(
-                        "expected the line {pick:?}, the conversation has ended"
+                        "expected the line {pick}, the conversation has ended"
                     )),
                 }
             }
