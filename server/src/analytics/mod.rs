@@ -228,6 +228,17 @@ impl Analytics {
         self.add(&mut pending, key, 1);
     }
 
+    /// A cutscene quest was offered and accepted at once (talking to its giver starts the
+    /// scene; no conversation puts an offer on screen): its funnel's first stage.
+    pub fn cutscene_offered(&self, library: &ContentVersion, quest: &str, locale: &str) {
+        if !self.enabled {
+            return;
+        }
+        let key = quest_key(library, quest, locale, stage::OFFERED);
+        let mut pending = self.pending();
+        self.add(&mut pending, key, 1);
+    }
+
     /// Everything counted since the last take, as rows for the store.
     pub fn take(&self) -> Vec<RollupRow> {
         let taken = std::mem::take(&mut *self.pending());

@@ -709,9 +709,11 @@ impl SessionCore {
         self.cutscene_quest = Some(quest.id.clone());
         self.story.enter(&mut self.machine, StoryState::Cutscene);
         let profile = quests::profile(&self.record);
+        let locale = self.served_locale();
         self.app
             .analytics
-            .effect(library, &self.served_locale(), &outcome.effect);
+            .cutscene_offered(library, &quest.id, &locale);
+        self.app.analytics.effect(library, &locale, &outcome.effect);
         self.out.push(ServerMessage::Effect {
             action: ActionType::AcceptQuest,
             effect: outcome.effect,

@@ -451,6 +451,27 @@ async fn a_cutscene_quest_makes_the_player_busy_until_done_and_pays_once() {
     let again = p.cutscene_done("LanternLighting");
     assert_eq!(p.code(again).await, ErrorCode::NoCutscene);
     assert_eq!(coins(&app, "lamplighter").await, paid);
+    // Its funnel: talking to the giver offered and accepted it at once; the scene paid it.
+    assert!(app.analytics.flush(app.store.as_ref()).await, "flushed");
+    let rows = app
+        .store
+        .rollups(crate::analytics::QUEST, "LanternsOfGullRock")
+        .await
+        .expect("rollups");
+    let funnel = crate::analytics::report::quest_funnel(
+        "LanternsOfGullRock",
+        &rows,
+        &crate::analytics::report::Selection::default(),
+    );
+    assert_eq!(
+        (
+            funnel.offered,
+            funnel.accepted,
+            funnel.completed,
+            funnel.declined
+        ),
+        (1, 1, 1, 0)
+    );
 }
 
 #[tokio::test]
