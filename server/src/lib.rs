@@ -27,6 +27,8 @@ pub mod resume;
 pub mod served;
 pub mod session;
 pub mod store;
+#[cfg(test)]
+mod testing;
 pub mod world;
 
 use std::future::Future;

@@ -307,30 +307,14 @@ fn check(doc: &Value, schema: &Value, value: &Value, at: &str, errors: &mut Vec<
                     check(doc, items_schema, item, &format!("{at}[{i}]"), errors);
                 }
             }
-            let count = items.len() as u64;
-            if keywords
-                .get("minItems")
-                .and_then(Value::as_u64)
-                .is_some_and(|min| count < min)
-                || keywords
-                    .get("maxItems")
-                    .and_then(Value::as_u64)
-                    .is_some_and(|max| count > max)
-            {
+            let count = items.len() as f64;
+            if out_of_bounds(keywords, "minItems", "maxItems", count) {
                 errors.push(format!("{at}: {count} items is out of bounds"));
             }
         }
         Value::String(text) => {
-            let length = text.chars().count() as u64;
-            if keywords
-                .get("minLength")
-                .and_then(Value::as_u64)
-                .is_some_and(|min| length < min)
-                || keywords
-                    .get("maxLength")
-                    .and_then(Value::as_u64)
-                    .is_some_and(|max| length > max)
-            {
+            let length = text.chars().count() as f64;
+            if out_of_bounds(keywords, "minLength", "maxLength", length) {
                 errors.push(format!(
                     "{at}: a string of {length} characters is out of bounds"
                 ));
@@ -338,20 +322,24 @@ fn check(doc: &Value, schema: &Value, value: &Value, at: &str, errors: &mut Vec<
         }
         Value::Number(number) => {
             let n = number.as_f64().expect("a JSON number is an f64");
-            if keywords
-                .get("minimum")
-                .and_then(Value::as_f64)
-                .is_some_and(|min| n < min)
-                || keywords
-                    .get("maximum")
-                    .and_then(Value::as_f64)
-                    .is_some_and(|max| n > max)
-            {
+            if out_of_bounds(keywords, "minimum", "maximum", n) {
                 errors.push(format!("{at}: {n} is out of bounds"));
             }
         }
         Value::Null | Value::Bool(_) => {}
     }
+}
+
+/// Whether `n` is below the schema's `min` keyword or above its `max` keyword.
+fn out_of_bounds(keywords: &serde_json::Map<String, Value>, min: &str, max: &str, n: f64) -> bool {
+    keywords
+        .get(min)
+        .and_then(Value::as_f64)
+        .is_some_and(|min| n < min)
+        || keywords
+            .get(max)
+            .and_then(Value::as_f64)
+            .is_some_and(|max| n > max)
 }
 
 fn check_object(

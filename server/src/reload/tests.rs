@@ -2,68 +2,22 @@
 //! content.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-
-use banter_test_db::TestDb;
 
 use super::{ReloadOptions, reload, reload_with, shrinkage};
-use crate::app::{App, SharedApp};
-use crate::config::Config;
-use crate::served::{ContentVersion, ServedContent};
-use crate::store::{self, ConnectOptions};
+use crate::app::SharedApp;
+use crate::served::ContentVersion;
+use crate::testing::{app_on, sample_content, sample_copy};
 use crate::world::NpcRegistry;
-
-fn sample_content() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../content")
-}
-
-async fn app_on(content: PathBuf) -> (SharedApp, TestDb) {
-    let db = TestDb::sqlite("reload");
-    let config = Config {
-        database_url: db.url(),
-        content: content.clone(),
-        ..Config::default()
-    };
-    let library = ContentVersion::load(&content, 1).expect("sample content loads");
-    let store = store::connect(&db.url(), ConnectOptions::default())
-        .await
-        .expect("sqlite store");
-    let app = Arc::new(App::new(
-        config,
-        ServedContent::new(content, library),
-        store,
-    ));
-    (app, db)
-}
 
 /// The sample content with Pim renamed: a version a test can tell apart.
 fn content_with_pim_named(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "banter-reload-{}-{}",
-        std::process::id(),
-        name.replace(' ', "-")
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    copy_dir(&sample_content(), &dir);
+    let dir = sample_copy("reload");
     let world = dir.join("world.json");
     let text = std::fs::read_to_string(&world).expect("world.json");
     let renamed = text.replacen("\"Name\": \"Pim\"", &format!("\"Name\": \"{name}\""), 1);
     assert_ne!(text, renamed, "Pim's name is in world.json");
     std::fs::write(&world, renamed).expect("write world.json");
     dir
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for entry in std::fs::read_dir(from).expect("read_dir") {
-        let entry = entry.expect("entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("type").is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy");
-        }
-    }
 }
 
 fn pims_name(app: &SharedApp) -> String {
@@ -77,7 +31,7 @@ fn pims_name(app: &SharedApp) -> String {
 
 #[tokio::test]
 async fn reloads_at_once_each_answer_a_version_of_their_own_and_the_last_is_served() {
-    let (app, _db) = app_on(sample_content()).await;
+    let (app, _db) = app_on("reload", sample_content()).await;
     let reloads: Vec<_> = (0..5)
         .map(|_| {
             let app = app.clone();
@@ -102,7 +56,7 @@ async fn reloads_at_once_each_answer_a_version_of_their_own_and_the_last_is_serv
 /// slow one publishes first, and the content served at the end is the newer one.
 #[tokio::test(flavor = "current_thread")]
 async fn a_slow_older_reload_never_replaces_a_newer_one() {
-    let (app, _db) = app_on(sample_content()).await;
+    let (app, _db) = app_on("reload", sample_content()).await;
     let older = content_with_pim_named("Pim the Older");
     let newer = content_with_pim_named("Pim the Newer");
     let (started_tx, started) = tokio::sync::oneshot::channel::<()>();
@@ -185,7 +139,7 @@ fn a_reload_that_removes_most_of_the_world_is_named_and_a_small_one_passes() {
 
 #[tokio::test]
 async fn a_shrinking_reload_is_refused_unless_forced_and_changes_nothing() {
-    let (app, _db) = app_on(sample_content()).await;
+    let (app, _db) = app_on("reload", sample_content()).await;
     let sample_npcs = app.content.current().content.world.npcs.len();
     let shrunk = move |_: &Path, version: u64| {
         let mut next = ContentVersion::load(&sample_content(), version)?;

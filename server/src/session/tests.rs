@@ -4,7 +4,7 @@
 //! Why one file over 600 lines: a list of independent tests of one module, each readable alone,
 //! over one shared fixture (the store, the content and the clock).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,41 +12,16 @@ use banter_protocol::{
     Action, ActionPayload, ActionType, ClientMessage, CloseReason, Effect, ErrorCode, Position,
     ServerMessage,
 };
-use banter_test_db::TestDb;
 
 use super::core::SessionCore;
 use crate::app::{App, SharedApp};
 use crate::config::Config;
 use crate::served::{ContentVersion, ServedContent};
-use crate::store::{self, ConnectOptions};
+use crate::testing::{app_on, sample_content, sample_copy};
 
 const PIM: Position = [-640.0, 2.0, 910.0];
 const INES: Position = [868.0, 22.0, 258.0];
 const MS: Duration = Duration::from_millis(1);
-
-fn sample_content() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../content")
-}
-
-/// A server's shared state on a private SQLite file, without a listener.
-async fn app_on(content: PathBuf) -> (SharedApp, TestDb) {
-    let db = TestDb::sqlite("session-core");
-    let config = Config {
-        database_url: db.url(),
-        content: content.clone(),
-        ..Config::default()
-    };
-    let library = ContentVersion::load(&content, 1).expect("sample content loads");
-    let store = store::connect(&db.url(), ConnectOptions::default())
-        .await
-        .expect("sqlite store");
-    let app = Arc::new(App::new(
-        config,
-        ServedContent::new(content, library),
-        store,
-    ));
-    (app, db)
-}
 
 /// One session of `player`, driven with a fake clock.
 struct Player {
@@ -203,7 +178,7 @@ async fn coins(app: &SharedApp, player: &str) -> i64 {
 
 #[tokio::test]
 async fn a_burst_of_small_moves_spends_one_slack_and_time_refills_it() {
-    let (app, _db) = app_on(sample_content()).await;
+    let (app, _db) = app_on("session-core", sample_content()).await;
     let mut p = Player::new(&app, "mover", 1).await;
     let spawn = p.move_to([0.0; 3]);
     p.ok(spawn).await;
@@ -230,7 +205,7 @@ async fn a_burst_of_small_moves_spends_one_slack_and_time_refills_it() {
 
 #[tokio::test]
 async fn talk_is_refused_without_a_body_out_of_reach_for_an_unknown_npc_and_too_soon() {
-    let (app, _db) = app_on(sample_content()).await;
+    let (app, _db) = app_on("session-core", sample_content()).await;
     let mut p = Player::new(&app, "talker", 1).await;
     let talk = p.talk("Pim");
     assert_eq!(p.code(talk).await, ErrorCode::NoBody);
@@ -263,7 +238,7 @@ async fn talk_is_refused_without_a_body_out_of_reach_for_an_unknown_npc_and_too_
 
 #[tokio::test]
 async fn pims_tale_walked_command_by_command_pays_once() {
-    let (app, _db) = app_on(sample_content()).await;
+    let (app, _db) = app_on("session-core", sample_content()).await;
     let mut p = Player::new(&app, "listener", 1).await;
     assert_eq!(p.open("Pim", PIM).await, "PimsTideTale_Greet");
     let yes = p.choose("PimsTideTale_Greet_r1");
@@ -310,7 +285,7 @@ async fn pims_tale_walked_command_by_command_pays_once() {
 
 #[tokio::test]
 async fn every_walk_refusal_has_its_code_and_changes_nothing() {
-    let (app, _db) = app_on(sample_content()).await;
+    let (app, _db) = app_on("session-core", sample_content()).await;
     let mut p = Player::new(&app, "walker", 1).await;
     let early = p.advance("PimsTideTale_Greet");
     assert_eq!(p.code(early).await, ErrorCode::NoConversation);
@@ -352,7 +327,7 @@ async fn every_walk_refusal_has_its_code_and_changes_nothing() {
 
 #[tokio::test]
 async fn fetch_set_afk_and_unknown_conversations() {
-    let (app, _db) = app_on(sample_content()).await;
+    let (app, _db) = app_on("session-core", sample_content()).await;
     let mut p = Player::new(&app, "reader", 1).await;
     let fetch = ClientMessage::FetchConversation {
         id: Some(5),
@@ -424,7 +399,7 @@ async fn fetch_set_afk_and_unknown_conversations() {
 
 #[tokio::test]
 async fn a_cutscene_quest_makes_the_player_busy_until_done_and_pays_once() {
-    let (app, _db) = app_on(sample_content()).await;
+    let (app, _db) = app_on("session-core", sample_content()).await;
     let mut p = Player::new(&app, "lamplighter", 1).await;
     let spawn = p.move_to(INES);
     p.ok(spawn).await;
@@ -476,7 +451,7 @@ async fn a_cutscene_quest_makes_the_player_busy_until_done_and_pays_once() {
 
 #[tokio::test]
 async fn resume_checks_the_world_now_and_a_refused_resume_leaves_it_parked() {
-    let (app, _db) = app_on(sample_content()).await;
+    let (app, _db) = app_on("session-core", sample_content()).await;
     let mut old = Player::new(&app, "dropper", 1).await;
     old.open("Pim", PIM).await;
     let yes = old.choose("PimsTideTale_Greet_r1");
@@ -520,7 +495,7 @@ async fn resume_checks_the_world_now_and_a_refused_resume_leaves_it_parked() {
 
 #[tokio::test]
 async fn resume_without_a_body_is_no_body() {
-    let (app, _db) = app_on(sample_content()).await;
+    let (app, _db) = app_on("session-core", sample_content()).await;
     let mut p = Player::new(&app, "ghost", 1).await;
     let resume = p.resume("anything");
     assert_eq!(p.code(resume).await, ErrorCode::NoBody);
@@ -528,12 +503,7 @@ async fn resume_without_a_body_is_no_body() {
 
 /// A copy of the sample content whose world puts `npc` somewhere else.
 fn content_with_npc_moved(npc: &str, to: Position) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "banter-session-content-{}-{}",
-        std::process::id(),
-        crate::incident::reference()
-    ));
-    copy_dir(&sample_content(), &dir);
+    let dir = sample_copy("session-content");
     let path = dir.join("world.json");
     let text = std::fs::read_to_string(&path).expect("world.json");
     let mut world: serde_json::Value = serde_json::from_str(&text).expect("json");
@@ -547,23 +517,10 @@ fn content_with_npc_moved(npc: &str, to: Position) -> PathBuf {
     dir
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for entry in std::fs::read_dir(from).expect("read_dir") {
-        let entry = entry.expect("entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("type").is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy");
-        }
-    }
-}
-
 #[tokio::test]
 async fn an_action_after_a_reload_moved_the_npc_away_closes_walked_away_and_pays_nothing() {
     let moved = content_with_npc_moved("pim", [PIM[0] + 500.0, PIM[1], PIM[2]]);
-    let (app, _db) = app_on(sample_content()).await;
+    let (app, _db) = app_on("session-core", sample_content()).await;
     // Serve the sample, then reload from a folder where Pim stands 500 studs away.
     let app = {
         let library = ContentVersion::load(&sample_content(), 1).expect("loads");
@@ -601,7 +558,7 @@ async fn an_action_after_a_reload_moved_the_npc_away_closes_walked_away_and_pays
 #[tokio::test]
 async fn a_cutscene_that_ends_out_of_reach_closes_the_conversation_it_played_in() {
     let moved = content_with_npc_moved("ines", [INES[0] + 500.0, INES[1], INES[2]]);
-    let (app, _db) = app_on(sample_content()).await;
+    let (app, _db) = app_on("session-core", sample_content()).await;
     let app = {
         let library = ContentVersion::load(&sample_content(), 1).expect("loads");
         Arc::new(App::new(
@@ -658,7 +615,7 @@ async fn a_cutscene_that_ends_out_of_reach_closes_the_conversation_it_played_in(
 
 #[tokio::test]
 async fn a_store_failure_answers_with_a_reference_and_never_the_drivers_text() {
-    let (app, _db) = app_on(sample_content()).await;
+    let (app, _db) = app_on("session-core", sample_content()).await;
     let mut p = Player::new(&app, "unlucky", 1).await;
     p.open("Pim", PIM).await;
     let yes = p.choose("PimsTideTale_Greet_r1");
@@ -679,12 +636,7 @@ async fn a_store_failure_answers_with_a_reference_and_never_the_drivers_text() {
 /// A copy of the sample content where Pim's offer can only be taken while not Afk and the tale
 /// waits for a quest check's jump instead of going on by itself.
 fn content_with_pim_edited() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "banter-session-content-{}-{}",
-        std::process::id(),
-        crate::incident::reference()
-    ));
-    copy_dir(&sample_content(), &dir);
+    let dir = sample_copy("session-content");
     let path = dir.join("dialogue/base/Pim.json");
     let text = std::fs::read_to_string(&path).expect("Pim.json");
     let mut pim: serde_json::Value = serde_json::from_str(&text).expect("json");
@@ -707,7 +659,7 @@ fn content_with_pim_edited() -> PathBuf {
 #[tokio::test]
 async fn a_condition_that_stopped_holding_and_a_line_awaiting_its_jump_are_refused() {
     let edited = content_with_pim_edited();
-    let (app, _db) = app_on(edited.clone()).await;
+    let (app, _db) = app_on("session-core", edited.clone()).await;
     let mut p = Player::new(&app, "edgy", 1).await;
     assert_eq!(p.open("Pim", PIM).await, "PimsTideTale_Greet");
     // The offer was shown while its condition held; going Afk makes it fail now.
@@ -733,7 +685,7 @@ async fn a_condition_that_stopped_holding_and_a_line_awaiting_its_jump_are_refus
 
 #[tokio::test]
 async fn a_database_that_refuses_for_good_answers_internal_with_a_reference_only() {
-    let (app, db) = app_on(sample_content()).await;
+    let (app, db) = app_on("session-core", sample_content()).await;
     let mut p = Player::new(&app, "unlucky-too", 1).await;
     p.open("Pim", PIM).await;
     let yes = p.choose("PimsTideTale_Greet_r1");
@@ -753,7 +705,7 @@ async fn a_database_that_refuses_for_good_answers_internal_with_a_reference_only
 
 #[tokio::test]
 async fn completing_before_the_objective_is_quest_state_and_keeps_the_arming() {
-    let (app, _db) = app_on(sample_content()).await;
+    let (app, _db) = app_on("session-core", sample_content()).await;
     let mut p = Player::new(&app, "hasty", 1).await;
     p.open("Pim", PIM).await;
     for step in [
@@ -775,7 +727,7 @@ async fn completing_before_the_objective_is_quest_state_and_keeps_the_arming() {
 
 #[tokio::test]
 async fn a_cutscene_quest_left_playing_is_picked_up_by_the_next_session_and_paid_once() {
-    let (app, _db) = app_on(sample_content()).await;
+    let (app, _db) = app_on("session-core", sample_content()).await;
     let mut first = Player::new(&app, "watcher", 1).await;
     let spawn = first.move_to(INES);
     first.ok(spawn).await;
@@ -894,7 +846,7 @@ fn plain_action(action_type: ActionType, payload: &str) -> ClientMessage {
 
 #[tokio::test]
 async fn server_verdict_vectors_are_current() {
-    let (app, _db) = app_on(sample_content()).await;
+    let (app, _db) = app_on("session-core", sample_content()).await;
     let pims_quest = vec![
         step(0, plain_move(PIM)),
         step(0, plain_talk("Pim")),
@@ -1085,7 +1037,7 @@ async fn server_verdict_vectors_are_current() {
 #[tokio::test]
 async fn what_players_did_in_a_conversation_becomes_its_report() {
     use crate::analytics::{AnalyticsQuery, Answer};
-    let (app, _db) = app_on(sample_content()).await;
+    let (app, _db) = app_on("session-core", sample_content()).await;
 
     let mut listener = Player::new(&app, "listener", 1).await;
     assert_eq!(listener.open("Pim", PIM).await, "PimsTideTale_Greet");
