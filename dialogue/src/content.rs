@@ -2,11 +2,13 @@
 //!
 //! ```text
 //! content/
-//!   world.json                    islands and the NPC registry
-//!   quests.json                   quest definitions
+//!   world.json                    islands and the NPC registry (required)
+//!   quests.json                   quest definitions (required; `[]` if every quest is generated)
 //!   tutorial.json                 the tutorial's stages (optional)
-//!   world.generated.json          NPCs written by `gen-content` (optional)
-//!   quests.generated.json         quests written by `gen-content` (optional)
+//!   world.generated/<npc>.json    one NPC each, written by `gen-content` (optional)
+//!   quests.generated/<npc>.json   that NPC's quests, written by `gen-content` (optional)
+//!   world.generated.json          the generator's older single files, still read (optional)
+//!   quests.generated.json
 //!   dialogue/base/<Name>.json     base conversations (or <Name>.editor.json)
 //!   dialogue/side/<Name>.json     side-quest layer over the base conversation <Name>
 //!   dialogue/story/<Name>.json    story layer over <Name>
@@ -15,7 +17,14 @@
 //!
 //! Loading never stops at the first problem: it returns what it could build together with every
 //! diagnostic, and the caller refuses content with errors (`check-content`, server start, hot
-//! reload).
+//! reload). Every island, NPC and quest keeps where it was read ([`Origins`]), so a check names
+//! the file and the index a writer edits, generated or hand-written. A required file that is
+//! missing or broken is one diagnostic and a mark in [`Content::unloaded`], so the checks leave
+//! out what would only repeat its absence (every NPC "on an unknown island").
+//!
+//! Everything here is linear in the size of the folder: each file is read once, the generated
+//! shards are one small file per NPC (none nears [`MAX_FILE_BYTES`](crate::json::MAX_FILE_BYTES)
+//! at any size), and merging touches each node once.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -169,12 +178,79 @@ impl QuestDef {
     }
 }
 
+/// The hand-written world file, relative to the content folder.
+pub const WORLD_FILE: &str = "world.json";
+/// The hand-written quest file, relative to the content folder.
+pub const QUESTS_FILE: &str = "quests.json";
+/// The tutorial's file, relative to the content folder.
+pub const TUTORIAL_FILE: &str = "tutorial.json";
+
+/// Where one island, NPC or quest was read: its file and its 1-based place in that file's list
+/// (`Npcs[3]` of `world.json`, `[2]` of `quests.generated/hattie.json`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Origin {
+    pub file: Arc<str>,
+    pub index: usize,
+}
+
+/// [`Origin`]s parallel to `world.islands`, `world.npcs` and `quests`. Content built in memory
+/// may leave them empty; [`Origins::npc`] and the others then name the hand-written file and
+/// the entry's place in the merged list.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Origins {
+    pub islands: Vec<Origin>,
+    pub npcs: Vec<Origin>,
+    pub quests: Vec<Origin>,
+}
+
+impl Origins {
+    /// The file and field path (`Islands[i]`) of island `i` of the merged world.
+    pub fn island(&self, root: &Path, i: usize) -> (String, String) {
+        let (file, k) = pick(&self.islands, root, WORLD_FILE, i);
+        (file, format!("Islands[{k}]"))
+    }
+
+    /// The file and field path (`Npcs[i]`) of NPC `i` of the merged world.
+    pub fn npc(&self, root: &Path, i: usize) -> (String, String) {
+        let (file, k) = pick(&self.npcs, root, WORLD_FILE, i);
+        (file, format!("Npcs[{k}]"))
+    }
+
+    /// The file and field path (`[i]`) of quest `i` of the merged quest list.
+    pub fn quest(&self, root: &Path, i: usize) -> (String, String) {
+        let (file, k) = pick(&self.quests, root, QUESTS_FILE, i);
+        (file, format!("[{k}]"))
+    }
+}
+
+fn pick(origins: &[Origin], root: &Path, fallback: &str, i: usize) -> (String, usize) {
+    match origins.get(i) {
+        Some(o) => (o.file.to_string(), o.index),
+        None => (root.join(fallback).display().to_string(), i + 1),
+    }
+}
+
+/// The required files that are missing or could not be read or parsed. Their diagnostics say
+/// so; the checks skip what would only be a consequence (an island "unknown" because the file
+/// declaring it did not load).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Unloaded {
+    /// `world.json`: the islands and the hand-written NPCs.
+    pub world: bool,
+    /// `quests.json`: the hand-written quests.
+    pub quests: bool,
+}
+
 /// Everything loaded from a content folder.
 #[derive(Clone, Debug, Default)]
 pub struct Content {
     pub root: PathBuf,
     pub world: World,
     pub quests: Vec<QuestDef>,
+    /// Where each island, NPC and quest was read.
+    pub origins: Origins,
+    /// Required files that did not load.
+    pub unloaded: Unloaded,
     /// Merged graphs by conversation name, shared by every session that opens them.
     pub conversations: BTreeMap<String, Arc<DialogueGraph>>,
     /// The merged conversations before the build, kept for checks and export.
@@ -193,6 +269,33 @@ pub struct Content {
 }
 
 impl Content {
+    /// Appends a world file's islands and NPCs, remembering where each was read.
+    fn add_world(&mut self, path: &Path, world: World) {
+        let file: Arc<str> = path.display().to_string().into();
+        let at = |i: usize| Origin {
+            file: file.clone(),
+            index: i + 1,
+        };
+        self.origins
+            .islands
+            .extend((0..world.islands.len()).map(at));
+        self.origins.npcs.extend((0..world.npcs.len()).map(at));
+        self.world.islands.extend(world.islands);
+        self.world.npcs.extend(world.npcs);
+    }
+
+    /// Appends a quest file's quests, remembering where each was read.
+    fn add_quests(&mut self, path: &Path, quests: Vec<QuestDef>) {
+        let file: Arc<str> = path.display().to_string().into();
+        self.origins
+            .quests
+            .extend((0..quests.len()).map(|i| Origin {
+                file: file.clone(),
+                index: i + 1,
+            }));
+        self.quests.extend(quests);
+    }
+
     pub fn quest(&self, id: &str) -> Option<&QuestDef> {
         self.quests.iter().find(|q| q.id == id)
     }
@@ -212,30 +315,43 @@ impl Content {
             root: root.to_owned(),
             ..Content::default()
         };
-        if let Some(world) = read_json::<World>(&root.join("world.json"), &mut diagnostics) {
-            content.world = world;
-        }
-        if let Some(quests) =
-            read_json::<Vec<QuestDef>>(&root.join("quests.json"), &mut diagnostics)
-        {
-            content.quests = quests;
-        }
-        content.tutorial = read_json::<crate::tutorial::TutorialDef>(
-            &root.join("tutorial.json"),
+        let world_path = root.join(WORLD_FILE);
+        match read_required::<World>(
+            &world_path,
+            "every content folder has one: it declares the islands (and the hand-written NPCs)",
             &mut diagnostics,
-        );
-        // What `gen-content` wrote (see `generate`): more NPCs and quests, read after the
-        // hand-written files. Both are optional.
-        if let Some(world) =
-            read_json::<World>(&root.join(crate::generate::WORLD_FILE), &mut diagnostics)
-        {
-            content.world.islands.extend(world.islands);
-            content.world.npcs.extend(world.npcs);
+        ) {
+            Some(world) => content.add_world(&world_path, world),
+            None => content.unloaded.world = true,
         }
-        if let Some(quests) =
-            read_json::<Vec<QuestDef>>(&root.join(crate::generate::QUESTS_FILE), &mut diagnostics)
-        {
-            content.quests.extend(quests);
+        let quests_path = root.join(QUESTS_FILE);
+        match read_required::<Vec<QuestDef>>(
+            &quests_path,
+            "every content folder has one, `[]` when every quest is generated",
+            &mut diagnostics,
+        ) {
+            Some(quests) => content.add_quests(&quests_path, quests),
+            None => content.unloaded.quests = true,
+        }
+        content.tutorial =
+            read_json::<crate::tutorial::TutorialDef>(&root.join(TUTORIAL_FILE), &mut diagnostics);
+        // What `gen-content` wrote (see `generate`): more NPCs and quests, read after the
+        // hand-written files, one shard per NPC; the single files of older generators too.
+        for (path, world) in read_generated::<World>(
+            root,
+            crate::generate::LEGACY_WORLD_FILE,
+            crate::generate::WORLD_DIR,
+            &mut diagnostics,
+        ) {
+            content.add_world(&path, world);
+        }
+        for (path, quests) in read_generated::<Vec<QuestDef>>(
+            root,
+            crate::generate::LEGACY_QUESTS_FILE,
+            crate::generate::QUESTS_DIR,
+            &mut diagnostics,
+        ) {
+            content.add_quests(&path, quests);
         }
 
         let dialogue = root.join("dialogue");
@@ -296,21 +412,23 @@ impl Content {
                 }
             }
         }
-        for (name, base_file) in &base {
+        // By value: each parsed base file is dropped once merged, so the parsed files and the
+        // merged conversations are not all held at once.
+        for (name, base_file) in base {
             let mut stack: Vec<(Layer, &ConversationFile)> = Vec::new();
             for layer in [Layer::Side, Layer::Story] {
-                if let Some(file) = files.get(&layer).and_then(|m| m.get(name)) {
+                if let Some(file) = files.get(&layer).and_then(|m| m.get(&name)) {
                     stack.push((layer, file));
                 }
             }
             stack.extend(lockout.iter().map(|f| (Layer::Lockout, f)));
-            let merged = layers::merge(name, base_file, &stack, &mut diagnostics);
+            let merged = layers::merge(&name, &base_file, &stack, &mut diagnostics);
             if merged.first_node.is_none() {
                 diagnostics.push(Diagnostic::error(&base_file.file, Problem::NoFirstNode));
             }
             let graph = DialogueGraph::build(&merged, &mut diagnostics);
             content.conversations.insert(name.clone(), Arc::new(graph));
-            content.merged.insert(name.clone(), merged);
+            content.merged.insert(name, merged);
         }
         content.locales = load_locales(&root.join(crate::locale::FOLDER), &mut diagnostics);
         content.bark_lines = bark_lines(&root.join(BARK_CATALOG), &mut diagnostics);
@@ -450,45 +568,126 @@ fn json_files(folder: &Path, diagnostics: &mut Vec<Diagnostic>) -> Vec<PathBuf> 
     };
     let mut files: Vec<PathBuf> = entries
         .filter_map(Result::ok)
+        .filter(|e| {
+            // The entry's own type needs no second system call; a link is followed.
+            e.file_type()
+                .is_ok_and(|t| t.is_file() || (t.is_symlink() && e.path().is_file()))
+        })
         .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json") && p.is_file())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
         .collect();
     files.sort();
     files
 }
 
+/// Reads a file whole, refusing one over [`MAX_FILE_BYTES`](crate::json::MAX_FILE_BYTES) before
+/// reading it. One open, one size query and one read.
 fn read_bytes(path: &Path, diagnostics: &mut Vec<Diagnostic>) -> Option<Vec<u8>> {
-    let display = path.display().to_string();
-    match std::fs::metadata(path) {
-        Ok(meta) if meta.len() > crate::json::MAX_FILE_BYTES => {
+    use std::io::Read;
+    let unreadable = |e: std::io::Error| {
+        Diagnostic::error(
+            path.display().to_string(),
+            Problem::Unreadable(e.to_string()),
+        )
+    };
+    let mut file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(e) => {
+            diagnostics.push(unreadable(e));
+            return None;
+        }
+    };
+    let size = match file.metadata() {
+        Ok(meta) => meta.len(),
+        Err(e) => {
+            diagnostics.push(unreadable(e));
+            return None;
+        }
+    };
+    if size > crate::json::MAX_FILE_BYTES {
+        diagnostics.push(Diagnostic::error(
+            path.display().to_string(),
+            Problem::TooLarge {
+                size,
+                limit: crate::json::MAX_FILE_BYTES,
+            },
+        ));
+        return None;
+    }
+    // The limit again while reading: a file that grows after the size query stays bounded.
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    match (&mut file)
+        .take(crate::json::MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+    {
+        Ok(_) if bytes.len() as u64 > crate::json::MAX_FILE_BYTES => {
             diagnostics.push(Diagnostic::error(
-                display,
+                path.display().to_string(),
                 Problem::TooLarge {
-                    size: meta.len(),
+                    size: bytes.len() as u64,
                     limit: crate::json::MAX_FILE_BYTES,
                 },
             ));
-            return None;
+            None
         }
-        Ok(_) => {}
+        Ok(_) => Some(bytes),
         Err(e) => {
-            diagnostics.push(Diagnostic::error(
-                display,
-                Problem::Unreadable(e.to_string()),
-            ));
-            return None;
-        }
-    }
-    match std::fs::read(path) {
-        Ok(bytes) => Some(bytes),
-        Err(e) => {
-            diagnostics.push(Diagnostic::error(
-                display,
-                Problem::Unreadable(e.to_string()),
-            ));
+            diagnostics.push(unreadable(e));
             None
         }
     }
+}
+
+/// Reads a file every content folder needs: missing, it is one [`Problem::MissingFile`] saying
+/// `why` it is needed. `None` when it is missing or broken (with its diagnostic).
+fn read_required<T: for<'de> Deserialize<'de>>(
+    path: &Path,
+    why: &str,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Option<T> {
+    if !path.exists() {
+        diagnostics.push(Diagnostic::error(
+            path.display().to_string(),
+            Problem::MissingFile(why.to_owned()),
+        ));
+        return None;
+    }
+    read_json(path, diagnostics)
+}
+
+/// What `gen-content` wrote of one kind: the shards of `dir` (one file per NPC), sorted, or the
+/// single `legacy` file an older generator wrote. Both at once would define every generated
+/// entry twice: that is one error on the old file, which is then not read.
+fn read_generated<T: for<'de> Deserialize<'de>>(
+    root: &Path,
+    legacy: &str,
+    dir: &str,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Vec<(PathBuf, T)> {
+    let mut out = Vec::new();
+    let shards = json_files(&root.join(dir), diagnostics);
+    let legacy_path = root.join(legacy);
+    if legacy_path.exists() {
+        if shards.is_empty() {
+            if let Some(value) = read_json(&legacy_path, diagnostics) {
+                out.push((legacy_path, value));
+            }
+        } else {
+            diagnostics.push(Diagnostic::error(
+                legacy_path.display().to_string(),
+                Problem::Other(format!(
+                    "an older gen-content's single file beside the shards in {dir}/, which hold \
+                     the same entries; run gen-content again (it removes this file) or delete it"
+                )),
+            ));
+        }
+    }
+    for path in shards {
+        if let Some(value) = read_json(&path, diagnostics) {
+            out.push((path, value));
+        }
+    }
+    out
 }
 
 /// Reads a typed JSON file (world, quests); a missing file is an empty default with no error.

@@ -24,6 +24,9 @@ pub struct Position {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum Problem {
     // Reading and parsing.
+    /// A file every content folder needs is not there; the reason says what it holds.
+    #[error("the file is missing: {0}")]
+    MissingFile(String),
     #[error("cannot read the file: {0}")]
     Unreadable(String),
     #[error("the file is {size} bytes, over the {limit}-byte limit for one content file")]
@@ -126,6 +129,8 @@ pub struct Diagnostic {
     /// The field path inside the node, such as `Responses[2].NextNode`.
     pub field: Option<String>,
     pub problem: Problem,
+    /// Where else to look, printed after the message: the first of two definitions.
+    pub note: Option<String>,
 }
 
 impl Diagnostic {
@@ -137,6 +142,7 @@ impl Diagnostic {
             node: None,
             field: None,
             problem,
+            note: None,
         }
     }
 
@@ -162,6 +168,16 @@ impl Diagnostic {
         self
     }
 
+    /// Names the other place a duplicate is defined (`first defined at world.json Npcs[2]`).
+    pub fn also_at(mut self, file: &str, field: &str) -> Self {
+        self.note = Some(if file == self.file {
+            format!("first defined at {field}")
+        } else {
+            format!("first defined in {file} at {field}")
+        });
+        self
+    }
+
     pub fn is_error(&self) -> bool {
         self.severity == Severity::Error
     }
@@ -183,7 +199,11 @@ impl fmt::Display for Diagnostic {
             (None, Some(field)) => write!(f, ": field `{field}`")?,
             (None, None) => {}
         }
-        write!(f, ": {}", self.problem)
+        write!(f, ": {}", self.problem)?;
+        if let Some(note) = &self.note {
+            write!(f, " ({note})")?;
+        }
+        Ok(())
     }
 }
 

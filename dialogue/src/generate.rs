@@ -5,6 +5,12 @@
 //! file as text, keyed by its path relative to the content folder. The same input always gives
 //! byte-identical output (sorted, fixed field order, two-space indentation, trailing newline).
 //!
+//! Per NPC it writes three files, so no file grows with the number of NPCs and each stays far
+//! below the loader's per-file limit at any size: `dialogue/base/<Conversation>.json`,
+//! `world.generated/<npc id>.json` (a world file listing that NPC alone) and, if it gives quests,
+//! `quests.generated/<npc id>.json` (its quests, sorted by id). NPC ids and conversation names
+//! that differ only in case are refused: they would be one file on a case-insensitive disk.
+//!
 //! Two quest shapes:
 //!
 //! - **work** (`catch`/`find` objectives): `<Q>_Greet` offers (accept with AcceptQuest →
@@ -24,17 +30,24 @@
 //! the transcription schema (`Transcribed*`) and the output schema (`*Out`) must change together,
 //! and side by side a reviewer sees both.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
 use crate::content::{NpcDef, ObjectiveDef, ObjectiveKind, QuestKind, Rewards, Vec3};
 
-/// Where the generated quest definitions go, relative to the content folder.
-pub const QUESTS_FILE: &str = "quests.generated.json";
-/// Where the generated NPC entries go, relative to the content folder.
-pub const WORLD_FILE: &str = "world.generated.json";
+/// The folder of generated NPC entries, relative to the content folder: one shard per NPC,
+/// `world.generated/<npc id>.json`, a world file with that NPC alone.
+pub const WORLD_DIR: &str = "world.generated";
+/// The folder of generated quest definitions, relative to the content folder: one shard per NPC
+/// that gives quests, `quests.generated/<npc id>.json`, its quests sorted by id.
+pub const QUESTS_DIR: &str = "quests.generated";
+/// The single file older generators wrote every NPC into; still read when the shard folder is
+/// absent, and removed by `gen-content` when it writes the shards.
+pub const LEGACY_WORLD_FILE: &str = "world.generated.json";
+/// The single file older generators wrote every quest into (see [`LEGACY_WORLD_FILE`]).
+pub const LEGACY_QUESTS_FILE: &str = "quests.generated.json";
 /// The folder of generated base conversations, relative to the content folder.
 pub const BASE_DIR: &str = "dialogue/base";
 
@@ -353,26 +366,39 @@ fn validate(file: &str, t: &Transcription, errors: &mut Vec<GenError>) {
 }
 
 fn check_unique(parsed: &[(String, Transcription)], errors: &mut Vec<GenError>) {
-    let mut npcs: BTreeMap<&str, &str> = BTreeMap::new();
-    let mut conversations: BTreeMap<&str, &str> = BTreeMap::new();
+    // Keyed in lower case: `Hattie` and `hattie` name one file on a case-insensitive disk.
+    let mut npcs: BTreeMap<String, (&str, &str)> = BTreeMap::new();
+    let mut conversations: BTreeMap<String, (&str, &str)> = BTreeMap::new();
     let mut quests: BTreeMap<&str, &str> = BTreeMap::new();
     for (file, t) in parsed {
-        if let Some(other) = npcs.insert(&t.npc.id, file) {
-            errors.push(GenError::new(
-                file,
-                Some("Npc.Id".into()),
-                format!("NPC `{}` is also transcribed in {other}", t.npc.id),
-            ));
+        if let Some((other_id, other)) = npcs.insert(t.npc.id.to_lowercase(), (&t.npc.id, file)) {
+            let message = if other_id == t.npc.id {
+                format!("NPC `{}` is also transcribed in {other}", t.npc.id)
+            } else {
+                format!(
+                    "NPC `{}` differs from `{other_id}` in {other} only in case: their files \
+                     ({WORLD_DIR}/{}.json) would be one on a case-insensitive disk",
+                    t.npc.id, t.npc.id
+                )
+            };
+            errors.push(GenError::new(file, Some("Npc.Id".into()), message));
         }
-        if let Some(other) = conversations.insert(&t.conversation, file) {
-            errors.push(GenError::new(
-                file,
-                Some("Conversation".into()),
+        if let Some((other_name, other)) =
+            conversations.insert(t.conversation.to_lowercase(), (&t.conversation, file))
+        {
+            let message = if other_name == t.conversation {
                 format!(
                     "conversation `{}` is also generated from {other}",
                     t.conversation
-                ),
-            ));
+                )
+            } else {
+                format!(
+                    "conversation `{}` differs from `{other_name}` in {other} only in case: \
+                     their files ({BASE_DIR}/{}.json) would be one on a case-insensitive disk",
+                    t.conversation, t.conversation
+                )
+            };
+            errors.push(GenError::new(file, Some("Conversation".into()), message));
         }
         for (i, q) in t.quests.iter().enumerate() {
             if let Some(other) = quests.insert(&q.id, file)
@@ -526,23 +552,39 @@ fn pretty<T: Serialize>(value: &T) -> String {
 
 fn write_all(parsed: &[(String, Transcription)]) -> Generated {
     let mut out = Generated::new();
-    let mut quests = Vec::new();
-    let mut npcs = Vec::new();
+    // Every line id written so far: ids are 40-bit hashes, and among the millions of lines of a
+    // large generated world two would clash (about three at 50,000 NPCs).
+    let mut taken: HashSet<String> = HashSet::new();
     for (_, t) in parsed {
         out.insert(
             format!("{BASE_DIR}/{}.json", t.conversation),
-            conversation(t),
+            conversation(t, &mut taken),
         );
-        npcs.push(NpcDef {
+        let npc = NpcDef {
             id: t.npc.id.clone(),
             name: t.npc.name.clone(),
             island: t.npc.island.clone(),
             position: t.npc.position,
             range: t.npc.range.unwrap_or(8.0),
             conversation: t.conversation.clone(),
-        });
-        for q in &t.quests {
-            quests.push(QuestOut {
+        };
+        // One shard per NPC: no generated file grows with the number of NPCs, so none nears
+        // the loader's per-file limit, and adding an NPC adds files instead of changing one.
+        let world = WorldOut {
+            islands: [],
+            npcs: vec![npc],
+        };
+        out.insert(
+            format!("{WORLD_DIR}/{}.json", t.npc.id),
+            pretty(&world) + "\n",
+        );
+        if t.quests.is_empty() {
+            continue;
+        }
+        let mut quests: Vec<QuestOut<'_>> = t
+            .quests
+            .iter()
+            .map(|q| QuestOut {
                 id: &q.id,
                 giver: &t.npc.id,
                 kind: q.kind,
@@ -565,19 +607,20 @@ fn write_all(parsed: &[(String, Transcription)]) -> Generated {
                     check: format!("{}_Check", q.id),
                     completion: format!("{}_Complete", q.id),
                 },
-            });
-        }
+            })
+            .collect();
+        quests.sort_by(|a, b| a.id.cmp(b.id));
+        out.insert(
+            format!("{QUESTS_DIR}/{}.json", t.npc.id),
+            pretty(&quests) + "\n",
+        );
     }
-    quests.sort_by(|a, b| a.id.cmp(b.id));
-    out.insert(QUESTS_FILE.to_owned(), pretty(&quests) + "\n");
-    let world = WorldOut { islands: [], npcs };
-    out.insert(WORLD_FILE.to_owned(), pretty(&world) + "\n");
     out
 }
 
 /// One NPC's base conversation, as canonical JSON with `FirstNode` and `Speaker` first and the
 /// nodes in generation order.
-fn conversation(t: &Transcription) -> String {
+fn conversation(t: &Transcription, taken: &mut HashSet<String>) -> String {
     let c = &t.conversation;
     let hello = format!("{c}_Hello");
     let bye = format!("{c}_Bye");
@@ -621,9 +664,9 @@ fn conversation(t: &Transcription) -> String {
     // Line ids from the conversation, the node and (for a response) its text: the same
     // transcription always generates the same ids, and reordering quests or responses keeps them.
     for (name, node) in &mut nodes {
-        node.line_id = Some(crate::lines::derive_id(&[c, name]));
+        node.line_id = Some(unique_id(&[c, name], taken));
         for response in &mut node.responses {
-            response.line_id = Some(crate::lines::derive_id(&[c, name, response.text]));
+            response.line_id = Some(unique_id(&[c, name, response.text], taken));
         }
     }
 
@@ -636,6 +679,23 @@ fn conversation(t: &Transcription) -> String {
     }
     text.push_str("\n}\n");
     text
+}
+
+/// The line id [`derive_id`](crate::lines::derive_id) makes from `parts`, unless an earlier
+/// line has it: then the parts with a counter, as `strings tag` does. NPCs are generated in id
+/// order, so the same transcriptions give the same ids.
+fn unique_id(parts: &[&str], taken: &mut HashSet<String>) -> String {
+    let mut id = crate::lines::derive_id(parts);
+    let mut salt = 0u32;
+    while taken.contains(&id) {
+        salt += 1;
+        let salted = salt.to_string();
+        let mut with_salt = parts.to_vec();
+        with_salt.push(&salted);
+        id = crate::lines::derive_id(&with_salt);
+    }
+    taken.insert(id.clone());
+    id
 }
 
 fn quest_nodes<'a>(q: &'a TranscribedQuest, nodes: &mut Vec<(String, NodeOut<'a>)>) {

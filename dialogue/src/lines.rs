@@ -10,13 +10,13 @@
 //! Line ids carry text only, never structure: nothing in the walk, the payloads or the
 //! reachable set reads them.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
 use crate::canonical::{FIRST_NODE, LINE_ID, SPEAKER};
 use crate::content::Content;
 use crate::diagnostic::{Diagnostic, Problem};
-use crate::model::Exit;
+use crate::model::{Conversation, Exit};
 
 /// The prefix of every id [`derive_id`] makes.
 pub const ID_PREFIX: &str = "line:";
@@ -110,127 +110,345 @@ impl LineIndex {
     /// Indexes the merged conversations of `content`. A node a layer adds to every
     /// conversation (the lockout layer's) is one line, found at one site.
     pub fn new(content: &Content) -> LineIndex {
-        let mut sites: BTreeMap<String, Vec<LineSite>> = BTreeMap::new();
-        let mut index = LineIndex::default();
+        LineIndex::with_lines_where(content, |_| true).0
+    }
+
+    /// [`LineIndex::new`] with only the lines whose id `keep` accepts in `lines` (every line
+    /// without an id and every duplicate id is still found), and the number of distinct ids in
+    /// all. The content checks need the whole content's sites but only the lines a string table
+    /// names: a full index copies every line's text and context, about 300 bytes a line, over
+    /// a gigabyte at 50,000 generated NPCs.
+    ///
+    /// Linear in the content but for one sort, in two walks over it. The first lists every
+    /// line's id with its place in the walk (40 bytes a line) and sorts that list once; each run
+    /// of one id is then one line, and a duplicate if its places differ. The second walk copies
+    /// out only what is wanted: the kept lines (each the first found of its id) and the sites of
+    /// duplicates. Inserting into ordered maps one line at a time (before issue 22) walked trees
+    /// whose nodes miss the cache at every level, and each line cost more as the content grew.
+    pub fn with_lines_where(content: &Content, keep: impl Fn(&str) -> bool) -> (LineIndex, usize) {
+        let bark_ids: Vec<String> = content
+            .bark_lines
+            .iter()
+            .map(|(bark, _)| format!("{BARK_PREFIX}{bark}"))
+            .collect();
+        let mut files = Files::new(&content.root);
+        let mut missing = Vec::new();
         let mut seen_missing = HashSet::new();
-        for (name, conversation) in &content.merged {
-            let speaker = conversation.speaker.clone().unwrap_or_default();
-            // The text of the first line that leads to each node, for context.
-            let mut before: BTreeMap<&str, &str> = BTreeMap::new();
-            for node in conversation.nodes.values() {
-                if let Exit::Next(next) = &node.exit {
-                    for target in next.targets() {
-                        before.entry(target.as_str()).or_insert(node.text.as_str());
-                    }
-                }
-                if let Exit::Responses(responses) = &node.exit {
-                    for response in responses {
-                        for target in response.next.iter().flat_map(|n| n.targets()) {
-                            before
-                                .entry(target.as_str())
-                                .or_insert(response.text.as_str());
-                        }
-                    }
+        let mut order: Vec<Key<'_>> = Vec::new();
+        walk_lines(content, &bark_ids, |seq, visit| match visit.id {
+            Some(id) => order.push(Key {
+                prefix: prefix(id),
+                id,
+                seq,
+            }),
+            None => {
+                let site = visit.site(&mut files);
+                if seen_missing.insert(site.clone()) {
+                    missing.push(site);
                 }
             }
-            for (node_name, node) in &conversation.nodes {
-                let file = conversation
-                    .origin
-                    .get(node_name)
-                    .unwrap_or(&conversation.base_file);
-                // Relative to the content folder: a table written from `content` and one written
-                // from `/srv/game/content` are the same file.
-                let file = Path::new(file)
-                    .strip_prefix(&content.root)
-                    .map_or_else(|_| file.clone(), |p| p.display().to_string());
-                let site = |response| LineSite {
-                    file: file.clone(),
-                    node: node_name.clone(),
-                    response,
-                };
-                let mut add = |line: &Option<String>,
-                               text: &str,
-                               site: LineSite,
-                               speaker: &str,
-                               previous: Option<&str>,
-                               direction: Option<&str>| {
-                    if text.is_empty() {
-                        return;
+        });
+        // Sorted by id, then by place (so within one id the first found comes first: it is the
+        // line, and the first site is the one a duplicate names). The 16-byte prefix decides
+        // nearly every comparison without reading the id where it lies (`line:` and ten digits
+        // fit whole).
+        order.sort_unstable();
+
+        // What the second walk copies out, by place: a kept line (its slot among the lines) or
+        // a duplicate's site (its group).
+        let mut wanted: Vec<(u32, Want)> = Vec::new();
+        let mut kept_ids: Vec<&str> = Vec::new();
+        let mut groups: Vec<&str> = Vec::new();
+        let mut total = 0;
+        let mut rest = order.as_slice();
+        while let Some(first) = rest.first() {
+            let run = rest.iter().take_while(|k| k.id == first.id).count();
+            let (same, after) = rest.split_at(run);
+            rest = after;
+            total += 1;
+            if keep(first.id) {
+                wanted.push((first.seq, Want::Line(kept_ids.len())));
+                kept_ids.push(first.id);
+            }
+            if same.len() > 1 {
+                wanted.extend(same.iter().map(|k| (k.seq, Want::Site(groups.len()))));
+                groups.push(first.id);
+            }
+        }
+        drop(order);
+        wanted.sort_unstable_by_key(|(seq, _)| *seq);
+
+        let mut lines: Vec<Option<Line>> = Vec::new();
+        lines.resize_with(kept_ids.len(), || None);
+        let mut sites: Vec<Vec<LineSite>> = vec![Vec::new(); groups.len()];
+        if !wanted.is_empty() {
+            let mut next = 0;
+            // The context of the conversation being walked, made only if a wanted line is in it.
+            let mut context: Option<(&Conversation, HashMap<&str, &str>)> = None;
+            walk_lines(content, &bark_ids, |seq, visit| {
+                while let Some(&(at, want)) = wanted.get(next) {
+                    if at != seq {
+                        break;
                     }
-                    let Some(id) = line else {
-                        if seen_missing.insert(site.clone()) {
-                            index.missing.push(site);
+                    next += 1;
+                    match want {
+                        Want::Site(group) => {
+                            let site = visit.site(&mut files);
+                            if !sites[group].contains(&site) {
+                                sites[group].push(site);
+                            }
                         }
-                        return;
-                    };
-                    let at = sites.entry(id.clone()).or_default();
-                    if !at.contains(&site) {
-                        at.push(site.clone());
+                        Want::Line(slot) => {
+                            let previous = match (visit.response, visit.conversation) {
+                                (Some(_), _) => Some(visit.node_text),
+                                (None, Some((_, conversation))) => {
+                                    let here = context
+                                        .as_ref()
+                                        .is_some_and(|(c, _)| std::ptr::eq(*c, conversation));
+                                    if !here {
+                                        context = Some((conversation, leads_to(conversation)));
+                                    }
+                                    context
+                                        .as_ref()
+                                        .and_then(|(_, before)| before.get(visit.node).copied())
+                                }
+                                (None, None) => None,
+                            };
+                            lines[slot] = Some(Line {
+                                id: kept_ids[slot].to_owned(),
+                                text: visit.text.to_owned(),
+                                speaker: visit.speaker.to_owned(),
+                                site: visit.site(&mut files),
+                                conversation: visit.conversation_name.to_owned(),
+                                previous: previous.map(str::to_owned),
+                                direction: visit.direction.map(str::to_owned),
+                            });
+                        }
                     }
-                    index.lines.entry(id.clone()).or_insert_with(|| Line {
-                        id: id.clone(),
-                        text: text.to_owned(),
-                        speaker: speaker.to_owned(),
-                        site,
-                        conversation: name.clone(),
-                        previous: previous.map(str::to_owned),
-                        direction: direction.map(str::to_owned),
-                    });
-                };
-                add(
-                    &node.line,
-                    &node.text,
-                    site(None),
-                    &speaker,
-                    before.get(node_name.as_str()).copied(),
-                    node.direction.as_deref(),
+                }
+            });
+        }
+        let duplicates = groups
+            .into_iter()
+            .zip(sites)
+            .filter(|(_, sites)| sites.len() > 1)
+            .map(|(id, sites)| (id.to_owned(), sites))
+            .collect();
+        let index = LineIndex {
+            // Sorted by id and unique already: the map is built in one pass.
+            lines: lines
+                .into_iter()
+                .flatten()
+                .map(|line| (line.id.clone(), line))
+                .collect(),
+            missing,
+            duplicates,
+        };
+        (index, total)
+    }
+}
+
+/// A line's id and its place in [`walk_lines`], sorted by id then place.
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+struct Key<'c> {
+    prefix: u128,
+    id: &'c str,
+    seq: u32,
+}
+
+/// What the second walk of [`LineIndex::with_lines_where`] copies out at a place.
+#[derive(Clone, Copy)]
+enum Want {
+    /// The line of the kept id in this slot.
+    Line(usize),
+    /// A site of the duplicate id of this group.
+    Site(usize),
+}
+
+/// One line with text, as [`walk_lines`] meets it, borrowing the content.
+struct Visit<'c> {
+    /// The merged conversation it is in, by name; `None` for a bark line.
+    conversation: Option<(&'c str, &'c Conversation)>,
+    conversation_name: &'c str,
+    /// The file its final version came from, as the merged conversation names it.
+    origin: &'c str,
+    node: &'c str,
+    /// 1-based, for a response.
+    response: Option<usize>,
+    id: Option<&'c str>,
+    text: &'c str,
+    speaker: &'c str,
+    /// For a response, the line it answers.
+    node_text: &'c str,
+    direction: Option<&'c str>,
+}
+
+impl Visit<'_> {
+    fn site(&self, files: &mut Files<'_>) -> LineSite {
+        LineSite {
+            file: files.relative(self.origin),
+            node: self.node.to_owned(),
+            response: self.response,
+        }
+    }
+}
+
+/// Every line with text in a fixed order, numbered: conversations by name, their nodes by
+/// name, each node's line then its responses; then the bark lines (`bark_ids` parallel to
+/// `content.bark_lines`). Both walks of [`LineIndex::with_lines_where`] number alike.
+fn walk_lines<'c>(
+    content: &'c Content,
+    bark_ids: &'c [String],
+    mut visit: impl FnMut(u32, Visit<'c>),
+) {
+    let mut seq: u32 = 0;
+    let next = |seq: &mut u32| {
+        let at = *seq;
+        *seq = seq.saturating_add(1);
+        at
+    };
+    for (name, conversation) in &content.merged {
+        let speaker = conversation.speaker.as_deref().unwrap_or_default();
+        // Origins are keyed like the nodes, so one pass in step finds each node's file.
+        let mut origins = conversation.origin.iter().peekable();
+        for (node_name, node) in &conversation.nodes {
+            while origins.next_if(|(n, _)| *n < node_name).is_some() {}
+            let origin = origins
+                .next_if(|(n, _)| *n == node_name)
+                .map_or(conversation.base_file.as_str(), |(_, file)| file.as_str());
+            let at = |response, id, text, speaker, direction| Visit {
+                conversation: Some((name.as_str(), conversation)),
+                conversation_name: name,
+                origin,
+                node: node_name,
+                response,
+                id,
+                text,
+                speaker,
+                node_text: &node.text,
+                direction,
+            };
+            if !node.text.is_empty() {
+                visit(
+                    next(&mut seq),
+                    at(
+                        None,
+                        node.line.as_deref(),
+                        &node.text,
+                        speaker,
+                        node.direction.as_deref(),
+                    ),
                 );
-                if let Exit::Responses(responses) = &node.exit {
-                    for (i, response) in responses.iter().enumerate() {
-                        add(
-                            &response.line,
-                            &response.text,
-                            site(Some(i + 1)),
-                            "Player",
-                            Some(node.text.as_str()),
-                            None,
+            }
+            if let Exit::Responses(responses) = &node.exit {
+                for (i, response) in responses.iter().enumerate() {
+                    if !response.text.is_empty() {
+                        visit(
+                            next(&mut seq),
+                            at(
+                                Some(i + 1),
+                                response.line.as_deref(),
+                                &response.text,
+                                "Player",
+                                None,
+                            ),
                         );
                     }
                 }
             }
         }
-        // Bark lines: their catalog ids are stable already; `bark:` keeps them apart from
-        // dialogue lines. The protagonist says them.
-        for (bark, text) in &content.bark_lines {
-            let id = format!("{BARK_PREFIX}{bark}");
-            let site = LineSite {
-                file: crate::content::BARK_CATALOG.to_owned(),
-                node: bark.clone(),
-                response: None,
-            };
-            let at = sites.entry(id.clone()).or_default();
-            if !at.contains(&site) {
-                at.push(site.clone());
-            }
-            index.lines.entry(id.clone()).or_insert_with(|| Line {
-                id,
-                text: text.clone(),
-                speaker: "Player (bark)".to_owned(),
-                site,
-                conversation: "barks".to_owned(),
-                previous: None,
-                direction: None,
-            });
-        }
-        index.duplicates = sites.into_iter().filter(|(_, at)| at.len() > 1).collect();
-        index
     }
+    // Bark lines: their catalog ids are stable already; `bark:` keeps them apart from dialogue
+    // lines. The protagonist says them.
+    for ((bark, text), id) in content.bark_lines.iter().zip(bark_ids) {
+        if text.is_empty() {
+            continue;
+        }
+        visit(
+            next(&mut seq),
+            Visit {
+                conversation: None,
+                conversation_name: "barks",
+                origin: crate::content::BARK_CATALOG,
+                node: bark,
+                response: None,
+                id: Some(id),
+                text,
+                speaker: "Player (bark)",
+                node_text: "",
+                direction: None,
+            },
+        );
+    }
+}
+
+/// The text of the first line that leads to each node of a conversation, for context.
+fn leads_to(conversation: &Conversation) -> HashMap<&str, &str> {
+    let mut before: HashMap<&str, &str> = HashMap::new();
+    for node in conversation.nodes.values() {
+        if let Exit::Next(next) = &node.exit {
+            for target in next.targets() {
+                before.entry(target.as_str()).or_insert(node.text.as_str());
+            }
+        }
+        if let Exit::Responses(responses) = &node.exit {
+            for response in responses {
+                for target in response.next.iter().flat_map(|n| n.targets()) {
+                    before
+                        .entry(target.as_str())
+                        .or_insert(response.text.as_str());
+                }
+            }
+        }
+    }
+    before
+}
+
+/// Site files relative to the content folder, each made once: a table written from `content`
+/// and one written from `/srv/game/content` are the same file.
+struct Files<'r> {
+    root: &'r Path,
+    relative: HashMap<String, String>,
+}
+
+impl<'r> Files<'r> {
+    fn new(root: &'r Path) -> Self {
+        Files {
+            root,
+            relative: HashMap::new(),
+        }
+    }
+
+    fn relative(&mut self, origin: &str) -> String {
+        if let Some(relative) = self.relative.get(origin) {
+            return relative.clone();
+        }
+        let relative = Path::new(origin)
+            .strip_prefix(self.root)
+            .map_or_else(|_| origin.to_owned(), |p| p.display().to_string());
+        self.relative.insert(origin.to_owned(), relative.clone());
+        relative
+    }
+}
+
+/// The first 16 bytes of `id`, big-endian and zero-padded: ordered as the ids are, up to ties
+/// the whole id breaks (a shorter id and its zero-padded prefix tie; the id itself decides).
+fn prefix(id: &str) -> u128 {
+    let mut bytes = [0u8; 16];
+    let n = id.len().min(16);
+    bytes[..n].copy_from_slice(&id.as_bytes()[..n]);
+    u128::from_be_bytes(bytes)
 }
 
 /// `check-content`'s line checks: a line with text and no id, and an id at two places, are
 /// errors (one diagnostic each, at the file and node that wrote it).
 pub fn check_lines(content: &Content, out: &mut Vec<Diagnostic>) {
-    let index = LineIndex::new(content);
+    check_line_index(content, &LineIndex::new(content), out);
+}
+
+/// [`check_lines`] on an index the caller built already (the checks build one and share it with
+/// the string tables' check).
+pub fn check_line_index(content: &Content, index: &LineIndex, out: &mut Vec<Diagnostic>) {
     // Sites are relative to the content folder; diagnostics name files as the loader does.
     let path = |site: &LineSite| content.root.join(&site.file).display().to_string();
     for site in &index.missing {

@@ -2,6 +2,8 @@
 //! player, given the status of each quest. The server calls it for every `talk`; `check-content`
 //! calls it for every reachable combination of an NPC's quest states to prove it total.
 
+use std::collections::HashMap;
+
 use crate::condition::QuestStatus;
 use crate::content::{Content, QuestDef, QuestKind};
 
@@ -20,6 +22,22 @@ pub fn offered<'c>(content: &'c Content, npc_id: &str) -> Vec<&'c QuestDef> {
     offered
 }
 
+/// [`offered`] for every giver at once, in one pass over the quests (a check that asks for every
+/// NPC must not scan every quest per NPC).
+pub fn offered_by_giver(content: &Content) -> HashMap<&str, Vec<&QuestDef>> {
+    let mut by_giver: HashMap<&str, Vec<&QuestDef>> = HashMap::new();
+    for quest in &content.quests {
+        by_giver
+            .entry(quest.giver.as_str())
+            .or_default()
+            .push(quest);
+    }
+    for offered in by_giver.values_mut() {
+        offered.sort_by_key(|q| q.kind != QuestKind::Story);
+    }
+    by_giver
+}
+
 /// Where a conversation with `npc_id` opens. In order: an active quest from this NPC opens on its
 /// check node (story quests before the rest); else the `tracked` quest, if this NPC offers it
 /// and it is available, opens on its greeting; else the first available quest's greeting; else
@@ -31,7 +49,17 @@ pub fn resolve_entry<'c>(
     tracked: Option<&str>,
     status: impl Fn(&QuestDef) -> QuestStatus,
 ) -> Option<&'c str> {
-    let offered = offered(content, npc_id);
+    resolve_among(&offered(content, npc_id), first_node, tracked, status)
+}
+
+/// [`resolve_entry`] over the NPC's quests as [`offered`] lists them: the one rule, for callers
+/// that hold that list already (`check-content` proves every NPC's resolver total with it).
+pub fn resolve_among<'c>(
+    offered: &[&'c QuestDef],
+    first_node: Option<&'c str>,
+    tracked: Option<&str>,
+    status: impl Fn(&QuestDef) -> QuestStatus,
+) -> Option<&'c str> {
     if offered.is_empty() {
         return first_node;
     }

@@ -56,8 +56,8 @@ fn generates_the_three_kinds_of_file_deterministically() {
         out.keys().map(String::as_str).collect::<Vec<_>>(),
         [
             "dialogue/base/Mara.json",
-            "quests.generated.json",
-            "world.generated.json"
+            "quests.generated/mara.json",
+            "world.generated/mara.json"
         ]
     );
     assert!(
@@ -66,7 +66,7 @@ fn generates_the_three_kinds_of_file_deterministically() {
     );
     assert_eq!(out, gen_one(TRANSCRIPTION).expect("again"));
     let quests: Vec<banter_dialogue::content::QuestDef> =
-        serde_json::from_str(&out["quests.generated.json"]).expect("quests parse");
+        serde_json::from_str(&out["quests.generated/mara.json"]).expect("quests parse");
     assert_eq!(quests.len(), 2);
     let nets = &quests[0];
     assert_eq!(nets.id, "MendTheNets");
@@ -79,7 +79,7 @@ fn generates_the_three_kinds_of_file_deterministically() {
     );
     assert_eq!(quests[1].prerequisites, ["MendTheNets"]);
     let world: banter_dialogue::content::World =
-        serde_json::from_str(&out["world.generated.json"]).expect("world parses");
+        serde_json::from_str(&out["world.generated/mara.json"]).expect("world parses");
     assert_eq!(world.npcs[0].id, "mara");
     assert_eq!(world.npcs[0].conversation, "Mara");
 }

@@ -5,6 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use banter_dialogue::generate;
+
 fn banter(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_banter-server"))
         .args(args)
@@ -71,14 +73,17 @@ fn regenerating_the_sample_reproduces_the_committed_files_byte_for_byte() {
     files_under(&temp.0, &temp.0, &mut generated);
     generated.sort();
     assert!(
-        generated.len() >= 6,
-        "at least four conversations, quests and world: {generated:?}"
+        generated.len() >= 12,
+        "four conversations, NPC shards and quest shards: {generated:?}"
     );
     let content = repo().join("content");
+    let mut shards_not_committed = Vec::new();
     for relative in &generated {
         let fresh = std::fs::read(temp.0.join(relative)).expect("generated");
-        let committed = std::fs::read(content.join(relative))
-            .unwrap_or_else(|e| panic!("content/{} is committed: {e}", relative.display()));
+        let Ok(committed) = std::fs::read(content.join(relative)) else {
+            shards_not_committed.push(relative.clone());
+            continue;
+        };
         assert!(
             fresh == committed,
             "content/{} differs from what gen-content writes; rerun \
@@ -86,6 +91,98 @@ fn regenerating_the_sample_reproduces_the_committed_files_byte_for_byte() {
             relative.display()
         );
     }
+    // Content generated before the shards holds the older single files instead: until it is
+    // regenerated (which replaces them with the shards), the shards must say what they say.
+    for (legacy, dir, key) in [
+        (
+            generate::LEGACY_WORLD_FILE,
+            generate::WORLD_DIR,
+            Some("Npcs"),
+        ),
+        (generate::LEGACY_QUESTS_FILE, generate::QUESTS_DIR, None),
+    ] {
+        let shards: Vec<&PathBuf> = shards_not_committed
+            .iter()
+            .filter(|p| p.starts_with(dir))
+            .collect();
+        if shards.is_empty() {
+            assert!(
+                !content.join(legacy).exists(),
+                "content/{legacy} beside content/{dir}/: delete it"
+            );
+            continue;
+        }
+        let committed = std::fs::read(content.join(legacy)).unwrap_or_else(|e| {
+            panic!("content/{dir}/ lacks {shards:?}, and content/{legacy} cannot be read: {e}")
+        });
+        let entries = |value: serde_json::Value| -> Vec<serde_json::Value> {
+            let list = match key {
+                Some(key) => value.get(key).cloned().unwrap_or_default(),
+                None => value,
+            };
+            let mut list = list.as_array().cloned().unwrap_or_default();
+            list.sort_by_key(|e| e.get("Id").map(ToString::to_string));
+            list
+        };
+        let old = entries(serde_json::from_slice(&committed).expect("committed JSON"));
+        let mut new = Vec::new();
+        for shard in shards {
+            let text = std::fs::read(temp.0.join(shard)).expect("shard");
+            new.extend(entries(serde_json::from_slice(&text).expect("shard JSON")));
+        }
+        new.sort_by_key(|e| e.get("Id").map(ToString::to_string));
+        assert_eq!(
+            new, old,
+            "the shards of {dir}/ differ from content/{legacy}; rerun \
+             `banter-server gen-content content-src/transcriptions --out content`"
+        );
+    }
+    shards_not_committed
+        .retain(|p| !p.starts_with(generate::WORLD_DIR) && !p.starts_with(generate::QUESTS_DIR));
+    assert!(
+        shards_not_committed.is_empty(),
+        "generated but not committed: {shards_not_committed:?}"
+    );
+}
+
+#[test]
+fn regenerating_writes_shards_and_removes_the_older_single_files_and_stale_shards() {
+    let temp = Temp::new("migrate");
+    for legacy in [generate::LEGACY_WORLD_FILE, generate::LEGACY_QUESTS_FILE] {
+        std::fs::write(temp.0.join(legacy), "old").expect("write");
+    }
+    // A shard for an NPC no longer transcribed, and a hand-made file beside the shard folders.
+    let stale = temp.0.join(generate::WORLD_DIR).join("gone.json");
+    std::fs::create_dir_all(stale.parent().expect("parent")).expect("mkdir");
+    std::fs::write(&stale, "{}").expect("write");
+    std::fs::write(temp.0.join(generate::WORLD_DIR).join("notes.txt"), "mine").expect("write");
+    let out = banter(&[
+        "gen-content",
+        transcriptions().to_str().expect("utf-8"),
+        "--out",
+        temp.0.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let printed = String::from_utf8_lossy(&out.stdout).into_owned();
+    for legacy in [generate::LEGACY_WORLD_FILE, generate::LEGACY_QUESTS_FILE] {
+        assert!(!temp.0.join(legacy).exists(), "{legacy} is removed");
+        assert!(printed.contains(&format!("removed {legacy}")), "{printed}");
+    }
+    assert!(!stale.exists(), "the stale shard is removed: {printed}");
+    assert!(temp.0.join(generate::WORLD_DIR).join("notes.txt").exists());
+    assert!(
+        temp.0
+            .join(generate::WORLD_DIR)
+            .join("hattie.json")
+            .exists()
+    );
+    assert!(
+        temp.0
+            .join(generate::QUESTS_DIR)
+            .join("hattie.json")
+            .exists()
+    );
+    assert!(printed.contains("3 removed"), "{printed}");
 }
 
 #[test]

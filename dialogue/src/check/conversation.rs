@@ -13,14 +13,15 @@ use crate::graph::{DialogueGraph, VertexId, VertexKind};
 use crate::model::{Conversation, Exit};
 
 /// Where an authored thing sits in the source: the node, and the response if it is on one.
-#[derive(Clone, Debug, Default)]
-pub(super) struct Owner {
-    node: Box<str>,
+/// Borrowed from the graph: nothing is copied per vertex while the content is clean.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Owner<'g> {
+    node: &'g str,
     /// 1-based response index (`Responses[i]`), `None` for the node itself.
     response: Option<u32>,
 }
 
-impl Owner {
+impl Owner<'_> {
     fn field(&self, field: &str) -> String {
         match self.response {
             Some(i) => format!("Responses[{i}].{field}"),
@@ -31,13 +32,13 @@ impl Owner {
 
 /// The node (and response) each vertex was built from, so a diagnostic found on the graph
 /// names the source a writer edits. Responses and branches belong to the node they hang from.
-pub(super) fn owners(graph: &DialogueGraph) -> Vec<Owner> {
+pub(super) fn owners(graph: &DialogueGraph) -> Vec<Owner<'_>> {
     let mut owners = vec![Owner::default(); graph.len()];
     for (id, v) in graph.vertices() {
         if v.kind != VertexKind::Prompt {
             continue;
         }
-        owners[id.index()].node = v.name.clone();
+        owners[id.index()].node = &v.name;
         for &out in graph.outputs(id) {
             let Some(child) = graph.vertex(out) else {
                 continue;
@@ -45,7 +46,7 @@ pub(super) fn owners(graph: &DialogueGraph) -> Vec<Owner> {
             match child.kind {
                 VertexKind::Response => {
                     owners[out.index()] = Owner {
-                        node: v.name.clone(),
+                        node: &v.name,
                         response: Some(child.priority),
                     };
                     for &next in graph.outputs(out) {
@@ -53,12 +54,12 @@ pub(super) fn owners(graph: &DialogueGraph) -> Vec<Owner> {
                             .vertex(next)
                             .is_some_and(|n| n.kind != VertexKind::Prompt)
                         {
-                            owners[next.index()] = owners[out.index()].clone();
+                            owners[next.index()] = owners[out.index()];
                         }
                     }
                 }
                 VertexKind::Prompt => {}
-                _ => owners[out.index()].node = v.name.clone(),
+                _ => owners[out.index()].node = &v.name,
             }
         }
     }
@@ -70,7 +71,7 @@ pub(super) struct ConversationCheck<'a, 'o> {
     pub(super) index: &'a Index<'a>,
     pub(super) graph: &'a DialogueGraph,
     pub(super) conversation: &'a Conversation,
-    pub(super) owners: Vec<Owner>,
+    pub(super) owners: Vec<Owner<'a>>,
     pub(super) out: &'o mut Vec<Diagnostic>,
 }
 
@@ -85,7 +86,12 @@ impl ConversationCheck<'_, '_> {
         self.conditions();
         self.duplicate_responses();
         self.endless_cycles();
-        self.unreachable();
+        // The nodes of the quests its NPCs give are entry points: without world.json or
+        // quests.json they would look unreached, which only repeats that the file is missing.
+        let unloaded = self.content.unloaded;
+        if !unloaded.world && !unloaded.quests {
+            self.unreachable();
+        }
         self.missing_moments();
     }
 
@@ -100,6 +106,9 @@ impl ConversationCheck<'_, '_> {
 
     /// The base file of the conversation, for problems of the conversation as a whole.
     fn base_file(&self) -> String {
+        if !self.conversation.base_file.is_empty() {
+            return self.conversation.base_file.clone();
+        }
         let in_base = |f: &&String| {
             Path::new(f.as_str())
                 .parent()
@@ -123,9 +132,9 @@ impl ConversationCheck<'_, '_> {
     }
 
     /// An error on a node (or one of its responses) of this conversation.
-    fn error(&self, owner: &Owner, field: &str, problem: Problem) -> Diagnostic {
-        Diagnostic::error(self.file(&owner.node), problem)
-            .node(&*owner.node)
+    fn error(&self, owner: &Owner<'_>, field: &str, problem: Problem) -> Diagnostic {
+        Diagnostic::error(self.file(owner.node), problem)
+            .node(owner.node)
             .field(owner.field(field))
     }
 
@@ -135,11 +144,12 @@ impl ConversationCheck<'_, '_> {
         for (id, _) in self.graph.vertices() {
             let owner = &self.owners[id.index()];
             for (k, (_, authored)) in self.graph.actions(id).enumerate() {
-                let at = format!("Actions[{}]", k + 1);
+                // Field paths are spelled only for a diagnostic, never on the clean path.
+                let at = || format!("Actions[{}]", k + 1);
                 let unknown = |what: &'static str, name: &str, field: &str| {
                     self.error(
                         owner,
-                        &format!("{at}.{field}"),
+                        &format!("{}.{field}", at()),
                         Problem::UnknownReference {
                             action: authored.action_type.name(),
                             what,
@@ -150,6 +160,8 @@ impl ConversationCheck<'_, '_> {
                 let quest = match authored.action.quest_id() {
                     Some(q) => match self.index.quests.get(q) {
                         Some(quest) => Some(*quest),
+                        // Unknown because quests.json did not load: said once, by the loader.
+                        None if self.content.unloaded.quests => None,
                         None => {
                             found.push(unknown("quest", q, "QuestId"));
                             None
@@ -169,6 +181,7 @@ impl ConversationCheck<'_, '_> {
                             found.push(unknown("objective", objective_id, "ObjectiveId"));
                         }
                         if let Some(island) = amount.as_ref().and_then(|a| a.island.as_ref())
+                            && !self.content.unloaded.world
                             && !self.index.islands.contains(island.as_str())
                         {
                             found.push(unknown("island", island, "Island"));
@@ -181,7 +194,7 @@ impl ConversationCheck<'_, '_> {
                     } => {
                         // The decoder leaves a missing target empty (json.rs) so it lands here.
                         if success_node.is_empty() || failure_node.is_empty() {
-                            found.push(self.error(owner, &at, Problem::CheckQuestTargets));
+                            found.push(self.error(owner, &at(), Problem::CheckQuestTargets));
                         }
                         for (field, target) in
                             [("SuccessNode", success_node), ("FailureNode", failure_node)]
@@ -227,8 +240,10 @@ impl ConversationCheck<'_, '_> {
                     },
                 )
             };
+            let quests_unloaded = self.content.unloaded.quests;
             condition.visit_references(&mut |reference| match reference {
                 Reference::Fact(_) => {}
+                Reference::Quest(_) | Reference::Objective { .. } if quests_unloaded => {}
                 Reference::Quest(q) => {
                     if !self.index.quests.contains_key(q) {
                         found.push(unknown("quest", q));
@@ -370,16 +385,8 @@ impl ConversationCheck<'_, '_> {
         let graph = self.graph;
         let name = self.conversation.name.as_str();
         let mut entries: Vec<VertexId> = vec![VertexId::ROOT];
-        let speakers: HashSet<&str> = self
-            .content
-            .world
-            .npcs
-            .iter()
-            .filter(|n| n.conversation == name)
-            .map(|n| n.id.as_str())
-            .collect();
-        for quest in &self.content.quests {
-            if speakers.contains(quest.giver.as_str()) {
+        for speaker in self.index.speakers(name) {
+            for quest in self.index.offered(speaker) {
                 let nodes = [Some(&quest.nodes.greeting), Some(&quest.nodes.check)];
                 let completion = [quest.nodes.completion.as_ref()];
                 for node in nodes.into_iter().chain(completion).flatten() {

@@ -8,9 +8,16 @@
 //! refuses content with any error, so a writer hears about a broken moment before a player does.
 //!
 //! Every diagnostic names a file and, where there is one, the node (`conversation.origin` says
-//! which layer file a merged node came from) or the world/quest entry and field. Everything is
-//! linear in the size of the content: the cycle search is an iterative Tarjan, so a long chain of
-//! generated nodes cannot overflow the stack.
+//! which layer file a merged node came from) or the world/quest entry and field
+//! (`content.origins` says which world or quest file, hand-written or generated, and which
+//! index). A required file that did not load is reported by the loader; the checks here skip
+//! what would only be its consequence ([`Content::unloaded`]). A world with no NPC or no
+//! conversation is an error: there would be nothing to serve.
+//!
+//! Everything is linear in the size of the content: each lookup across the game (a quest by
+//! id, an NPC's quests, a conversation's speakers) is a probe into [`Index`], built once; the
+//! cycle search is an iterative Tarjan, so a long chain of generated nodes cannot overflow the
+//! stack; the resolver's totality enumerates each NPC's own quests only.
 
 mod conversation;
 mod quests;
@@ -26,27 +33,48 @@ use self::quests::{check_objectives_can_advance, check_quests};
 use self::resolver::check_resolver_totality;
 use self::tutorial::check_tutorial;
 use self::world::check_world;
-use crate::content::{Content, QuestDef};
-use crate::diagnostic::{Diagnostic, has_errors};
+use crate::content::{Content, NpcDef, QuestDef};
+use crate::diagnostic::{Diagnostic, Problem, has_errors};
+use crate::locale::check::Coverage;
+use crate::model::Conversation;
+use crate::resolver::offered_by_giver;
 
 /// The node that resolvers open on when an NPC has nothing left to offer (article section 5).
 pub const ALL_DONE: &str = crate::resolver::ALL_DONE;
 
 /// Runs every semantic check over loaded content. The result is sorted with [`sort`].
 pub fn check(content: &Content) -> Vec<Diagnostic> {
+    check_with_coverage(content).0
+}
+
+/// [`check`], and each locale's coverage found on the way (`check-content` prints it).
+pub fn check_with_coverage(content: &Content) -> (Vec<Diagnostic>, Vec<Coverage>) {
     let mut out = Vec::new();
     let index = Index::new(content);
     check_world(content, &index, &mut out);
     check_quests(content, &index, &mut out);
-    check_objectives_can_advance(content, &index, &mut out);
+    check_objectives_can_advance(content, &mut out);
     check_resolver_totality(content, &index, &mut out);
     check_tutorial(content, &index, &mut out);
-    crate::lines::check_lines(content, &mut out);
-    crate::locale::check::check_locales(
-        &content.locales,
-        &crate::lines::LineIndex::new(content),
-        &mut out,
-    );
+    // One line index for the line checks and the string tables', holding only the lines a
+    // table names: the line checks need every site, the tables' check a table's lines and how
+    // many lines there are (the coverage's total, set here). A full index would copy every
+    // line of the content. `lines_index_for_checks_agrees_with_the_full_index` holds the two to
+    // the same diagnostics and coverage.
+    let named: HashSet<&str> = content
+        .locales
+        .tables
+        .values()
+        .flat_map(|t| t.entries.keys().map(String::as_str))
+        .collect();
+    let (lines, total) =
+        crate::lines::LineIndex::with_lines_where(content, |id| named.contains(id));
+    crate::lines::check_line_index(content, &lines, &mut out);
+    let mut coverage = crate::locale::check::check_locales(&content.locales, &lines, &mut out);
+    for locale in &mut coverage {
+        locale.total = total;
+    }
+    drop(lines);
     for (name, graph) in &content.conversations {
         let Some(conversation) = content.merged.get(name) else {
             continue;
@@ -62,15 +90,36 @@ pub fn check(content: &Content) -> Vec<Diagnostic> {
         .run();
     }
     sort(&mut out);
-    out
+    (out, coverage)
 }
 
 /// Loads a content folder and checks it: the loader's diagnostics and [`check`]'s, sorted.
 pub fn load_and_check(root: &Path) -> (Content, Vec<Diagnostic>) {
+    let checked = load_and_check_with_coverage(root);
+    (checked.content, checked.diagnostics)
+}
+
+/// What [`load_and_check_with_coverage`] found.
+#[derive(Debug)]
+pub struct Checked {
+    pub content: Content,
+    /// The loader's diagnostics and the checks', sorted.
+    pub diagnostics: Vec<Diagnostic>,
+    /// Each locale's coverage (translated / total, stale).
+    pub coverage: Vec<Coverage>,
+}
+
+/// [`load_and_check`], with each locale's coverage.
+pub fn load_and_check_with_coverage(root: &Path) -> Checked {
     let (content, mut diagnostics) = Content::load(root);
-    diagnostics.extend(check(&content));
+    let (found, coverage) = check_with_coverage(&content);
+    diagnostics.extend(found);
     sort(&mut diagnostics);
-    (content, diagnostics)
+    Checked {
+        content,
+        diagnostics,
+        coverage,
+    }
 }
 
 /// True if content with these diagnostics may be served: warnings are for writers to read,
@@ -79,13 +128,16 @@ pub fn is_clean(diagnostics: &[Diagnostic]) -> bool {
     !has_errors(diagnostics)
 }
 
-/// Sorts diagnostics the way `check-content` prints them: errors first, then by file, node,
-/// field, position and message, and drops exact repeats. Deterministic on every machine, so a
-/// CI log diff shows only what changed.
+/// Sorts diagnostics the way `check-content` prints them: errors first, a missing required file
+/// before everything else (it is the cause of what follows), then by file, node, field,
+/// position and message, and drops exact repeats. Deterministic on every machine, so a CI log
+/// diff shows only what changed.
 pub fn sort(diagnostics: &mut Vec<Diagnostic>) {
+    let rank = |d: &Diagnostic| u8::from(!matches!(d.problem, Problem::MissingFile(_)));
     diagnostics.sort_by(|a, b| {
         b.severity
             .cmp(&a.severity)
+            .then_with(|| rank(a).cmp(&rank(b)))
             .then_with(|| a.file.cmp(&b.file))
             .then_with(|| a.node.cmp(&b.node))
             .then_with(|| a.field.cmp(&b.field))
@@ -100,39 +152,68 @@ pub fn sort(diagnostics: &mut Vec<Diagnostic>) {
 
 /// Lookups built once, so each check is a hash probe instead of a scan.
 pub(super) struct Index<'a> {
-    world_file: String,
-    quests_file: String,
     islands: HashSet<&'a str>,
-    npcs: HashMap<&'a str, &'a crate::content::NpcDef>,
+    npcs: HashMap<&'a str, &'a NpcDef>,
     quests: HashMap<&'a str, &'a QuestDef>,
+    /// Each giver's quests as the resolver offers them (story first, then file order).
+    offered: HashMap<&'a str, Vec<&'a QuestDef>>,
+    /// Each conversation's speakers: the ids of the NPCs that speak it, each once.
+    speakers: HashMap<&'a str, Vec<&'a str>>,
+    /// The merged conversations by name (a hash probe, not a walk down an ordered map).
+    merged: HashMap<&'a str, &'a Conversation>,
 }
 
 impl<'a> Index<'a> {
     fn new(content: &'a Content) -> Self {
+        // First definition wins; a duplicate id is reported by `check_world`.
+        let mut npcs: HashMap<&str, &NpcDef> = HashMap::with_capacity(content.world.npcs.len());
+        let mut speakers: HashMap<&str, Vec<&str>> = HashMap::new();
+        for npc in &content.world.npcs {
+            if let std::collections::hash_map::Entry::Vacant(slot) = npcs.entry(npc.id.as_str()) {
+                slot.insert(npc);
+                speakers
+                    .entry(npc.conversation.as_str())
+                    .or_default()
+                    .push(npc.id.as_str());
+            }
+        }
         Index {
-            world_file: content.root.join("world.json").display().to_string(),
-            quests_file: content.root.join("quests.json").display().to_string(),
             islands: content
                 .world
                 .islands
                 .iter()
                 .map(|i| i.id.as_str())
                 .collect(),
-            // First definition wins; a duplicate id is reported by `check_world`.
-            npcs: content
-                .world
-                .npcs
-                .iter()
-                .rev()
-                .map(|n| (n.id.as_str(), n))
-                .collect(),
+            npcs,
             quests: content
                 .quests
                 .iter()
                 .rev()
                 .map(|q| (q.id.as_str(), q))
                 .collect(),
+            offered: offered_by_giver(content),
+            speakers,
+            merged: content
+                .merged
+                .iter()
+                .map(|(name, c)| (name.as_str(), c))
+                .collect(),
         }
+    }
+
+    /// The merged conversation of this name.
+    pub(super) fn conversation(&self, name: &str) -> Option<&'a Conversation> {
+        self.merged.get(name).copied()
+    }
+
+    /// The quests `npc` gives, in the resolver's order.
+    pub(super) fn offered(&self, npc: &str) -> &[&'a QuestDef] {
+        self.offered.get(npc).map_or(&[], Vec::as_slice)
+    }
+
+    /// The ids of the NPCs that speak `conversation`.
+    pub(super) fn speakers(&self, conversation: &str) -> &[&'a str] {
+        self.speakers.get(conversation).map_or(&[], Vec::as_slice)
     }
 }
 

@@ -5,46 +5,58 @@ use std::collections::{HashMap, HashSet};
 use banter_protocol::Action;
 
 use super::{Index, name_list, strongly_connected};
-use crate::content::Content;
+use crate::content::{Content, WORLD_FILE};
 use crate::diagnostic::{Diagnostic, Problem};
 
 pub(super) fn check_quests(content: &Content, index: &Index<'_>, out: &mut Vec<Diagnostic>) {
-    let file = &index.quests_file;
-    let error = |field: String, message: String| {
-        Diagnostic::error(file.clone(), Problem::Other(message)).field(field)
-    };
-    let mut seen = HashSet::new();
+    let root = content.root.as_path();
+    let mut seen: HashMap<&str, usize> = HashMap::with_capacity(content.quests.len());
     for (i, quest) in content.quests.iter().enumerate() {
-        let at = format!("[{}]", i + 1);
+        // The file and field path are spelled only for a diagnostic, never on the clean path.
+        let site = || content.origins.quest(root, i);
+        let error = |field: &str, message: String| {
+            let (file, at) = site();
+            Diagnostic::error(file, Problem::Other(message)).field(format!("{at}{field}"))
+        };
         let id = &quest.id;
-        if !seen.insert(id.as_str()) {
+        if let Some(&first) = seen.get(id.as_str()) {
+            let (file, at) = site();
+            let (first_file, first_at) = content.origins.quest(root, first);
             out.push(
-                Diagnostic::error(file.clone(), Problem::Duplicate(id.clone()))
-                    .field(format!("{at}.Id")),
+                Diagnostic::error(file, Problem::Duplicate(id.clone()))
+                    .field(format!("{at}.Id"))
+                    .also_at(&first_file, &first_at),
             );
+        } else {
+            seen.insert(id.as_str(), i);
         }
-        for (j, prerequisite) in quest.prerequisites.iter().enumerate() {
-            if !index.quests.contains_key(prerequisite.as_str()) {
-                out.push(error(
-                    format!("{at}.Prerequisites[{}]", j + 1),
-                    format!("quest `{id}` requires unknown quest `{prerequisite}`"),
-                ));
+        // A quest "unknown" because quests.json did not load is that file's problem, said once.
+        if !content.unloaded.quests {
+            for (j, prerequisite) in quest.prerequisites.iter().enumerate() {
+                if !index.quests.contains_key(prerequisite.as_str()) {
+                    out.push(error(
+                        &format!(".Prerequisites[{}]", j + 1),
+                        format!("quest `{id}` requires unknown quest `{prerequisite}`"),
+                    ));
+                }
             }
         }
         let mut objectives = HashSet::new();
         for (j, objective) in quest.objectives.iter().enumerate() {
-            let at = format!("{at}.Objectives[{}]", j + 1);
+            let at = |field: &str| format!(".Objectives[{}].{field}", j + 1);
             if !objectives.insert(objective.id.as_str()) {
+                let (file, quest_at) = site();
                 out.push(
-                    Diagnostic::error(file.clone(), Problem::Duplicate(objective.id.clone()))
-                        .field(format!("{at}.Id")),
+                    Diagnostic::error(file, Problem::Duplicate(objective.id.clone()))
+                        .field(format!("{quest_at}{}", at("Id"))),
                 );
             }
             if let Some(island) = &objective.island
+                && !content.unloaded.world
                 && !index.islands.contains(island.as_str())
             {
                 out.push(error(
-                    format!("{at}.Island"),
+                    &at("Island"),
                     format!(
                         "objective `{}` of quest `{id}` is on unknown island `{island}`",
                         objective.id
@@ -53,17 +65,21 @@ pub(super) fn check_quests(content: &Content, index: &Index<'_>, out: &mut Vec<D
             }
         }
         let Some(giver) = index.npcs.get(quest.giver.as_str()) else {
-            out.push(error(
-                format!("{at}.Giver"),
-                format!(
-                    "quest `{id}` is given by `{}`, which is not an NPC id in world.json",
-                    quest.giver
-                ),
-            ));
+            if !content.unloaded.world {
+                out.push(error(
+                    ".Giver",
+                    format!(
+                        "quest `{id}` is given by `{}`, which is not an NPC id in {WORLD_FILE} \
+                         or {}/",
+                        quest.giver,
+                        crate::generate::WORLD_DIR
+                    ),
+                ));
+            }
             continue;
         };
         // An unknown conversation is already reported on the NPC in world.json.
-        let Some(conversation) = content.merged.get(&giver.conversation) else {
+        let Some(conversation) = index.conversation(&giver.conversation) else {
             continue;
         };
         let nodes = [
@@ -75,7 +91,7 @@ pub(super) fn check_quests(content: &Content, index: &Index<'_>, out: &mut Vec<D
             let Some(node) = node else { continue };
             if !conversation.nodes.contains_key(node) {
                 out.push(error(
-                    format!("{at}.Nodes.{field}"),
+                    &format!(".Nodes.{field}"),
                     format!(
                         "quest `{id}` opens on node `{node}`, which is not in conversation `{}` \
                          of its giver `{}`",
@@ -85,7 +101,7 @@ pub(super) fn check_quests(content: &Content, index: &Index<'_>, out: &mut Vec<D
             }
         }
     }
-    check_prerequisite_cycles(content, index, out);
+    check_prerequisite_cycles(content, out);
 }
 
 /// Every objective can be advanced by something (issue 6): a `catch` objective by a `fish_caught`
@@ -95,11 +111,7 @@ pub(super) fn check_quests(content: &Content, index: &Index<'_>, out: &mut Vec<D
 ///
 /// Events carry what they carry: an `item_found` event has no species, so a `find` objective
 /// that filters on one never matches; and a target of 0 is refused by the store.
-pub(super) fn check_objectives_can_advance(
-    content: &Content,
-    index: &Index<'_>,
-    out: &mut Vec<Diagnostic>,
-) {
+pub(super) fn check_objectives_can_advance(content: &Content, out: &mut Vec<Diagnostic>) {
     use crate::content::ObjectiveKind;
 
     let mut spoken: HashSet<(&str, &str)> = HashSet::new();
@@ -117,13 +129,14 @@ pub(super) fn check_objectives_can_advance(
             }
         }
     }
-    let file = &index.quests_file;
     for (i, quest) in content.quests.iter().enumerate() {
         for (j, objective) in quest.objectives.iter().enumerate() {
-            let at = format!("[{}].Objectives[{}]", i + 1, j + 1);
+            // The file and field path are spelled only for a diagnostic.
             let never = |field: &str, why: String| {
+                let (file, at) = content.origins.quest(&content.root, i);
+                let at = format!("{at}.Objectives[{}]", j + 1);
                 Diagnostic::error(
-                    file.clone(),
+                    file,
                     Problem::Other(format!(
                         "objective `{}` of quest `{}` can never advance: {why}",
                         objective.id, quest.id
@@ -164,11 +177,7 @@ pub(super) fn check_objectives_can_advance(
 }
 
 /// A quest that (transitively) requires itself can never become available.
-pub(super) fn check_prerequisite_cycles(
-    content: &Content,
-    index: &Index<'_>,
-    out: &mut Vec<Diagnostic>,
-) {
+pub(super) fn check_prerequisite_cycles(content: &Content, out: &mut Vec<Diagnostic>) {
     let position: HashMap<&str, usize> = content
         .quests
         .iter()
@@ -197,15 +206,16 @@ pub(super) fn check_prerequisite_cycles(
             .collect();
         names.sort_unstable();
         let first = component.iter().copied().min().unwrap_or(0);
+        let (file, at) = content.origins.quest(&content.root, first);
         out.push(
             Diagnostic::error(
-                index.quests_file.clone(),
+                file,
                 Problem::Other(format!(
                     "quests {} require each other, so none of them can ever become available",
                     name_list(&names)
                 )),
             )
-            .field(format!("[{}].Prerequisites", first + 1)),
+            .field(format!("{at}.Prerequisites")),
         );
     }
 }

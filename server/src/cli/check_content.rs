@@ -24,14 +24,15 @@ pub fn run(
     {
         return Ok(EXIT_USAGE);
     }
-    let (content, diagnostics) = check::load_and_check(dir);
+    let check::Checked {
+        content,
+        diagnostics,
+        coverage,
+    } = check::load_and_check_with_coverage(dir);
     for d in &diagnostics {
         writeln!(out, "{d}")?;
     }
     // Coverage per locale (its problems are among the diagnostics above).
-    let index = banter_dialogue::lines::LineIndex::new(&content);
-    let coverage =
-        banter_dialogue::locale::check::check_locales(&content.locales, &index, &mut Vec::new());
     for locale in &coverage {
         writeln!(
             out,
