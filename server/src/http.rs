@@ -43,6 +43,19 @@ pub enum ApiError {
     Internal { reference: String },
 }
 
+/// The one mapping from analytics queries to HTTP errors (the endpoint and the playground).
+impl From<crate::analytics::QueryError> for ApiError {
+    fn from(e: crate::analytics::QueryError) -> ApiError {
+        match e {
+            crate::analytics::QueryError::Bad(why) => ApiError::BadRequest(why),
+            crate::analytics::QueryError::UnknownConversation(_) => {
+                ApiError::NotFound(e.to_string())
+            }
+            crate::analytics::QueryError::Store(e) => e.into(),
+        }
+    }
+}
+
 impl From<AuthError> for ApiError {
     fn from(e: AuthError) -> ApiError {
         ApiError::Unauthorized(e)
@@ -268,14 +281,8 @@ async fn analytics_report(
     require_service_key(&app, &headers)?;
     let Query(query) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
     let library = app.content.current();
-    match crate::analytics::answer(app.store.as_ref(), Some(&library), &query).await {
-        Ok(answer) => Ok(Json(answer)),
-        Err(crate::analytics::QueryError::Bad(why)) => Err(ApiError::BadRequest(why)),
-        Err(e @ crate::analytics::QueryError::UnknownConversation(_)) => {
-            Err(ApiError::NotFound(e.to_string()))
-        }
-        Err(crate::analytics::QueryError::Store(e)) => Err(e.into()),
-    }
+    let answer = crate::analytics::answer(app.store.as_ref(), Some(&library), &query).await?;
+    Ok(Json(answer))
 }
 
 #[derive(Deserialize)]

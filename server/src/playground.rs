@@ -245,14 +245,9 @@ async fn graph_svg(
             version: None,
             locale: query.locale,
         };
-        match crate::analytics::answer(app.store.as_ref(), Some(&library), &asked).await {
-            Ok(crate::analytics::Answer::Conversation(report)) => marks.overlay(&report),
-            Ok(crate::analytics::Answer::Index(_)) => {}
-            Err(crate::analytics::QueryError::Bad(why)) => return Err(ApiError::BadRequest(why)),
-            Err(e @ crate::analytics::QueryError::UnknownConversation(_)) => {
-                return Err(ApiError::NotFound(e.to_string()));
-            }
-            Err(crate::analytics::QueryError::Store(e)) => return Err(e.into()),
+        let answer = crate::analytics::answer(app.store.as_ref(), Some(&library), &asked).await?;
+        if let crate::analytics::Answer::Conversation(report) = answer {
+            marks.overlay(&report);
         }
     }
     // The layout is CPU work: off the runtime's workers, and a panic in the layout crate is a

@@ -168,7 +168,8 @@ impl Analytics {
         };
         let mut offered: HashSet<&str> = HashSet::new();
         let mut accepted: HashSet<&str> = HashSet::new();
-        let mut pending = self.pending();
+        // Keys are built before the lock: every session's conversations end through it.
+        let mut rows = Vec::with_capacity(events.len() + 3);
         for event in events {
             let row = match *event {
                 TallyEvent::Open(entry) => key(metric::OPEN, vertex(entry), ""),
@@ -193,16 +194,25 @@ impl Analytics {
                 }
                 TallyEvent::End { how, at } => key(metric::END, how.name(), at.map_or("", vertex)),
             };
-            self.add(&mut pending, row, 1);
+            rows.push(row);
         }
         for quest in &offered {
-            self.add(&mut pending, key(metric::OFFER, quest, ""), 1);
-            let quest_key = |stage: &str| quest_key(library, quest, locale, stage);
-            self.add(&mut pending, quest_key(stage::OFFERED), 1);
+            rows.push(key(metric::OFFER, quest, ""));
+            rows.push(quest_key(library, quest, locale, stage::OFFERED));
             if !accepted.contains(quest) {
-                self.add(&mut pending, quest_key(stage::DECLINED), 1);
+                rows.push(quest_key(library, quest, locale, stage::DECLINED));
             }
         }
+        let mut pending = self.pending();
+        for row in rows {
+            self.add(&mut pending, row, 1);
+        }
+    }
+
+    /// Counts one row.
+    fn add_one(&self, key: RollupKey) {
+        let mut pending = self.pending();
+        self.add(&mut pending, key, 1);
     }
 
     /// A committed effect: its quest stage, if it is one (accepted, an objective reaching its
@@ -223,9 +233,7 @@ impl Analytics {
             } if progress >= target => (quest, format!("{}{objective}", stage::OBJECTIVE_PREFIX)),
             _ => return,
         };
-        let key = quest_key(library, quest, locale, &stage);
-        let mut pending = self.pending();
-        self.add(&mut pending, key, 1);
+        self.add_one(quest_key(library, quest, locale, &stage));
     }
 
     /// A cutscene quest was offered and accepted at once (talking to its giver starts the
@@ -234,9 +242,7 @@ impl Analytics {
         if !self.enabled {
             return;
         }
-        let key = quest_key(library, quest, locale, stage::OFFERED);
-        let mut pending = self.pending();
-        self.add(&mut pending, key, 1);
+        self.add_one(quest_key(library, quest, locale, stage::OFFERED));
     }
 
     /// Everything counted since the last take, as rows for the store.

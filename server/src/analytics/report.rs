@@ -393,23 +393,20 @@ pub fn render(report: &ConversationReport) -> String {
     if report.opens == 0 && report.lines.is_empty() {
         let _ = writeln!(out, "no data for this selection");
     }
-    if report.versions.len() > 1 || report.version.is_none() {
-        let _ = writeln!(out, "\nversions (opens)");
-        for t in &report.versions {
-            let _ = writeln!(out, "  {:<34} {:>8}", t.name, t.count);
-        }
-    }
-    if !report.locales.is_empty() {
-        let _ = writeln!(out, "\nlocales (opens)");
-        for t in &report.locales {
+    let tallies = |out: &mut String, title: &str, tallies: &[Tally]| {
+        let _ = writeln!(out, "\n{title}");
+        for t in tallies {
             let name = if t.name.is_empty() { "-" } else { &t.name };
             let _ = writeln!(out, "  {name:<34} {:>8}", t.count);
         }
+    };
+    if report.versions.len() > 1 || report.version.is_none() {
+        tallies(&mut out, "versions (opens)", &report.versions);
     }
-    let _ = writeln!(out, "\nentries");
-    for t in &report.entries {
-        let _ = writeln!(out, "  {:<34} {:>8}", t.name, t.count);
+    if !report.locales.is_empty() {
+        tallies(&mut out, "locales (opens)", &report.locales);
     }
+    tallies(&mut out, "entries", &report.entries);
     let _ = writeln!(
         out,
         "\n  {:<34} {:>8} {:>8} {:>10} {:>10}",
