@@ -257,9 +257,31 @@ function showQuests() {
       li.dataset.quest = quest;
       li.dataset.status = String(status);
       li.textContent = `${quest}: ${status}`;
+      if (status === 'active') {
+        // The quest log's abandon: the server forgets the quest and its giver offers it again.
+        const give = document.createElement('button');
+        give.className = 'abandon';
+        give.textContent = 'abandon';
+        give.addEventListener('click', () => void abandon(quest));
+        li.append(' ', give);
+      }
       return li;
     });
   $('quest-log').replaceChildren(...items);
+}
+
+/** @param {string} quest */
+async function abandon(quest) {
+  try {
+    const answer = await /** @type {Connection} */ (state.connection).abandonQuest(quest);
+    state.profile = answer.profile;
+    if (state.facts) delete state.facts.quests[quest];
+    showProfile();
+    showQuests();
+    note(`abandoned ${quest}`);
+  } catch (e) {
+    note(`abandon ${quest}: ${e instanceof Error ? e.message : e}`);
+  }
 }
 
 /** @param {string} text */
@@ -391,8 +413,8 @@ $('play').addEventListener('click', () => void play());
 $('continue').addEventListener('click', () => step(() => /** @type {ClientWalk} */ (state.walk).advance()));
 $('locale').addEventListener('change', async () => {
   const tag = /** @type {HTMLSelectElement} */ ($('locale')).value;
-  await /** @type {Connection} */ (state.connection).setLocale(tag);
-  note(`reading in ${tag} from the next conversation on`);
+  const served = await /** @type {Connection} */ (state.connection).setLocale(tag);
+  note(`reading in ${served} from the next conversation on`);
 });
 $('draw').addEventListener('click', drawGraph);
 $('reload').addEventListener('click', () => void reload());

@@ -17,7 +17,8 @@ use banter_dialogue::canonical;
 use banter_dialogue::check;
 use banter_dialogue::text::{balanced_prefix, prefix, visible_graphemes};
 use banter_dialogue::{
-    ClientWalk, Condition, DialogueGraph, Outgoing, Screen, VertexId, build_conversation,
+    ClientWalk, Condition, DialogueGraph, Outgoing, Screen, VertexId, WalkError,
+    build_conversation, next_line,
 };
 use banter_protocol::{Action, ActionPayload, ActionType, FactSheet, QuestStatus};
 use serde_json::{Value, json};
@@ -315,8 +316,8 @@ fn screen(graph: &DialogueGraph, walk: &ClientWalk) -> Value {
 }
 
 /// The wire code a server answers a walk error with (`docs/PROTOCOL.md` section 7).
-fn walk_code(e: &banter_dialogue::WalkError) -> &'static str {
-    use banter_dialogue::WalkError as E;
+fn walk_code(e: &WalkError) -> &'static str {
+    use WalkError as E;
     match e {
         E::UnknownVertex => "unknown_vertex",
         E::NotReachable => "not_reachable",
@@ -332,8 +333,114 @@ fn walk_code(e: &banter_dialogue::WalkError) -> &'static str {
     }
 }
 
+/// `{"advance": node}`: the player advances past `node`. [`ClientWalk`] answers for the line on
+/// screen, and while none is (waiting for a jump: `awaits_jump`; ended: `no_conversation`). A
+/// name other than the line on screen is refused as the walk the client mirrors (the server's)
+/// refuses it: `not_reachable` for a line never shown, `not_a_line` for a response.
+fn advance_named(
+    graph: &DialogueGraph,
+    walk: &mut ClientWalk,
+    node: &str,
+    facts: &FactSheet,
+    out: &mut Vec<Outgoing>,
+) -> Result<(), WalkError> {
+    let named = graph.find(node).ok_or(WalkError::UnknownVertex)?;
+    match walk.screen() {
+        Screen::Line(line) if line != named => Err(walk
+            .walk()
+            .clone()
+            .advance(graph, named, facts)
+            .expect_err("the walk refuses advancing what is not on screen")),
+        _ => walk.advance(graph, facts, out),
+    }
+}
+
+/// `{"choose": response}`: the player picks `response`, by name.
+fn choose_named(
+    graph: &DialogueGraph,
+    walk: &mut ClientWalk,
+    response: &str,
+    facts: &FactSheet,
+    out: &mut Vec<Outgoing>,
+) -> Result<(), WalkError> {
+    let named = graph.find(response).ok_or(WalkError::UnknownVertex)?;
+    walk.choose(graph, named, facts, out)
+}
+
+/// One step as the vectors write it: the facts if they just changed, the input, what was sent,
+/// and the screen after it or the code it was refused with.
+fn step_json(
+    graph: &DialogueGraph,
+    walk: &ClientWalk,
+    out: &mut Vec<Outgoing>,
+    facts: Option<&FactSheet>,
+    input: Value,
+    result: Result<(), WalkError>,
+) -> Value {
+    let mut step = json!({ "input": input, "sends": wire(graph, out) });
+    if let Some(facts) = facts {
+        step["facts"] = json!(facts);
+    }
+    match result {
+        Ok(()) => step["screen"] = screen(graph, walk),
+        Err(e) => step["refused"] = json!(walk_code(&e)),
+    }
+    step
+}
+
+/// The scripted refusals, each given at most once per scenario, the first time the walk is in
+/// the state it needs.
+#[derive(Default)]
+struct Probed {
+    awaits_choice: bool,
+    response_as_line: bool,
+    line_as_response: bool,
+    ahead: bool,
+    condition: bool,
+    waiting: bool,
+}
+
+/// The facts as they would be had the player accepted, elsewhere (another session), a quest this
+/// conversation offers, chosen so that `target`'s conditions now fail and `keep`'s still hold.
+fn accepted_elsewhere(
+    graph: &DialogueGraph,
+    facts: &FactSheet,
+    target: VertexId,
+    keep: VertexId,
+) -> Option<FactSheet> {
+    let condition = graph.condition(target)?;
+    let offered = graph
+        .vertices()
+        .flat_map(|(id, _)| graph.actions(id).map(|(_, a)| a.action.clone()))
+        .filter_map(|a| match a {
+            Action::AcceptQuest { quest_id } => Some(quest_id),
+            _ => None,
+        });
+    for quest in offered {
+        if facts
+            .quests
+            .get(&quest)
+            .is_some_and(|s| *s != QuestStatus::Available)
+        {
+            continue;
+        }
+        let mut changed = facts.clone();
+        changed.quests.insert(quest, QuestStatus::Active);
+        if !condition.eval(&changed) && graph.condition(keep).is_none_or(|c| c.eval(&changed)) {
+            return Some(changed);
+        }
+    }
+    None
+}
+
 /// Plays from `entry`: at each line pick the choice `pick(step)` of those shown (or advance),
-/// answer a quest check with its success node, and once try something the rules refuse.
+/// answer a quest check with its success node, and along the way give the inputs the rules
+/// refuse (each refusal sends nothing and changes nothing, so the walk's path is the one it
+/// takes without them): a response that does not exist; advancing a line that waits for a
+/// choice, a response on screen, the line that has not been shown yet; picking the line on
+/// screen as a response; picking a response whose conditions stopped holding (the facts changed:
+/// a quest it offers was accepted in another session); advancing or picking again while the
+/// server's jump is awaited; advancing again once the conversation has ended.
 fn scenario(
     name: &str,
     conversation: &str,
@@ -344,23 +451,130 @@ fn scenario(
 ) -> Value {
     let (graph, diagnostics) = build_conversation(conversation, json_text);
     assert!(diagnostics.iter().all(|d| !d.is_error()), "{diagnostics:?}");
+    let vertex_name = |v: VertexId| {
+        graph
+            .vertex(v)
+            .map(|v| v.name.to_string())
+            .expect("a vertex of the graph")
+    };
     let mut out = Vec::new();
     let entry_id = graph.find(entry).expect("entry");
     let mut walk = ClientWalk::open(&graph, entry_id, sheet, &mut out).expect("opens");
     let open = json!({ "sends": wire(&graph, &mut out), "screen": screen(&graph, &walk) });
+    let mut facts = sheet.clone();
     let mut steps = Vec::new();
     let mut refused_once = false;
+    let mut probed = Probed::default();
+    // The line last on screen and the response last picked: what the player still sees while
+    // the server's jump is awaited, and once the conversation has ended.
+    let mut last_line: Option<VertexId> = None;
+    let mut last_choice: Option<VertexId> = None;
     for step in 0..40 {
+        // The scripted refusals this state allows, each with the code it must get.
+        let mut probes: Vec<(Value, WalkError, Option<FactSheet>)> = Vec::new();
+        match walk.screen() {
+            Screen::Ended => break,
+            Screen::Line(line) => {
+                last_line = Some(line);
+                let choices: Vec<VertexId> = walk.choices(&graph).collect();
+                if let Some(&first) = choices.first() {
+                    if !std::mem::replace(&mut probed.awaits_choice, true) {
+                        probes.push((
+                            json!({ "advance": vertex_name(line) }),
+                            WalkError::AwaitsChoice,
+                            None,
+                        ));
+                    }
+                    if !std::mem::replace(&mut probed.response_as_line, true) {
+                        probes.push((
+                            json!({ "advance": vertex_name(first) }),
+                            WalkError::NotALine,
+                            None,
+                        ));
+                    }
+                    // The client's own screen check comes first: a line is never one of the
+                    // responses on screen.
+                    if !std::mem::replace(&mut probed.line_as_response, true) {
+                        probes.push((
+                            json!({ "choose": vertex_name(line) }),
+                            WalkError::NotReachable,
+                            None,
+                        ));
+                    }
+                    let intended = choices[(pick + step) % choices.len()];
+                    if !probed.condition {
+                        let stale = choices.iter().filter(|&&r| r != intended).find_map(|&r| {
+                            accepted_elsewhere(&graph, &facts, r, intended).map(|f| (r, f))
+                        });
+                        if let Some((r, changed)) = stale {
+                            probed.condition = true;
+                            probes.push((
+                                json!({ "choose": vertex_name(r) }),
+                                WalkError::ConditionFailed,
+                                Some(changed),
+                            ));
+                        }
+                    }
+                }
+                // The reply that has not been shown yet: the line after the one on screen, or
+                // after its first response.
+                let from = choices.first().copied().unwrap_or(line);
+                if !probed.ahead
+                    && let Some(next) = next_line(&graph, from, &facts)
+                    && !walk.walk().is_reachable(next)
+                {
+                    probed.ahead = true;
+                    probes.push((
+                        json!({ "advance": vertex_name(next) }),
+                        WalkError::NotReachable,
+                        None,
+                    ));
+                }
+            }
+            Screen::Waiting => {
+                if !std::mem::replace(&mut probed.waiting, true) {
+                    let line = last_line.expect("a line was on screen");
+                    let response = last_choice.expect("a response was picked");
+                    probes.push((
+                        json!({ "advance": vertex_name(line) }),
+                        WalkError::AwaitsJump,
+                        None,
+                    ));
+                    probes.push((
+                        json!({ "choose": vertex_name(response) }),
+                        WalkError::NotReachable,
+                        None,
+                    ));
+                }
+            }
+        }
+        for (input, expected, changed) in probes {
+            if let Some(changed) = &changed {
+                facts = changed.clone();
+            }
+            let result = if let Some(node) = input.get("advance").and_then(Value::as_str) {
+                advance_named(&graph, &mut walk, node, &facts, &mut out)
+            } else {
+                let response = input["choose"].as_str().expect("choose");
+                choose_named(&graph, &mut walk, response, &facts, &mut out)
+            };
+            assert_eq!(result, Err(expected), "{name}: {input}");
+            steps.push(step_json(
+                &graph,
+                &walk,
+                &mut out,
+                changed.as_ref(),
+                input,
+                result,
+            ));
+        }
         let (input, result) = match walk.screen() {
             Screen::Ended => break,
             Screen::Line(_) if !refused_once && step == 1 => {
                 // A response that is not on screen: the client refuses it and sends nothing.
                 refused_once = true;
                 let bogus = format!("{entry}_r99");
-                let result = match graph.find(&bogus) {
-                    Some(v) => walk.choose(&graph, v, sheet, &mut out),
-                    None => Err(banter_dialogue::WalkError::UnknownVertex),
-                };
+                let result = choose_named(&graph, &mut walk, &bogus, &facts, &mut out);
                 (json!({ "choose": bogus }), result)
             }
             Screen::Line(line) => {
@@ -369,18 +583,23 @@ fn scenario(
                     if !walk.can_advance(&graph) {
                         break;
                     }
-                    let name = graph.vertex(line).map(|v| v.name.to_string());
-                    (
-                        json!({ "advance": name }),
-                        walk.advance(&graph, sheet, &mut out),
-                    )
+                    let name = vertex_name(line);
+                    let result = advance_named(&graph, &mut walk, &name, &facts, &mut out);
+                    (json!({ "advance": name }), result)
                 } else {
-                    let choice = choices[(pick + step) % choices.len()];
-                    let name = graph.vertex(choice).map(|v| v.name.to_string());
-                    (
-                        json!({ "choose": name }),
-                        walk.choose(&graph, choice, sheet, &mut out),
-                    )
+                    // The choice for this step, or the next one whose conditions still hold
+                    // (the facts may have changed since the line was shown).
+                    let n = choices.len();
+                    let Some(choice) = (0..n)
+                        .map(|k| choices[(pick + step + k) % n])
+                        .find(|&r| graph.condition(r).is_none_or(|c| c.eval(&facts)))
+                    else {
+                        break;
+                    };
+                    last_choice = Some(choice);
+                    let name = vertex_name(choice);
+                    let result = choose_named(&graph, &mut walk, &name, &facts, &mut out);
+                    (json!({ "choose": name }), result)
                 }
             }
             Screen::Waiting => {
@@ -396,16 +615,27 @@ fn scenario(
                 let target_id = graph.find(&target).expect("target");
                 (
                     json!({ "jump": target }),
-                    walk.jump(&graph, target_id, sheet, &mut out),
+                    walk.jump(&graph, target_id, &facts, &mut out),
                 )
             }
         };
-        let mut step_value = json!({ "input": input, "sends": wire(&graph, &mut out) });
-        match result {
-            Ok(()) => step_value["screen"] = screen(&graph, &walk),
-            Err(e) => step_value["refused"] = json!(walk_code(&e)),
-        }
-        steps.push(step_value);
+        steps.push(step_json(&graph, &walk, &mut out, None, input, result));
+    }
+    // Past the end: the player presses on the last line again.
+    if walk.screen() == Screen::Ended
+        && let Some(line) = last_line
+    {
+        let name = vertex_name(line);
+        let result = advance_named(&graph, &mut walk, &name, &facts, &mut out);
+        assert_eq!(result, Err(WalkError::Closed), "{name}");
+        steps.push(step_json(
+            &graph,
+            &walk,
+            &mut out,
+            None,
+            json!({ "advance": name }),
+            result,
+        ));
     }
     json!({
         "name": name,
@@ -465,6 +695,27 @@ fn client_walk_vectors() -> Value {
 #[test]
 fn client_walk_vectors_are_current() {
     let vectors = client_walk_vectors();
-    assert!(vectors["scenarios"].as_array().expect("scenarios").len() >= 40);
+    let scenarios = vectors["scenarios"].as_array().expect("scenarios");
+    assert!(scenarios.len() >= 40);
+    // Every code a client input can be refused with, so that coverage cannot quietly shrink.
+    // Not here, because no input in these files can get them from a client walk: `not_a_response`
+    // (a line named as a response is not one of the responses on screen: `not_reachable`),
+    // `not_armed` and `payload_mismatch` (actions are checked by the server, not walked) and
+    // `internal` (a server's jump to something that is not a line).
+    let refused: std::collections::BTreeSet<&str> = scenarios
+        .iter()
+        .flat_map(|s| s["steps"].as_array().expect("steps"))
+        .filter_map(|step| step["refused"].as_str())
+        .collect();
+    let expected = std::collections::BTreeSet::from([
+        "awaits_choice",
+        "awaits_jump",
+        "condition_failed",
+        "no_conversation",
+        "not_a_line",
+        "not_reachable",
+        "unknown_vertex",
+    ]);
+    assert_eq!(refused, expected, "the refusal codes in client_walk.json");
     bless_or_check("client_walk.json", &vectors);
 }

@@ -109,6 +109,13 @@ pub enum ClientMessage {
         id: Option<u64>,
         scene: String,
     },
+    /// Gives up an active quest from the quest log: its progress is forgotten, it stops being
+    /// tracked, and its giver offers it again. Answered by `quest_abandoned`.
+    AbandonQuest {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<u64>,
+        quest: String,
+    },
     /// After a dropped connection: takes back the conversation the previous session left open,
     /// with the `resume_token` of that session's `welcome`, within the server's grace window.
     /// The walk continues exactly where it was: the same lines shown, the same actions armed.
@@ -167,6 +174,7 @@ impl ClientMessage {
             | ClientMessage::SetLocale { id, .. }
             | ClientMessage::FetchConversation { id, .. }
             | ClientMessage::CutsceneDone { id, .. }
+            | ClientMessage::AbandonQuest { id, .. }
             | ClientMessage::Resume { id, .. } => *id,
         }
     }
@@ -184,6 +192,7 @@ impl ClientMessage {
             | ClientMessage::SetLocale { id, .. }
             | ClientMessage::FetchConversation { id, .. }
             | ClientMessage::CutsceneDone { id, .. }
+            | ClientMessage::AbandonQuest { id, .. }
             | ClientMessage::Resume { id, .. } => *id = Some(new_id),
         }
         self
@@ -504,6 +513,13 @@ pub enum ServerMessage {
         effect: Effect,
         profile: Profile,
     },
+    /// Answers `set_locale`: the locale the player's text is served in from now on (the one
+    /// asked for, or the first of its fallbacks the content has, or the source language), as
+    /// `welcome.locale` says it at connection time.
+    LocaleSet { locale: String },
+    /// An `abandon_quest` was applied: the quest is no longer active (never accepted, as far as
+    /// the walk's facts go) and `profile` is the player's profile after it.
+    QuestAbandoned { quest: String, profile: Profile },
     /// The open conversation closed.
     Closed { reason: CloseReason },
     /// A conversation's merged content, answering `fetch_conversation`.

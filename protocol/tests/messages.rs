@@ -92,6 +92,7 @@ fn every_message_kind_is_its_type_tag() {
         r#"{"type":"set_locale","locale":"ja"}"#,
         r#"{"type":"fetch_conversation","conversation":"Pim"}"#,
         r#"{"type":"cutscene_done","scene":"S"}"#,
+        r#"{"type":"abandon_quest","quest":"Q"}"#,
         r#"{"type":"resume","token":"t"}"#,
     ];
     assert_eq!(samples.len(), ClientMessageKind::VARIANTS.len());
@@ -295,6 +296,13 @@ fn every_server_message() -> Vec<ServerMessage> {
         ServerMessage::Bye {
             reason: ByeReason::Replaced,
             message: "m".into(),
+        },
+        ServerMessage::LocaleSet {
+            locale: "ja".into(),
+        },
+        ServerMessage::QuestAbandoned {
+            quest: "Q".into(),
+            profile: profile.clone(),
         },
     ];
     messages.extend(effects.into_iter().map(|effect| ServerMessage::Effect {

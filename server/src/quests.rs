@@ -593,6 +593,38 @@ pub fn cutscene_step_key(quest: &str) -> String {
     format!("cutscene/{quest}")
 }
 
+/// Abandons an active quest (the quest log's `abandon_quest`): its state and progress are
+/// forgotten and it is no longer tracked, in one audited step, so its giver offers it again. On
+/// success `record` is reloaded; on error nothing was applied and calling again is safe. A quest
+/// this very step already abandoned (its answer lost) answers as if it were abandoned now.
+pub async fn abandon_quest(
+    store: &dyn Store,
+    content: &Content,
+    player: &str,
+    record: &mut PlayerRecord,
+    quest_id: &str,
+    context: &StepContext<'_>,
+) -> Result<(), EngineError> {
+    quest_def(content, quest_id)?;
+    if let Err(not_active) = require_active(record, content, quest_id) {
+        return match store.step_applied(player, context.key).await {
+            Ok(true) => {
+                refresh_after_commit(store, content, player, record).await;
+                Ok(())
+            }
+            _ => Err(not_active),
+        };
+    }
+    let change = Change::Abandon { quest: quest_id };
+    match land(store, &context.step(player, change)).await {
+        Ok(_) | Err(NotNow::Earlier) => {}
+        // Completed or abandoned elsewhere since this copy was read: the store refused it.
+        Err(NotNow::Refused(e)) => return Err(e),
+    }
+    refresh_after_commit(store, content, player, record).await;
+    Ok(())
+}
+
 /// Ends a cutscene quest when its scene has played (article section 5): in one step, every
 /// objective is brought to its target and the reward is paid (exactly once, by the ledger). On
 /// success `record` is reloaded; on error nothing was applied and calling again is safe. A

@@ -487,6 +487,42 @@ async fn record_fennick(server: &TestServer, blocks: &mut Vec<Block>) {
             .any(|m| matches!(m, ServerMessage::Jump { node } if node == "CopperSnappers_NotYet"))
     );
     blocks.push(Block::frames("fennick-check", fennick.take()));
+
+    // The quest log's abandon (section 4, `abandon_quest`): CopperSnappers is active and tracked.
+    fennick.request(ClientMessage::Close { id: None }).await;
+    fennick.take();
+    let abandoned = fennick
+        .request(ClientMessage::AbandonQuest {
+            id: None,
+            quest: "CopperSnappers".into(),
+        })
+        .await;
+    assert!(
+        matches!(
+            abandoned.as_slice(),
+            [ServerMessage::QuestAbandoned { quest, profile }, ServerMessage::Ack { .. }]
+                if quest == "CopperSnappers" && profile.tracked_quest.is_none()
+        ),
+        "{abandoned:?}"
+    );
+    blocks.push(Block::frames("fennick-abandon", fennick.take()));
+    let (_, entry, _, _) = fennick
+        .talk("Grandpa Fennick", Some("fennick"), Some((&hash, &graph)))
+        .await;
+    assert_eq!(entry, "CopperSnappers_Greet", "offered again");
+    fennick.request(ClientMessage::Close { id: None }).await;
+    fennick.take();
+
+    // `set_locale` (section 4): a tag the content lacks falls back to the source language.
+    for locale in ["pt-BR", "ja-JP"] {
+        fennick
+            .request(ClientMessage::SetLocale {
+                id: None,
+                locale: locale.into(),
+            })
+            .await;
+    }
+    blocks.push(Block::frames("set-locale", fennick.take()));
 }
 
 /// Section 8.2: a response whose `NextNode` is a list (a branch). A fresh player has 0 coins,

@@ -23,7 +23,7 @@ import { webSocketUrl } from './login.js';
 import { MAX_CLIENT_FRAME_BYTES, parseServerMessage } from './protocol.js';
 
 /**
- * @import { ServerMessage, ErrorMessage, ByeMessage, ResumedMessage, ByeReason, WelcomeMessage } from './protocol.generated.js'
+ * @import { ServerMessage, ErrorMessage, ByeMessage, ResumedMessage, ByeReason, WelcomeMessage, LocaleSetMessage, QuestAbandonedMessage } from './protocol.generated.js'
  * @import { OutgoingRequest } from './protocol.js'
  */
 
@@ -298,11 +298,31 @@ export class Connection {
    * Changes the player's language: `set_locale` now, and `?locale=` on every reconnection. A
    * conversation already open keeps its text; the next `opened` is in the new locale.
    * @param {string} locale  a BCP 47 tag
+   * @returns {Promise<string>} the locale the text is served in now (`locale_set`): the one
+   *   asked for, or the first of its fallbacks the content has, or the source language
+   * @throws {RefusalError} `bad_locale`
    */
   async setLocale(locale) {
     const reply = await this.request({ type: 'set_locale', locale });
     this.locale = locale;
-    return reply;
+    const set = reply.messages.find((m) => m.type === 'locale_set');
+    if (!set) throw new ConnectionError('protocol', 'a set_locale was acknowledged without `locale_set`');
+    return /** @type {LocaleSetMessage} */ (set).locale;
+  }
+
+  /**
+   * Gives up an active quest, as a quest log's "abandon" does (`abandon_quest`): its progress is
+   * forgotten, it is no longer tracked, and its giver offers it again.
+   * @param {string} quest  the quest id
+   * @returns {Promise<QuestAbandonedMessage>} the quest and the profile after it
+   * @throws {RefusalError} `quest_state` (not active), `store_unavailable`, `outcome_unknown`
+   *   (send it again: it is applied at most once)
+   */
+  async abandonQuest(quest) {
+    const reply = await this.request({ type: 'abandon_quest', quest });
+    const abandoned = reply.messages.find((m) => m.type === 'quest_abandoned');
+    if (!abandoned) throw new ConnectionError('protocol', 'an abandon_quest was acknowledged without `quest_abandoned`');
+    return /** @type {QuestAbandonedMessage} */ (abandoned);
   }
 
   /**

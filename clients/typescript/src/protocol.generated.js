@@ -105,6 +105,16 @@
  */
 
 /**
+ * Gives up an active quest from the quest log: its progress is forgotten, it stops being
+ * tracked, and its giver offers it again. Answered by `quest_abandoned`.
+ *
+ * @typedef {object} AbandonQuestMessage
+ * @property {"abandon_quest"} type
+ * @property {number | null} [id]
+ * @property {string} quest
+ */
+
+/**
  * After a dropped connection: takes back the conversation the previous session left open,
  * with the `resume_token` of that session's `welcome`, within the server's grace window.
  * The walk continues exactly where it was: the same lines shown, the same actions armed.
@@ -118,13 +128,13 @@
 /**
  * What a client sends.
  *
- * @typedef {MoveMessage | TalkMessage | AdvanceMessage | ChooseMessage | ActionMessage | CloseMessage | SetAfkMessage | SetLocaleMessage | FetchConversationMessage | CutsceneDoneMessage | ResumeMessage} ClientMessage
+ * @typedef {MoveMessage | TalkMessage | AdvanceMessage | ChooseMessage | ActionMessage | CloseMessage | SetAfkMessage | SetLocaleMessage | FetchConversationMessage | CutsceneDoneMessage | AbandonQuestMessage | ResumeMessage} ClientMessage
  */
 
 /**
  * The `type` of every `ClientMessage`.
  *
- * @typedef {"move" | "talk" | "advance" | "choose" | "action" | "close" | "set_afk" | "set_locale" | "fetch_conversation" | "cutscene_done" | "resume"} ClientMessageType
+ * @typedef {"move" | "talk" | "advance" | "choose" | "action" | "close" | "set_afk" | "set_locale" | "fetch_conversation" | "cutscene_done" | "abandon_quest" | "resume"} ClientMessageType
  */
 
 // ---------------------------------------------------------------------------------------------
@@ -206,6 +216,26 @@
  */
 
 /**
+ * Answers `set_locale`: the locale the player's text is served in from now on (the one
+ * asked for, or the first of its fallbacks the content has, or the source language), as
+ * `welcome.locale` says it at connection time.
+ *
+ * @typedef {object} LocaleSetMessage
+ * @property {"locale_set"} type
+ * @property {string} locale
+ */
+
+/**
+ * An `abandon_quest` was applied: the quest is no longer active (never accepted, as far as
+ * the walk's facts go) and `profile` is the player's profile after it.
+ *
+ * @typedef {object} QuestAbandonedMessage
+ * @property {"quest_abandoned"} type
+ * @property {Profile} profile
+ * @property {string} quest
+ */
+
+/**
  * The open conversation closed.
  *
  * @typedef {object} ClosedMessage
@@ -246,13 +276,13 @@
 /**
  * What the server sends.
  *
- * @typedef {WelcomeMessage | ResumedMessage | AckMessage | OpenedMessage | JumpMessage | EffectMessage | ClosedMessage | ConversationMessage | ErrorMessage | ByeMessage} ServerMessage
+ * @typedef {WelcomeMessage | ResumedMessage | AckMessage | OpenedMessage | JumpMessage | EffectMessage | LocaleSetMessage | QuestAbandonedMessage | ClosedMessage | ConversationMessage | ErrorMessage | ByeMessage} ServerMessage
  */
 
 /**
  * The `type` of every `ServerMessage`.
  *
- * @typedef {"welcome" | "resumed" | "ack" | "opened" | "jump" | "effect" | "closed" | "conversation" | "error" | "bye"} ServerMessageType
+ * @typedef {"welcome" | "resumed" | "ack" | "opened" | "jump" | "effect" | "locale_set" | "quest_abandoned" | "closed" | "conversation" | "error" | "bye"} ServerMessageType
  */
 
 // ---------------------------------------------------------------------------------------------
@@ -449,7 +479,7 @@ export const ACTION_TYPES = Object.freeze(["AcceptQuest","CheckQuest","CompleteQ
 export const BYE_REASONS = Object.freeze(["replaced","shutdown","flooding","token_expired","timeout"]);
 
 /** Every `ClientMessageType`, in schema order. @type {ReadonlyArray<ClientMessageType>} */
-export const CLIENT_MESSAGE_TYPES = Object.freeze(["move","talk","advance","choose","action","close","set_afk","set_locale","fetch_conversation","cutscene_done","resume"]);
+export const CLIENT_MESSAGE_TYPES = Object.freeze(["move","talk","advance","choose","action","close","set_afk","set_locale","fetch_conversation","cutscene_done","abandon_quest","resume"]);
 
 /** Every `CloseReason`, in schema order. @type {ReadonlyArray<CloseReason>} */
 export const CLOSE_REASONS = Object.freeze(["client","walked_away"]);
@@ -464,4 +494,4 @@ export const ERROR_CODES = Object.freeze(["malformed","frame_too_large","binary_
 export const QUEST_STATUSES = Object.freeze(["unavailable","available","active","completed"]);
 
 /** Every `ServerMessageType`, in schema order. @type {ReadonlyArray<ServerMessageType>} */
-export const SERVER_MESSAGE_TYPES = Object.freeze(["welcome","resumed","ack","opened","jump","effect","closed","conversation","error","bye"]);
+export const SERVER_MESSAGE_TYPES = Object.freeze(["welcome","resumed","ack","opened","jump","effect","locale_set","quest_abandoned","closed","conversation","error","bye"]);

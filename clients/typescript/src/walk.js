@@ -356,7 +356,10 @@ export class ClientWalk {
 
   /**
    * The player advances past the current line. `node`, if given, must be that line's name: a
-   * client that names another line is out of step with its own screen.
+   * client that names another line is out of step with its own screen. While no line is on
+   * screen the state answers (`awaits_jump` while waiting for the jump, `no_conversation` once
+   * ended), as in `ClientWalk::advance` (dialogue/src/client.rs); another name is refused as the
+   * server's walk refuses it: `not_reachable` if never shown, `not_a_line` for a response.
    * @param {string} [node]
    * @returns {WalkMessage[]} `advance`, the held response actions, then the next line's actions
    */
@@ -364,13 +367,14 @@ export class ClientWalk {
     if (node !== undefined) {
       const named = this.graph.find(node);
       if (!named) throw new WalkRefusal('unknown_vertex', 'no node or response of that name in this conversation', node);
-      if (named.kind !== 'line') throw new WalkRefusal('not_a_line', 'not an NPC line', node);
-      if (this.state !== 'line' || named.id !== this.lineId) {
-        throw new WalkRefusal('not_reachable', `not the line on screen${this.line ? ` (${this.line.name} is)` : ''}`, node);
+      if (this.state === 'line' && named.id !== this.lineId) {
+        if (!this.walk.isReachable(named.id)) throw new WalkRefusal('not_reachable', 'the player has not been shown this', node);
+        if (named.kind !== 'line') throw new WalkRefusal('not_a_line', 'not an NPC line', node);
+        throw new WalkRefusal('not_reachable', `not the line on screen (${/** @type {Vertex} */ (this.line).name} is)`, node);
       }
     }
     if (this.state === 'waiting_for_jump') throw new WalkRefusal('awaits_jump', "waiting for the server's jump after a CheckQuest");
-    if (this.state === 'ended') throw new WalkRefusal('not_a_line', 'the conversation has ended: send close');
+    if (this.state === 'ended') throw new WalkRefusal('no_conversation', 'the conversation has ended: send close');
     const line = this.lineId;
     const shown = this.walk.advance(line, this.facts);
     /** @type {WalkMessage[]} */

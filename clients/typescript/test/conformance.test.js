@@ -144,6 +144,8 @@ test('client_walk.json: every scenario, step by step', (t) => {
   assert.ok(Array.isArray(scenarios) && conversations && typeof conversations === 'object', 'client_walk.json: expected { conversations, scenarios }');
   const failures = [];
   let steps = 0;
+  /** The codes the steps are refused with, and how often. @type {Map<string, number>} */
+  const refusals = new Map();
   for (const sc of scenarios) {
     const content = conversations[sc.conversation];
     if (typeof content !== 'string') {
@@ -167,6 +169,8 @@ test('client_walk.json: every scenario, step by step', (t) => {
       const name = `${sc.name}, step ${i} ${JSON.stringify(step.input)}`;
       let sends = [];
       let refused;
+      // The player's facts changed before this input (an effect from elsewhere): from now on.
+      if ('facts' in step) walk.facts = step.facts;
       try {
         if ('advance' in step.input) sends = walk.advance(step.input.advance);
         else if ('choose' in step.input) sends = walk.choose(step.input.choose);
@@ -181,6 +185,7 @@ test('client_walk.json: every scenario, step by step', (t) => {
       }
       if (!same(sends, step.sends)) failures.push(`${name}: sends ${JSON.stringify(step.sends)}, got ${JSON.stringify(sends)}`);
       if ('refused' in step) {
+        refusals.set(step.refused, (refusals.get(step.refused) ?? 0) + 1);
         if (refused !== step.refused) failures.push(`${name}: expected refused ${step.refused}, got ${refused ?? 'accepted'}`);
       } else if (refused !== undefined) {
         failures.push(`${name}: refused ${refused}, expected screen ${JSON.stringify(step.screen)}`);
@@ -189,7 +194,7 @@ test('client_walk.json: every scenario, step by step', (t) => {
       }
     }
   }
-  report(t, 'client_walk.json', scenarios.length, failures, `scenarios over ${Object.keys(conversations).length} conversations, ${steps} steps`);
+  report(t, 'client_walk.json', scenarios.length, failures, `scenarios over ${Object.keys(conversations).length} conversations, ${steps} steps; refused: ${[...refusals].map(([c, n]) => `${c} ${n}`).join(', ')}`);
 });
 
 test('vector counts', (t) => {

@@ -247,15 +247,37 @@ test('backoff doubles from the second attempt up to the cap', () => {
   assert.equal(backoffDelay(DEFAULT_BACKOFF, 10_000), 3000);
 });
 
-test('setLocale sends set_locale and reconnects with ?locale= of the new tag', async () => {
-  const WebSocket = server((s, m) => s.deliver({ type: 'ack', id: m.id }));
+test('setLocale sends set_locale, answers the locale served, and reconnects with ?locale= of the new tag', async () => {
+  const WebSocket = server((s, m) => {
+    s.deliver({ type: 'locale_set', locale: 'ja' });
+    s.deliver({ type: 'ack', id: m.id });
+  });
   const c = await Connection.open({ address: 'https://banter.example', token: 't', WebSocket, sleep: noSleep });
   assert.equal(WebSocket.sockets[0].url, 'wss://banter.example/v1/ws?token=t');
+  assert.equal(await c.setLocale('ja-JP'), 'ja');
+  assert.deepEqual(WebSocket.sockets[0].sent.at(-1), { type: 'set_locale', locale: 'ja-JP', id: 1 });
   await c.setLocale('ja');
-  assert.deepEqual(WebSocket.sockets[0].sent.at(-1), { type: 'set_locale', locale: 'ja', id: 1 });
+  assert.deepEqual(WebSocket.sockets[0].sent.at(-1), { type: 'set_locale', locale: 'ja', id: 2 });
   const again = new Promise((resolve) => c.on('reconnect', resolve));
   WebSocket.sockets[0].drop();
   await again;
   assert.equal(WebSocket.sockets[1].url, 'wss://banter.example/v1/ws?token=t&locale=ja');
+  await c.close();
+});
+
+test('abandonQuest sends abandon_quest and answers quest_abandoned; a refusal rejects', async () => {
+  const profile = { coins: 0, experience: 0, tutorial_stage: 0 };
+  const WebSocket = server((s, m) => {
+    if (m.quest === 'PimsTideTale') {
+      s.deliver({ type: 'quest_abandoned', quest: m.quest, profile });
+      s.deliver({ type: 'ack', id: m.id });
+    } else {
+      s.deliver({ type: 'error', id: m.id, code: 'quest_state', message: `quest \`${m.quest}\` is never accepted, not active` });
+    }
+  });
+  const c = await Connection.open({ address: 'https://banter.example', token: 't', WebSocket, sleep: noSleep });
+  assert.deepEqual(await c.abandonQuest('PimsTideTale'), { type: 'quest_abandoned', quest: 'PimsTideTale', profile });
+  assert.deepEqual(WebSocket.sockets[0].sent.at(-1), { type: 'abandon_quest', quest: 'PimsTideTale', id: 1 });
+  await assert.rejects(c.abandonQuest('Other'), (e) => e instanceof RefusalError && e.code === 'quest_state');
   await c.close();
 });

@@ -118,7 +118,8 @@ test('a refusal comes back typed, with the wire code', async () => {
     await assert.rejects(connection.request({ type: 'talk', npc: 'Pim' }), (e) => e instanceof RefusalError && e.code === 'no_body' && e.retryable === false);
     await assert.rejects(connection.request({ type: 'set_locale', locale: 'not a tag' }), (e) => e.code === 'bad_locale');
     const reply = await connection.request({ type: 'set_locale', locale: 'ja' });
-    assert.deepEqual(reply.messages, []);
+    assert.deepEqual(reply.messages, [{ type: 'locale_set', locale: 'ja' }]);
+    assert.equal(await connection.setLocale('pt-BR'), 'en', 'no Portuguese: the source language');
   } finally {
     await connection.close();
   }

@@ -42,7 +42,8 @@ test('a response action is held until the player advances past a final Close lin
     { type: 'action', action: 'TrackQuest', payload: 'CopperSnappers' },
   ]);
   assert.equal(walk.ended, true);
-  refuses(() => walk.advance(), 'not_a_line');
+  refuses(() => walk.advance(), 'no_conversation');
+  refuses(() => walk.advance('CopperSnappers_Accepted'), 'no_conversation');
 });
 
 test("a CheckQuest response goes out at once and the walk waits for the server's jump (PROTOCOL.md 8.5)", () => {
@@ -56,6 +57,7 @@ test("a CheckQuest response goes out at once and the walk waits for the server's
   assert.equal(walk.screen.kind, 'waiting_for_jump');
   assert.equal(walk.waitingForJump, true);
   refuses(() => walk.advance(), 'awaits_jump');
+  refuses(() => walk.advance('CopperSnappers_Check'), 'awaits_jump');
   refuses(() => walk.choose('CopperSnappers_Check_r2'), 'not_reachable');
   assert.deepEqual(walk.jump('CopperSnappers_NotYet'), []);
   assert.deepEqual(walk.choices, ['CopperSnappers_NotYet_r1', 'CopperSnappers_NotYet_r2']);
@@ -120,6 +122,7 @@ test('responses whose conditions fail are not offered; facts are checked again o
   refuses(() => poor.choose('Hi_r99'), 'unknown_vertex');
   refuses(() => poor.advance(), 'awaits_choice');
   refuses(() => poor.advance('Hi_r2'), 'not_a_line');
+  refuses(() => poor.advance('Hi_r1'), 'not_reachable');
 });
 
 test('the walk follows effects: applyEffect then the next condition sees the quest active', () => {

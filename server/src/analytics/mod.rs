@@ -67,6 +67,8 @@ pub mod stage {
     /// `objective:<id>`: the objective reached its target.
     pub const OBJECTIVE_PREFIX: &str = "objective:";
     pub const COMPLETED: &str = "completed";
+    /// Accepted, then given up from the quest log (`abandon_quest`).
+    pub const ABANDONED: &str = "abandoned";
 }
 
 /// Most distinct rows held in memory between flushes; more are dropped and counted.
@@ -234,6 +236,14 @@ impl Analytics {
             _ => return,
         };
         self.add_one(quest_key(library, quest, locale, &stage));
+    }
+
+    /// A player gave up an active quest (`abandon_quest`): its funnel's `abandoned` count.
+    pub fn abandoned(&self, library: &ContentVersion, quest: &str, locale: &str) {
+        if !self.enabled {
+            return;
+        }
+        self.add_one(quest_key(library, quest, locale, stage::ABANDONED));
     }
 
     /// A cutscene quest was offered and accepted at once (talking to its giver starts the

@@ -103,9 +103,13 @@ pub struct QuestFunnel {
     /// Each objective reaching its target, in funnel order (most reached first).
     pub objectives: Vec<Tally>,
     pub completed: u64,
-    /// Accepted but not completed: still in progress, or abandoned (Banter has no abandon
-    /// action, so the two cannot be told apart).
+    /// Acceptances given up from the quest log (`abandon_quest`); the quest may have been
+    /// accepted again since.
+    pub abandoned: u64,
+    /// Accepted but not completed: `abandoned` plus `in_progress`.
     pub not_completed: u64,
+    /// Accepted, neither completed nor abandoned: still in the players' quest logs.
+    pub in_progress: u64,
     /// Each step of the funnel and how many were lost on it.
     pub drop_off: Vec<DropOff>,
 }
@@ -296,10 +300,11 @@ pub fn quest_funnel(quest: &str, rows: &[RollupRow], selection: &Selection) -> Q
         }
     }
     let get = |s: &str| stages.get(s).copied().unwrap_or(0);
-    let (offered, accepted, completed) = (
+    let (offered, accepted, completed, abandoned) = (
         get(stage::OFFERED),
         get(stage::ACCEPTED),
         get(stage::COMPLETED),
+        get(stage::ABANDONED),
     );
     let objectives = sorted_tallies(objectives);
     let mut steps = vec![
@@ -329,7 +334,9 @@ pub fn quest_funnel(quest: &str, rows: &[RollupRow], selection: &Selection) -> Q
         accepted,
         objectives,
         completed,
+        abandoned,
         not_completed: accepted.saturating_sub(completed),
+        in_progress: accepted.saturating_sub(completed).saturating_sub(abandoned),
         drop_off,
     }
 }
@@ -455,8 +462,8 @@ pub fn render(report: &ConversationReport) -> String {
         );
         let _ = writeln!(
             out,
-            "  offered {}  declined {}  accepted {}  completed {}  not completed {}",
-            q.offered, q.declined, q.accepted, q.completed, q.not_completed
+            "  offered {}  declined {}  accepted {}  completed {}  abandoned {}  in progress {}",
+            q.offered, q.declined, q.accepted, q.completed, q.abandoned, q.in_progress
         );
         for d in &q.drop_off {
             let _ = writeln!(

@@ -120,6 +120,9 @@ pub struct SessionCore {
     cutscene_quest: Option<String>,
     /// Conversations (and cutscene quests) this session opened, for their unique names.
     opened: u64,
+    /// How many times this session abandoned each quest: part of an abandon's step key, so an
+    /// `abandon_quest` sent again after `outcome_unknown` names the same step.
+    abandoned: HashMap<String, u32>,
     /// The step being handled wrote its audit row in its own transaction (it changed the
     /// player's state), so the best-effort audit queue must not record it again.
     audited_in_store: bool,
@@ -176,6 +179,7 @@ impl SessionCore {
             cutscene: None,
             cutscene_quest: None,
             opened: 0,
+            abandoned: HashMap::new(),
             audited_in_store: false,
             may_have_parked: true,
             trail: crate::audit::Trail::default(),
@@ -472,6 +476,8 @@ impl SessionCore {
             ClientMessage::SetLocale { locale, .. } => {
                 let locale = Locale::parse(locale).map_err(SessionError::BadLocale)?;
                 self.locale = Some(locale);
+                let locale = self.served_locale();
+                self.out.push(ServerMessage::LocaleSet { locale });
                 Ok(())
             }
             ClientMessage::FetchConversation { conversation, .. } => {
@@ -489,8 +495,51 @@ impl SessionCore {
                 Ok(())
             }
             ClientMessage::CutsceneDone { scene, .. } => self.on_cutscene_done(scene, now).await,
+            ClientMessage::AbandonQuest { quest, .. } => self.on_abandon_quest(quest).await,
             ClientMessage::Resume { token, .. } => self.on_resume(token, now).await,
         }
+    }
+
+    /// Gives up an active quest (the quest log's abandon; no conversation arms it, and one may
+    /// be open). One audited store step, keyed by this session, the quest and how often this
+    /// session abandoned it before: the same request sent again after `outcome_unknown` is
+    /// applied at most once and answered with what it did.
+    async fn on_abandon_quest(&mut self, quest: &str) -> Result<(), Refusal> {
+        if self.cutscene_quest.as_deref() == Some(quest) {
+            return Err(quests::EngineError::QuestState(format!(
+                "quest `{quest}` is in its cutscene: send `cutscene_done` first"
+            ))
+            .into());
+        }
+        let library = self.app.content.current();
+        let before = self.abandoned.get(quest).copied().unwrap_or(0);
+        let key = format!("{}/abandon/{quest}/{before}", self.app.session_key(self.id));
+        let conversation = self.conversation().map(str::to_owned);
+        let context = quests::StepContext {
+            key: &key,
+            conversation: conversation.as_deref(),
+            message: "abandon_quest",
+            detail: Some(quest),
+        };
+        quests::abandon_quest(
+            self.app.store.as_ref(),
+            &library.content,
+            &self.player,
+            &mut self.record,
+            quest,
+            &context,
+        )
+        .await?;
+        self.abandoned.insert(quest.to_owned(), before + 1);
+        self.audited_in_store = true;
+        self.app
+            .analytics
+            .abandoned(&library, quest, &self.served_locale());
+        self.out.push(ServerMessage::QuestAbandoned {
+            quest: quest.to_owned(),
+            profile: quests::profile(&self.record),
+        });
+        Ok(())
     }
 
     fn on_move(&mut self, position: Position, now: Duration) -> Result<(), Refusal> {
@@ -1080,6 +1129,7 @@ impl std::fmt::Display for StepDetail<'_> {
                 action, payload, ..
             } => write!(f, "{} {payload}", action.name()),
             ClientMessage::CutsceneDone { scene, .. } => f.write_str(scene),
+            ClientMessage::AbandonQuest { quest, .. } => f.write_str(quest),
             ClientMessage::Close { .. }
             | ClientMessage::Resume { .. }
             | ClientMessage::Move { .. }

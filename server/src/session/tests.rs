@@ -373,13 +373,15 @@ async fn fetch_set_afk_and_unknown_conversations() {
         [ServerMessage::Conversation { hash, .. }] => hash.clone(),
         other => panic!("{other:?}"),
     };
-    assert!(
+    assert_eq!(
         p.ok(ClientMessage::SetLocale {
             id: Some(10),
             locale: "ja".into(),
         })
-        .await
-        .is_empty()
+        .await,
+        vec![ServerMessage::LocaleSet {
+            locale: "ja".into()
+        }]
     );
     match p
         .ok(ClientMessage::FetchConversation {
@@ -967,6 +969,44 @@ async fn server_verdict_vectors_are_current() {
         ),
         step(0, ClientMessage::Close { id: None }),
     ];
+    let advance = |node: &str| ClientMessage::Advance {
+        id: None,
+        node: node.to_owned(),
+    };
+    let choose = |response: &str| ClientMessage::Choose {
+        id: None,
+        response: response.to_owned(),
+    };
+    let abandon = |quest: &str| ClientMessage::AbandonQuest {
+        id: None,
+        quest: quest.to_owned(),
+    };
+    let quest_log = vec![
+        step(0, plain_move(PIM)),
+        step(0, abandon("PimsTideTale")),
+        step(0, plain_talk("Pim")),
+        step(0, advance("PimsTideTale_Greet_r1")),
+        step(0, choose("PimsTideTale_Greet")),
+        step(0, advance("PimsTideTale_Greet")),
+        step(0, choose("PimsTideTale_Greet_r1")),
+        step(0, advance("PimsTideTale_Tale")),
+        step(0, plain_action(ActionType::AcceptQuest, "PimsTideTale")),
+        step(0, abandon("PimsTideTale")),
+        step(0, abandon("PimsTideTale")),
+        step(0, advance("PimsTideTale_Ending")),
+        step(
+            0,
+            plain_action(
+                ActionType::AdvanceObjective,
+                "PimsTideTale|HearTheTale|1|mistral_cay",
+            ),
+        ),
+        step(0, ClientMessage::Close { id: None }),
+        step(1600, plain_talk("Pim")),
+        step(0, choose("PimsTideTale_Greet_r1")),
+        step(0, advance("PimsTideTale_Tale")),
+        step(0, plain_action(ActionType::AcceptQuest, "PimsTideTale")),
+    ];
     let scenarios = serde_json::Value::Array(vec![
         record(
             &app,
@@ -981,6 +1021,13 @@ async fn server_verdict_vectors_are_current() {
             "the small messages",
             "conformance-small",
             small_messages,
+        )
+        .await,
+        record(
+            &app,
+            "a quest abandoned from the log and taken again",
+            "conformance-quest-log",
+            quest_log,
         )
         .await,
     ]);
@@ -1007,6 +1054,10 @@ async fn server_verdict_vectors_are_current() {
         "no_cutscene",
         "teleport",
         "resume_refused",
+        "not_a_line",
+        "not_a_response",
+        "awaits_choice",
+        "quest_state",
     ] {
         assert!(
             verdicts.contains(&code),
@@ -1175,5 +1226,124 @@ async fn what_players_did_in_a_conversation_becomes_its_report() {
     let json = serde_json::to_string(&report).expect("json");
     for player in ["listener", "decliner", "dropper"] {
         assert!(!json.contains(player), "{player} in {json}");
+    }
+}
+
+/// The quest log's abandon: an active quest is forgotten with its progress and untracked, its
+/// giver offers it again, its funnel counts it; anything not active is `quest_state`, with
+/// nothing changed.
+#[tokio::test]
+async fn an_abandoned_quest_is_forgotten_offered_again_and_counted() {
+    let (app, _db) = app_on("session-core", sample_content()).await;
+    let mut p = Player::new(&app, "quitter", 1).await;
+    let abandon = |p: &mut Player, quest: &str| ClientMessage::AbandonQuest {
+        id: p.id(),
+        quest: quest.to_owned(),
+    };
+    let never = abandon(&mut p, "PimsTideTale");
+    assert_eq!(p.code(never).await, ErrorCode::QuestState);
+    let unknown = abandon(&mut p, "NoSuchQuest");
+    assert_eq!(p.code(unknown).await, ErrorCode::QuestState);
+
+    p.open("Pim", PIM).await;
+    for message in [
+        p.choose("PimsTideTale_Greet_r1"),
+        p.advance("PimsTideTale_Tale"),
+        p.action(&accept_pims_tale()),
+        p.advance("PimsTideTale_Ending"),
+    ] {
+        p.ok(message).await;
+    }
+    // Abandoned with its conversation still open: the armed objective is refused afterwards.
+    let give_up = abandon(&mut p, "PimsTideTale");
+    match p.ok(give_up).await.as_slice() {
+        [ServerMessage::QuestAbandoned { quest, profile }] => {
+            assert_eq!(quest, "PimsTideTale");
+            assert_eq!(profile.tracked_quest, None);
+        }
+        other => panic!("expected quest_abandoned, got {other:?}"),
+    }
+    let record = app.store.load_player("quitter").await.expect("load");
+    assert!(!record.quests.contains_key("PimsTideTale"), "forgotten");
+    let objective = Action::AdvanceObjective {
+        quest_id: "PimsTideTale".into(),
+        objective_id: "HearTheTale".into(),
+        amount: Some(banter_protocol::ObjectiveAmount {
+            amount: 1,
+            island: Some("mistral_cay".into()),
+        }),
+    };
+    let late = p.action(&objective);
+    assert_eq!(p.code(late).await, ErrorCode::QuestState);
+    let twice = abandon(&mut p, "PimsTideTale");
+    assert_eq!(p.code(twice).await, ErrorCode::QuestState);
+    let close = p.close();
+    p.ok(close).await;
+    // Pim offers it again.
+    p.after(Duration::from_secs(2));
+    let talk = p.talk("Pim");
+    assert!(matches!(
+        p.ok(talk).await.as_slice(),
+        [ServerMessage::Opened { entry, .. }] if entry == "PimsTideTale_Greet"
+    ));
+    // The funnel: offered and accepted once, abandoned once, nothing in progress.
+    let close = p.close();
+    p.ok(close).await;
+    assert!(app.analytics.flush(app.store.as_ref()).await, "flushed");
+    let rows = app
+        .store
+        .rollups(crate::analytics::QUEST, "PimsTideTale")
+        .await
+        .expect("rollups");
+    let funnel = crate::analytics::report::quest_funnel(
+        "PimsTideTale",
+        &rows,
+        &crate::analytics::report::Selection::default(),
+    );
+    assert_eq!(
+        (
+            funnel.offered,
+            funnel.accepted,
+            funnel.abandoned,
+            funnel.completed,
+            funnel.in_progress
+        ),
+        (2, 1, 1, 0, 0)
+    );
+    // The step is in the audit log, written with the change.
+    let audit = app
+        .store
+        .audit_for_player("quitter", 100)
+        .await
+        .expect("audit");
+    assert!(audit.iter().any(|e| e.record.message == "abandon_quest"
+        && e.record.detail.as_deref() == Some("PimsTideTale")
+        && e.record.code.is_none()
+        && e.step_key.is_some()));
+}
+
+/// `set_locale` says which locale the text is served in now: the one asked for, a fallback the
+/// content has, or the source language.
+#[tokio::test]
+async fn set_locale_answers_the_locale_served() {
+    let (app, _db) = app_on("session-core", sample_content()).await;
+    let mut p = Player::new(&app, "reader", 1).await;
+    for (asked, served) in [
+        ("ja-JP", "ja"),
+        ("pt-BR", "en"),
+        ("en-XA", "en-XA"),
+        ("ar", "ar"),
+    ] {
+        let set = ClientMessage::SetLocale {
+            id: p.id(),
+            locale: asked.to_owned(),
+        };
+        assert_eq!(
+            p.ok(set).await,
+            vec![ServerMessage::LocaleSet {
+                locale: served.to_owned()
+            }],
+            "{asked}"
+        );
     }
 }

@@ -305,6 +305,10 @@ pub async fn run_step<B: Backend>(
             B::Db::set_tracked_quest(conn, player, quest).await?;
             Applied::Tracked
         }
+        Change::Abandon { quest } => {
+            B::Db::abandon(conn, player, quest).await?;
+            Applied::Abandoned
+        }
     })
 }
 

@@ -192,6 +192,9 @@ enum OwnedChange {
     Track {
         quest: Option<String>,
     },
+    Abandon {
+        quest: String,
+    },
 }
 
 impl OwnedStep {
@@ -219,6 +222,9 @@ impl OwnedStep {
             },
             Change::Track { quest } => OwnedChange::Track {
                 quest: quest.map(str::to_owned),
+            },
+            Change::Abandon { quest } => OwnedChange::Abandon {
+                quest: quest.to_owned(),
             },
         };
         OwnedStep {
@@ -255,6 +261,7 @@ impl OwnedStep {
             OwnedChange::Track { quest } => Change::Track {
                 quest: quest.as_deref(),
             },
+            OwnedChange::Abandon { quest } => Change::Abandon { quest },
         };
         Step {
             player: &self.player,

@@ -225,6 +225,9 @@ pub enum Change<'a> {
     },
     /// [`Store::set_tracked_quest`].
     Track { quest: Option<&'a str> },
+    /// The player gives up an active quest: its state and progress are deleted and it is no
+    /// longer tracked. [`StoreError::QuestState`] if it is not active.
+    Abandon { quest: &'a str },
 }
 
 /// What [`Store::apply_step`] did, by the kind of [`Change`].
@@ -238,6 +241,8 @@ pub enum Applied {
     Paid(Paid),
     /// The tracked quest was set.
     Tracked,
+    /// The quest was abandoned.
+    Abandoned,
 }
 
 /// What stored players hold of the content, each with how many players hold it: what a content

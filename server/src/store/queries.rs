@@ -140,6 +140,14 @@ pub trait Queries: Database + SqlDialect {
         quest: Option<&str>,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
+    /// Forgets an active quest's state and progress and untracks it, inside the caller's write
+    /// transaction; [`StoreError::QuestState`] (nothing changed) if it is not active.
+    fn abandon(
+        conn: &mut Self::Connection,
+        player: &str,
+        quest: &str,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
     /// A step's audit row with its key ([`Statements::record_step`](sql::Statements)), in the
     /// step's transaction; `false` (nothing written) if the key is taken.
     fn record_step(
@@ -535,6 +543,36 @@ where
             .bind(player)
             .bind(quest)
             .execute(conn)
+            .await?;
+        Ok(())
+    }
+
+    async fn abandon(
+        conn: &mut Self::Connection,
+        player: &str,
+        quest: &str,
+    ) -> Result<(), StoreError> {
+        // Progress first: its rows reference the quest's state row.
+        sqlx::query(sql::FORGET_ACTIVE_PROGRESS)
+            .bind(player)
+            .bind(quest)
+            .execute(&mut *conn)
+            .await?;
+        let deleted = sqlx::query(sql::FORGET_ACTIVE_QUEST)
+            .bind(player)
+            .bind(quest)
+            .execute(&mut *conn)
+            .await?;
+        if deleted.rows() != 1 {
+            // Not active (never accepted, completed, or abandoned already): the caller rolls
+            // back, so the progress delete above never happened either.
+            let status = Self::quest_status(conn, sql::QUEST_STATUS, player, quest).await?;
+            return Err(Self::not_active(conn, player, quest, status).await);
+        }
+        sqlx::query(sql::UNTRACK_QUEST)
+            .bind(player)
+            .bind(quest)
+            .execute(&mut *conn)
             .await?;
         Ok(())
     }

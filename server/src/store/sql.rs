@@ -22,6 +22,21 @@ pub const PLAYER_EXISTS: &str = "SELECT EXISTS (SELECT 1 FROM profiles WHERE pla
 pub const ENSURE_PROFILE: &str =
     "INSERT INTO profiles (player_id) VALUES ($1) ON CONFLICT (player_id) DO NOTHING";
 
+/// An abandoned quest's progress, if the quest is active ([`Queries::abandon`]).
+///
+/// [`Queries::abandon`]: super::queries::Queries::abandon
+pub const FORGET_ACTIVE_PROGRESS: &str = "DELETE FROM objective_progress \
+     WHERE player_id = $1 AND quest_id = $2 AND EXISTS (SELECT 1 FROM quest_states \
+       WHERE player_id = $1 AND quest_id = $2 AND status = 'active')";
+
+/// An abandoned quest's state row, if active: one row deleted, or none.
+pub const FORGET_ACTIVE_QUEST: &str =
+    "DELETE FROM quest_states WHERE player_id = $1 AND quest_id = $2 AND status = 'active'";
+
+/// Stops tracking a quest, if it is the tracked one.
+pub const UNTRACK_QUEST: &str =
+    "UPDATE profiles SET tracked_quest = NULL WHERE player_id = $1 AND tracked_quest = $2";
+
 /// A quest's stored status, without a row lock.
 pub const QUEST_STATUS: &str =
     "SELECT status FROM quest_states WHERE player_id = $1 AND quest_id = $2";

@@ -100,6 +100,10 @@ pub(crate) fn check_step(step: &Step<'_>) -> Result<Vec<usize>, StoreError> {
             }
             Ok(Vec::new())
         }
+        Change::Abandon { quest } => {
+            check_id("quest id", quest)?;
+            Ok(Vec::new())
+        }
     }
 }
 

@@ -226,7 +226,96 @@ async fn bad_steps_are_refused_before_any_work(db: &TestDb) {
     );
 }
 
+/// `abandon_quest`: the quest's state and progress go, it is untracked, the audit row lands with
+/// it; a quest not active is refused with nothing written; accepted again, it starts from 0.
+async fn an_abandon_forgets_the_quest_and_its_progress_with_its_audit_row(db: &TestDb) {
+    let store = db.open().await;
+    accept(store.as_ref(), "p1", "q1", &["fish", "talk"]).await;
+    accept(store.as_ref(), "p1", "q2", &["fish"]).await;
+    store
+        .advance_objectives("p1", None, &[advance("q1", "fish", 2, 3)])
+        .await
+        .expect("advance");
+    store
+        .advance_objectives("p1", None, &[advance("q2", "fish", 1, 3)])
+        .await
+        .expect("advance");
+    store
+        .set_tracked_quest("p1", Some("q1"))
+        .await
+        .expect("track");
+    let abandon = Change::Abandon { quest: "q1" };
+    assert_eq!(
+        store
+            .apply_step(&step("p1", "s/abandon/q1/0", abandon))
+            .await,
+        Ok(Applied::Abandoned)
+    );
+    let record = load(store.as_ref(), "p1").await;
+    assert_eq!(status_of(&record, "q1"), None, "forgotten");
+    assert_eq!(progress_of(&record, "q1", "fish"), None);
+    assert_eq!(record.profile.tracked_quest, None, "untracked");
+    // The other quest is untouched.
+    assert_eq!(status_of(&record, "q2"), Some(StoredQuestStatus::Active));
+    assert_eq!(progress_of(&record, "q2", "fish"), Some(1));
+    assert_eq!(
+        rows_with_key(store.as_ref(), "p1", "s/abandon/q1/0").await,
+        1
+    );
+    // The same step again: applied before, nothing written.
+    assert!(matches!(
+        store
+            .apply_step(&step("p1", "s/abandon/q1/0", abandon))
+            .await,
+        Err(StoreError::StepApplied { .. })
+    ));
+    // Not active any more (and never accepted, completed): refused, no row, key free.
+    let before = snapshot(store.as_ref(), "p1").await;
+    for (quest, key) in [("q1", "s/abandon/q1/1"), ("q9", "s/abandon/q9/0")] {
+        let refused = store
+            .apply_step(&step("p1", key, Change::Abandon { quest }))
+            .await;
+        assert!(
+            matches!(refused, Err(StoreError::QuestState { .. })),
+            "{quest}: {refused:?}"
+        );
+        assert_eq!(rows_with_key(store.as_ref(), "p1", key).await, 0);
+    }
+    assert_eq!(
+        snapshot(store.as_ref(), "p1").await,
+        before,
+        "nothing changed"
+    );
+    // A completed quest cannot be abandoned: its state and the ledger stay.
+    store
+        .complete_quest("p1", "q2", 5, 1)
+        .await
+        .expect("complete");
+    let before = snapshot(store.as_ref(), "p1").await;
+    let completed = store
+        .apply_step(&step(
+            "p1",
+            "s/abandon/q2/0",
+            Change::Abandon { quest: "q2" },
+        ))
+        .await;
+    assert!(matches!(completed, Err(StoreError::QuestState { .. })));
+    let after = snapshot(store.as_ref(), "p1").await;
+    assert_eq!(after, before, "nothing changed");
+    assert_eq!(after.0.quests["q2"].status, StoredQuestStatus::Completed);
+    assert_eq!(
+        after.1,
+        vec![("q2".to_owned(), 5, 1)],
+        "the ledger is untouched"
+    );
+    // Accepted again: from progress 0.
+    accept(store.as_ref(), "p1", "q1", &["fish", "talk"]).await;
+    let record = load(store.as_ref(), "p1").await;
+    assert_eq!(progress_of(&record, "q1", "fish"), Some(0));
+}
+
 on_both_backends!(
+    an_abandon_forgets_the_quest_and_its_progress_with_its_audit_row,
     a_step_writes_its_change_and_its_audit_row_together,
     the_same_key_applies_once,
     a_refused_step_writes_no_row_and_its_key_stays_free,
