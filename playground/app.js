@@ -39,9 +39,12 @@ const WALK_TICK_MS = 100;
 async function loadWorld() {
   const answer = await fetch('/playground/api/world');
   state.world = await answer.json();
+  // A reload may add or drop locales; the one the player reads in stays selected.
+  const reading = /** @type {HTMLSelectElement} */ ($('locale')).value;
   for (const select of [$('locale-at-login'), $('locale')]) {
     select.replaceChildren(...state.world.locales.map((tag) => new Option(tag, tag)));
   }
+  if (reading) /** @type {HTMLSelectElement} */ ($('locale')).value = reading;
   const preferred = state.world.locales.find((tag) => navigator.language.startsWith(tag));
   /** @type {HTMLSelectElement} */ ($('locale-at-login')).value = preferred ?? state.world.source_locale;
   $('conversation-pick').replaceChildren(...state.world.conversations.map((c) => new Option(c, c)));
@@ -278,16 +281,16 @@ async function abandon(quest) {
     if (state.facts) delete state.facts.quests[quest];
     showProfile();
     showQuests();
-    note(`abandoned ${quest}`);
+    note(`abandoned ${quest}`, 'info');
   } catch (e) {
     note(`abandon ${quest}: ${e instanceof Error ? e.message : e}`);
   }
 }
 
-/** @param {string} text */
-function note(text) {
+/** @param {string} text @param {'error' | 'info'} [kind] */
+function note(text, kind = 'error') {
   const li = document.createElement('li');
-  li.className = 'error';
+  li.className = kind;
   li.textContent = text;
   $('effects').append(li);
 }
@@ -414,7 +417,7 @@ $('continue').addEventListener('click', () => step(() => /** @type {ClientWalk} 
 $('locale').addEventListener('change', async () => {
   const tag = /** @type {HTMLSelectElement} */ ($('locale')).value;
   const served = await /** @type {Connection} */ (state.connection).setLocale(tag);
-  note(`reading in ${served} from the next conversation on`);
+  note(`reading in ${served} from the next conversation on`, 'info');
 });
 $('draw').addEventListener('click', drawGraph);
 $('reload').addEventListener('click', () => void reload());

@@ -1,6 +1,8 @@
 // The playground in a real browser: Debian's Chromium (never a downloaded one), driven by
 // playwright-core. One test plays Pim's quest to completion through the page, one draws a
-// conversation's graph with the walk's marks; each saves a screenshot in screenshots/.
+// conversation's graph with the walk's marks, one draws what players did on it, one abandons a
+// quest from the quest log, switches language in game and reloads content from the page; each
+// saves a screenshot in screenshots/.
 //
 // The server is the binary built from this checkout (BANTER_SERVER_BIN, default
 // ../../target/debug/banter-server) on a free port, a fresh SQLite file and the sample content.
@@ -147,5 +149,51 @@ test('what players did, drawn on the writer graph', { timeout: 60000 }, async ()
   const refused = await fetch(`${address}/playground/api/graph/Pim.svg?analytics=true`);
   assert.equal(refused.status, 401, 'the overlay needs the service key');
   await page.screenshot({ path: join(shots, 'writer-analytics.png'), fullPage: true });
+  await page.close();
+});
+
+test('the quest log abandons a quest, the language switches in game, and content reloads from the page', { timeout: 90000 }, async () => {
+  const page = await browser.newPage({ viewport: { width: 1200, height: 1400 } });
+  const problems = [];
+  page.on('pageerror', (e) => problems.push(e.message));
+  await page.goto(`${address}/playground`);
+  await page.selectOption('#spawn', 'fennick');
+  await page.click('#play');
+  await page.waitForSelector('#map [data-npc="fennick"]');
+  await page.click('#map [data-npc="fennick"]');
+  await page.waitForSelector('#line[data-node]');
+  // Take the first response or continue until Grandpa Fennick's quest is accepted.
+  for (let i = 0; i < 30; i++) {
+    if (await page.locator('#effects [data-effect="quest_accepted"]').count()) break;
+    const choice = page.locator('#choices button').first();
+    if (await choice.count()) {
+      await choice.click();
+    } else if (await page.locator('#continue').isVisible()) {
+      await page.click('#continue');
+    } else {
+      await page.waitForTimeout(200);
+    }
+    await page.waitForTimeout(150);
+  }
+  const entry = page.locator('#quest-log [data-quest="CopperSnappers"]');
+  await entry.waitFor();
+  assert.equal(await entry.getAttribute('data-status'), 'active');
+  await entry.locator('button.abandon').click();
+  await page.waitForFunction(() => document.querySelector('#quest-log [data-quest="CopperSnappers"]') === null);
+  await page.waitForFunction(() => /abandoned CopperSnappers/.test(document.querySelector('#effects')?.textContent ?? ''));
+
+  // The language, switched in game: the server says which locale it serves.
+  await page.selectOption('#locale', 'ja');
+  await page.waitForFunction(() => /reading in ja/.test(document.querySelector('#effects')?.textContent ?? ''));
+
+  // Reload from the page: refused without the key, done with it.
+  await page.click('#reload');
+  await page.waitForFunction(() => /refused \(401\)/.test(document.querySelector('#reload-result')?.textContent ?? ''));
+  await page.fill('#service-key', 'banter-development-service-key');
+  await page.click('#reload');
+  await page.waitForFunction(() => /^reloaded: .*"version":\d+/.test(document.querySelector('#reload-result')?.textContent ?? ''));
+  assert.equal(await page.locator('#locale').inputValue(), 'ja', 'the language read in stays chosen after a reload');
+  await page.screenshot({ path: join(shots, 'quest-log-abandon.png'), fullPage: true });
+  assert.deepEqual(problems, []);
   await page.close();
 });

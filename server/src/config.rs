@@ -356,3 +356,39 @@ impl Config {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::{Config, ServeArgs};
+
+    #[derive(Parser)]
+    struct Serve {
+        #[command(flatten)]
+        args: ServeArgs,
+    }
+
+    /// Whether the playground is served with these flags (and secrets production accepts).
+    fn playground(flags: &[&str]) -> bool {
+        let mut argv = vec![
+            "serve",
+            "--auth-secret",
+            "a-secret-long-enough-for-production-0123456789",
+            "--service-key",
+            "a-service-key-long-enough-for-production-0123456789",
+        ];
+        argv.extend(flags);
+        let serve = Serve::try_parse_from(argv).expect("flags");
+        Config::from_args(&serve.args).expect("config").playground
+    }
+
+    #[test]
+    fn the_playground_is_on_in_development_and_off_in_production_unless_asked_for() {
+        assert!(playground(&[]), "development: on");
+        assert!(!playground(&["--playground=false"]));
+        assert!(!playground(&["--production"]), "production: off");
+        assert!(playground(&["--production", "--playground"]));
+        assert!(playground(&["--production", "--playground=true"]));
+    }
+}
