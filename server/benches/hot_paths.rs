@@ -52,7 +52,10 @@ fn metrics(c: &mut Criterion) {
         b.iter(|| m.handled(black_box(Duration::from_micros(30))))
     });
     let (audit, _queue) = AuditLog::new(&AuditConfig::default());
-    c.bench_function("metrics render", |b| b.iter(|| m.render(&audit)));
+    let analytics = banter_server::analytics::Analytics::new(true);
+    c.bench_function("metrics render", |b| {
+        b.iter(|| m.render(&audit, &analytics))
+    });
 }
 
 criterion_group! {

@@ -215,7 +215,7 @@ async fn readyz(State(app): State<SharedApp>) -> Response {
 }
 
 async fn metrics(State(app): State<SharedApp>) -> Response {
-    let text = app.metrics.render(&app.audit);
+    let text = app.metrics.render(&app.audit, &app.analytics);
     ([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], text).into_response()
 }
 

@@ -20,6 +20,7 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use strum::{EnumCount, VariantArray};
 
+use crate::analytics::Analytics;
 use crate::audit::AuditLog;
 
 /// The `Content-Type` of `/metrics`: `text/plain; version=0.0.4; charset=utf-8`.
@@ -360,8 +361,8 @@ impl Metrics {
     }
 
     /// The Prometheus text exposition (version 0.0.4, [`CONTENT_TYPE`]) of every series, the
-    /// audit log's two counters included.
-    pub fn render(&self, audit: &AuditLog) -> String {
+    /// audit log's and the narrative analytics' counters included.
+    pub fn render(&self, audit: &AuditLog, analytics: &Analytics) -> String {
         let mut audit_registry = Registry::default();
         audit_registry.register(
             "banter_audit_records",
@@ -372,6 +373,12 @@ impl Metrics {
             "banter_audit_dropped",
             "Audit records dropped (queue full or store refused)",
             ConstCounter::new(audit.dropped()),
+        );
+        audit_registry.register(
+            "banter_analytics_dropped",
+            "Narrative analytics counts dropped: the store was down so long that more distinct \
+             rows waited than the memory bound allows",
+            ConstCounter::new(analytics.dropped()),
         );
         let mut out = String::with_capacity(8192);
         // Writing into a String cannot fail.
@@ -388,7 +395,10 @@ mod tests {
     use super::*;
 
     fn render(m: &Metrics) -> String {
-        m.render(&AuditLog::new(&AuditConfig::default()).0)
+        m.render(
+            &AuditLog::new(&AuditConfig::default()).0,
+            &Analytics::new(true),
+        )
     }
 
     #[test]
@@ -424,6 +434,7 @@ mod tests {
             "# TYPE banter_audit_records_total counter",
             "banter_audit_records_total 0",
             "banter_audit_dropped_total 0",
+            "banter_analytics_dropped_total 0",
         ] {
             assert!(text.lines().any(|l| l == line), "{line} not in\n{text}");
         }
