@@ -603,10 +603,14 @@ fn scenario(
                 }
             }
             Screen::Waiting => {
-                // The server's answer to the CheckQuest just sent: its success node.
-                let target = graph
-                    .vertices()
-                    .flat_map(|(id, _)| graph.actions(id).map(|(_, a)| a.action.clone()))
+                // The server's answer to the CheckQuest just sent (on the line or response
+                // reached last that carries one): its success node.
+                let target = walk
+                    .walk()
+                    .reachable()
+                    .iter()
+                    .rev()
+                    .flat_map(|&id| graph.actions(id).map(|(_, a)| a.action.clone()))
                     .find_map(|a| match a {
                         Action::CheckQuest { success_node, .. } => Some(success_node),
                         _ => None,
