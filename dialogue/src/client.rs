@@ -11,7 +11,7 @@
 use banter_protocol::ClientMessage;
 
 use crate::condition::Facts;
-use crate::graph::{ActionIndex, DialogueGraph, VertexId};
+use crate::graph::{ActionIndex, DialogueGraph, VertexId, VertexKind};
 use crate::walk::{Shown, Walk, WalkError};
 
 /// A message the client sends, in the order it must be sent.
@@ -144,7 +144,17 @@ impl ClientWalk {
         out: &mut Vec<Outgoing>,
     ) -> Result<(), WalkError> {
         if !self.choices(graph).any(|r| r == response) {
-            return Err(WalkError::NotReachable);
+            // The server's order: something never shown is not reachable; a line shown is not
+            // a response.
+            let shown_line = self.walk.is_reachable(response)
+                && graph
+                    .vertex(response)
+                    .is_some_and(|v| v.kind != VertexKind::Response);
+            return Err(if shown_line {
+                WalkError::NotAResponse
+            } else {
+                WalkError::NotReachable
+            });
         }
         let shown = self.walk.choose(graph, response, facts)?;
         out.push(Outgoing::Choose(response));

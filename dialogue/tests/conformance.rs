@@ -492,12 +492,11 @@ fn scenario(
                             None,
                         ));
                     }
-                    // The client's own screen check comes first: a line is never one of the
-                    // responses on screen.
+                    // The line on screen named as a response: shown, but not a response.
                     if !std::mem::replace(&mut probed.line_as_response, true) {
                         probes.push((
                             json!({ "choose": vertex_name(line) }),
-                            WalkError::NotReachable,
+                            WalkError::NotAResponse,
                             None,
                         ));
                     }
@@ -702,9 +701,7 @@ fn client_walk_vectors_are_current() {
     let scenarios = vectors["scenarios"].as_array().expect("scenarios");
     assert!(scenarios.len() >= 40);
     // Every code a client input can be refused with, so that coverage cannot quietly shrink.
-    // Not here, because no input in these files can get them from a client walk: `not_a_response`
-    // (a line named as a response is not one of the responses on screen: `not_reachable`),
-    // `not_armed` and `payload_mismatch` (actions are checked by the server, not walked) and
+    // Not here, because no input in these files can get them from a client walk: `not_armed` and `payload_mismatch` (actions are checked by the server, not walked) and
     // `internal` (a server's jump to something that is not a line).
     let refused: std::collections::BTreeSet<&str> = scenarios
         .iter()
@@ -717,6 +714,7 @@ fn client_walk_vectors_are_current() {
         "condition_failed",
         "no_conversation",
         "not_a_line",
+        "not_a_response",
         "not_reachable",
         "unknown_vertex",
     ]);

@@ -394,6 +394,10 @@ export class ClientWalk {
     const v = this.graph.find(response);
     if (!v) throw new WalkRefusal('unknown_vertex', 'no node or response of that name in this conversation', response);
     if (this.state !== 'line' || !this.walk.choices(this.lineId).includes(v.id)) {
+      // The server's order: something never shown is not reachable; a line shown is not a response.
+      if (v.kind !== 'response' && this.walk.reachable.has(v.id)) {
+        throw new WalkRefusal('not_a_response', 'an NPC line, not a response', response);
+      }
       throw new WalkRefusal('not_reachable', 'not one of the responses on screen', response);
     }
     const shown = this.walk.choose(v.id, this.facts);
