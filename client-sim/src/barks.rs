@@ -8,12 +8,16 @@
 //! cues itself; instant cues are fired the way game code would. A fake
 //! presenter plays each line for a time that grows with its text and reports
 //! when it finished. Everything is reproducible from the seed.
+//!
+//! The lines can be heard in a player's locale ([`localize_catalog`]): each subtitle from the
+//! content's string tables (`bark:<id>`, as `strings export` writes them), along the locale's
+//! fallback chain, the pseudo-locale's made from the source, as the server serves dialogue.
 
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context;
+use anyhow::{Context, bail};
 
 use banter_barks::rng::{below, unit};
 use banter_barks::stats::{PoolFigures, SessionReport, Tally, pool_figures};
@@ -21,6 +25,8 @@ use banter_barks::{
     Attempt, BarkCatalog, BarkDirector, Command, Cue, LineId, Loaded, Payload, PayloadKey,
     SplitMix64,
 };
+use banter_dialogue::lines::BARK_PREFIX;
+use banter_dialogue::locale::{self, Locale, Locales};
 use banter_player::{
     BoatState, DialogueState, Effective, FishingState, FootState, OwnerHandles, PlayerStateMachine,
     StealState, StoryState,
@@ -49,6 +55,58 @@ impl LoadCatalog for BarkCatalog {
             .with_context(|| format!("cannot read bark catalog {}", path.display()))?;
         Ok(BarkCatalog::from_json(&text)?)
     }
+}
+
+/// Reads the string tables of a content folder (`<content>/locales/`). A table that cannot be
+/// read is an error, as it is for the server.
+pub fn load_locales(content: &Path) -> anyhow::Result<Locales> {
+    let mut diagnostics = Vec::new();
+    let locales =
+        banter_dialogue::content::load_locales(&content.join(locale::FOLDER), &mut diagnostics);
+    if let Some(error) = diagnostics.iter().find(|d| d.is_error()) {
+        bail!("cannot read the string tables: {error}");
+    }
+    Ok(locales)
+}
+
+/// The catalog as a player in `locale` hears it: each line's subtitle from the first table of
+/// the locale's fallback chain that translates it (keyed `bark:<id>`), the pseudo-locale's made
+/// from the source; a line none translates keeps its source text. Pools, cues and conditions
+/// stay. Returns the catalog and how many of its lines were translated.
+pub fn localize_catalog(
+    catalog: BarkCatalog,
+    locales: &Locales,
+    locale: &Locale,
+) -> (BarkCatalog, usize) {
+    let translations: std::collections::HashMap<String, String> = catalog
+        .lines()
+        .iter()
+        .map(|l| (&l.id, &l.text))
+        .chain(catalog.unplaced().iter().map(|l| (&l.id, &l.text)))
+        .filter_map(|(id, source)| {
+            let text = locales.text(locale, &format!("{BARK_PREFIX}{id}"), source)?;
+            Some((id.clone(), text.into_owned()))
+        })
+        .collect();
+    let translated = translations.len();
+    (
+        catalog.localized(|id| translations.get(id).cloned()),
+        translated,
+    )
+}
+
+/// How many lines [`SimReport::first_heard`] keeps.
+pub const FIRST_HEARD: usize = 8;
+
+/// A line as the player heard it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Heard {
+    /// Simulated seconds since the session started.
+    pub at_seconds: f64,
+    /// The catalog id.
+    pub line: String,
+    /// The subtitle, in the catalog's (or the player's) language.
+    pub text: String,
 }
 
 /// How to run.
@@ -88,6 +146,11 @@ pub struct SimReport {
     pub trials: u32,
     /// Die (exact and measured) beside the deck (measured), for 6, 9, 13.
     pub pools: Vec<PoolFigures>,
+    /// The locale the lines were heard in; `None`: the catalog's own text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub locale: Option<String>,
+    /// The first lines played, in order, as the player read them.
+    pub first_heard: Vec<Heard>,
 }
 
 /// How long the fake presenter shows a line: a beat plus reading time.
@@ -108,6 +171,7 @@ struct Sim {
     playing: Option<(LineId, Duration)>,
     tally: Tally,
     revealed: bool,
+    heard: Vec<Heard>,
 }
 
 impl Sim {
@@ -134,6 +198,7 @@ impl Sim {
             playing: None,
             tally: Tally::default(),
             revealed: false,
+            heard: Vec::new(),
         }
     }
 
@@ -154,7 +219,15 @@ impl Sim {
         while let Some(c) = self.d.poll_command() {
             match c {
                 Command::Play { line } => {
-                    let dur = line_duration(&self.catalog.line(line).text);
+                    let played = self.catalog.line(line);
+                    if self.heard.len() < FIRST_HEARD {
+                        self.heard.push(Heard {
+                            at_seconds: self.now.as_secs_f64(),
+                            line: played.id.clone(),
+                            text: played.text.clone(),
+                        });
+                    }
+                    let dur = line_duration(&played.text);
                     self.playing = Some((line, self.now + dur));
                 }
                 Command::Stop { line, .. } => {
@@ -445,5 +518,7 @@ pub fn simulate(catalog: impl Into<Arc<BarkCatalog>>, cfg: &SimConfig) -> SimRep
         session: sim.tally.report(&catalog),
         trials: cfg.trials,
         pools: pool_figures(&ARTICLE_POOLS, cfg.trials, &mut trials_rng),
+        locale: None,
+        first_heard: sim.heard,
     }
 }

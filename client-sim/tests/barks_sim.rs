@@ -1,12 +1,14 @@
 //! `banter-sim barks` end to end: 10 simulated hours with seed 1 reproduce
-//! the article's die figures to two decimals, and the deck beats them.
+//! the article's die figures to two decimals, and the deck beats them; the
+//! lines are heard in the player's locale.
 #![allow(clippy::unwrap_used)]
 
 use std::path::PathBuf;
 use std::process::Command;
 
 use banter_barks::{BarkCatalog, Cue};
-use banter_sim::barks::{LoadCatalog, SimConfig, simulate};
+use banter_dialogue::locale::{Locale, Locales};
+use banter_sim::barks::{LoadCatalog, SimConfig, load_locales, localize_catalog, simulate};
 
 fn catalog() -> BarkCatalog {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../content/barks/catalog.json");
@@ -131,4 +133,94 @@ fn cli_table_and_errors() {
         .output()
         .unwrap();
     assert!(!out.status.success());
+}
+
+fn content() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../content")
+}
+
+fn has_kana(text: &str) -> bool {
+    text.chars().any(|c| ('\u{3040}'..='\u{30ff}').contains(&c))
+}
+
+#[test]
+fn barks_are_heard_in_the_players_locale() {
+    let locales = load_locales(&content()).unwrap();
+    let source = catalog();
+    let ja = Locale::parse("ja").unwrap();
+    let (japanese, translated) = localize_catalog(source.clone(), &locales, &ja);
+    assert_eq!(translated, source.lines().len() + source.unplaced().len());
+    let table = &locales.tables[&ja];
+    for line in japanese.lines() {
+        assert_eq!(
+            Some(line.text.as_str()),
+            table.translation(&format!("bark:{}", line.id)),
+            "{}",
+            line.id
+        );
+    }
+    for cue in Cue::ALL {
+        assert_eq!(japanese.pool(cue), source.pool(cue), "the same pools");
+    }
+    let cfg = SimConfig {
+        hours: 1.0,
+        seed: 3,
+        trials: 100,
+    };
+    let heard = simulate(japanese, &cfg).first_heard;
+    assert!(!heard.is_empty());
+    assert!(heard.iter().all(|h| has_kana(&h.text)), "{heard:?}");
+
+    // A locale with a table only for its parent reads the parent's; the pseudo-locale its own.
+    let (ja_jp, _) = localize_catalog(source.clone(), &locales, &Locale::parse("ja-JP").unwrap());
+    assert_eq!(ja_jp.lines()[0].text, table_text(&locales, &ja, &source));
+    let (pseudo, _) = localize_catalog(source.clone(), &locales, &Locale::parse("en-XA").unwrap());
+    assert_eq!(
+        pseudo.lines()[0].text,
+        banter_dialogue::locale::pseudo(&source.lines()[0].text)
+    );
+    // A locale without a table keeps the source.
+    let (french, translated) =
+        localize_catalog(source.clone(), &locales, &Locale::parse("fr").unwrap());
+    assert_eq!((translated, french), (0, source));
+}
+
+/// The Japanese table's text of the catalog's first line.
+fn table_text(locales: &Locales, ja: &Locale, source: &BarkCatalog) -> String {
+    let id = format!("bark:{}", source.lines()[0].id);
+    locales.tables[ja].translation(&id).unwrap().to_owned()
+}
+
+#[test]
+fn cli_speaks_the_locale_asked_for() {
+    let bin = env!("CARGO_BIN_EXE_banter-sim");
+    let run = |locale: &str| {
+        Command::new(bin)
+            .args([
+                "barks", "--hours", "0.5", "--trials", "100", "--locale", locale,
+            ])
+            .output()
+            .unwrap()
+    };
+    let out = run("ja");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let heard: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("first lines heard (ja):"))
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert!(!heard.is_empty(), "{text}");
+    assert!(heard.iter().all(|l| has_kana(l)), "{heard:#?}");
+    let out = run("en-XA");
+    assert!(out.status.success());
+    assert!(String::from_utf8(out.stdout).unwrap().contains(" ~·~"));
+    let out = run("not a tag");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("BCP 47"));
 }

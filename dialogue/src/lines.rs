@@ -91,6 +91,8 @@ pub struct Line {
     /// For a response, the NPC line it answers; for an NPC line, the first line found that
     /// leads to it, if any (context for a translator, not structure).
     pub previous: Option<String>,
+    /// The line id of `previous`, to read it in another locale (a recording script does).
+    pub previous_id: Option<String>,
     /// The writer's note for the voice actor (`Direction`), if any.
     pub direction: Option<String>,
 }
@@ -184,7 +186,7 @@ impl LineIndex {
         if !wanted.is_empty() {
             let mut next = 0;
             // The context of the conversation being walked, made only if a wanted line is in it.
-            let mut context: Option<(&Conversation, HashMap<&str, &str>)> = None;
+            let mut context: Option<(&Conversation, LeadsTo<'_>)> = None;
             walk_lines(content, &bark_ids, |seq, visit| {
                 while let Some(&(at, want)) = wanted.get(next) {
                     if at != seq {
@@ -200,7 +202,7 @@ impl LineIndex {
                         }
                         Want::Line(slot) => {
                             let previous = match (visit.response, visit.conversation) {
-                                (Some(_), _) => Some(visit.node_text),
+                                (Some(_), _) => Some((visit.node_line, visit.node_text)),
                                 (None, Some((_, conversation))) => {
                                     let here = context
                                         .as_ref()
@@ -220,7 +222,8 @@ impl LineIndex {
                                 speaker: visit.speaker.to_owned(),
                                 site: visit.site(&mut files),
                                 conversation: visit.conversation_name.to_owned(),
-                                previous: previous.map(str::to_owned),
+                                previous: previous.map(|(_, text)| text.to_owned()),
+                                previous_id: previous.and_then(|(id, _)| id).map(str::to_owned),
                                 direction: visit.direction.map(str::to_owned),
                             });
                         }
@@ -278,8 +281,9 @@ struct Visit<'c> {
     id: Option<&'c str>,
     text: &'c str,
     speaker: &'c str,
-    /// For a response, the line it answers.
+    /// For a response, the line it answers, and that line's id.
     node_text: &'c str,
+    node_line: Option<&'c str>,
     direction: Option<&'c str>,
 }
 
@@ -326,6 +330,7 @@ fn walk_lines<'c>(
                 text,
                 speaker,
                 node_text: &node.text,
+                node_line: node.line.as_deref(),
                 direction,
             };
             if !node.text.is_empty() {
@@ -376,19 +381,25 @@ fn walk_lines<'c>(
                 text,
                 speaker: "Player (bark)",
                 node_text: "",
+                node_line: None,
                 direction: None,
             },
         );
     }
 }
 
-/// The text of the first line that leads to each node of a conversation, for context.
-fn leads_to(conversation: &Conversation) -> HashMap<&str, &str> {
-    let mut before: HashMap<&str, &str> = HashMap::new();
+/// By node, the id (if any) and text of the first line that leads to it.
+type LeadsTo<'c> = HashMap<&'c str, (Option<&'c str>, &'c str)>;
+
+/// The id and text of the first line that leads to each node of a conversation, for context.
+fn leads_to(conversation: &Conversation) -> LeadsTo<'_> {
+    let mut before: LeadsTo<'_> = HashMap::new();
     for node in conversation.nodes.values() {
         if let Exit::Next(next) = &node.exit {
             for target in next.targets() {
-                before.entry(target.as_str()).or_insert(node.text.as_str());
+                before
+                    .entry(target.as_str())
+                    .or_insert((node.line.as_deref(), node.text.as_str()));
             }
         }
         if let Exit::Responses(responses) = &node.exit {
@@ -396,7 +407,7 @@ fn leads_to(conversation: &Conversation) -> HashMap<&str, &str> {
                 for target in response.next.iter().flat_map(|n| n.targets()) {
                     before
                         .entry(target.as_str())
-                        .or_insert(response.text.as_str());
+                        .or_insert((response.line.as_deref(), response.text.as_str()));
                 }
             }
         }

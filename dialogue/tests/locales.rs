@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use banter_dialogue::canonical;
 use banter_dialogue::check;
-use banter_dialogue::lines::LineIndex;
+use banter_dialogue::lines::{LineIndex, source_hash};
 use banter_dialogue::locale::{self, Locale, check::check_locales, table};
 use banter_dialogue::text::{
     BlipVoice, Pacing, balanced_prefix, localized_voice_clip_path, visible_graphemes,
@@ -135,8 +135,9 @@ fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
     }
 }
 
-/// The first entry of the Japanese table: its id, source and translation lines as written.
-fn first_entry() -> (String, String, String) {
+/// The first entry of the Japanese table: its id, source, translation and source-hash lines as
+/// written.
+fn first_entry() -> (String, String, String, String) {
     let text = std::fs::read_to_string(sample_content().join("locales/ja.po")).expect("table");
     let block = text
         .split("\n\n")
@@ -150,7 +151,12 @@ fn first_entry() -> (String, String, String) {
             .collect::<Vec<_>>()
             .join("\n")
     };
-    (find("msgctxt "), find("msgid "), find("msgstr "))
+    (
+        find("msgctxt "),
+        find("msgid "),
+        find("msgstr "),
+        find("#. source-hash: "),
+    )
 }
 
 /// A planted fault: its name, the table edits, the problem expected, and how severe.
@@ -163,15 +169,22 @@ type PlantedFault = (
 
 #[test]
 fn planted_faults_are_one_line_each_with_the_table_and_the_line_id() {
-    let (ctxt, msgid, msgstr) = first_entry();
+    let (ctxt, msgid, msgstr, hash) = first_entry();
     let id = ctxt
         .trim_start_matches("msgctxt \"")
         .trim_end_matches('"')
         .to_owned();
     let cases: [PlantedFault; 5] = [
         (
+            // Translated from an older text: its recorded hash is that text's.
             "changed-source",
-            vec![(msgid.clone(), "msgid \"An older text.\"".to_owned())],
+            vec![
+                (msgid.clone(), "msgid \"An older text.\"".to_owned()),
+                (
+                    hash.clone(),
+                    format!("#. source-hash: {}", source_hash("An older text.")),
+                ),
+            ],
             |p| matches!(p, Problem::StaleTranslation(_)),
             Severity::Warning,
         ),
@@ -346,4 +359,367 @@ fn the_recording_script_has_a_row_per_npc_line_in_the_locale() {
         rows[0]
     );
     assert!(rows.iter().any(|r| r.contains("ヤドカリ")), "Japanese text");
+}
+
+/// The entry of line `id` in a PO text: its lines from the comments to `msgstr`.
+fn entry_block<'a>(po: &'a str, id: &str) -> &'a str {
+    po.split("\n\n")
+        .find(|block| block.contains(&format!("msgctxt \"{id}\"")))
+        .unwrap_or_else(|| panic!("no entry for {id}"))
+}
+
+/// The sample's id of node `node` in `dialogue/base/Pim.json`.
+fn pim_line(node: &str) -> String {
+    let text =
+        std::fs::read_to_string(sample_content().join("dialogue/base/Pim.json")).expect("Pim.json");
+    let at = text.find(&format!("\"{node}\": {{")).expect("node");
+    let rest = &text[at..];
+    let start = rest.find("\"LineId\": \"").expect("id") + "\"LineId\": \"".len();
+    rest[start..start + rest[start..].find('"').expect("end")].to_owned()
+}
+
+/// Exports `tag`'s table of the content in `root` over the one there, writes it, and returns
+/// what export did and the text written.
+fn export_in_place(root: &std::path::Path, tag: &str) -> (table::ExportSummary, String) {
+    let (content, _) = check::load_and_check(root);
+    let index = LineIndex::new(&content);
+    let path = root.join("locales").join(format!("{tag}.po"));
+    let text = std::fs::read_to_string(&path).expect("table");
+    let existing = table::read(&path.display().to_string(), locale(tag), &text).expect("reads");
+    let (written, summary) = table::export(
+        &index,
+        &content.locales.settings,
+        &locale(tag),
+        Some(&existing),
+    );
+    std::fs::write(&path, &written).expect("write the table");
+    (summary, written)
+}
+
+#[test]
+fn export_adds_drops_and_marks_a_changed_source_stale_with_what_it_was_made_from() {
+    let content = TempContent::empty("export-stale");
+    copy_dir(&sample_content(), &content.root);
+    let pim = "dialogue/base/Pim.json";
+    // A response retired and a new one written in its place; Pim's goodbye rewritten.
+    content.edit(
+        pim,
+        r#"{ "LineId": "line:b3641d6909", "Text": "Good luck with the count.", "NextNode": "Pim_Bye" }"#,
+        r#"{ "LineId": "line:00000000aa", "Text": "How many so far?", "NextNode": "Pim_Bye" }"#,
+    );
+    let bye = pim_line("Pim_Bye");
+    let (old, new) = ("Bye! Don't step on anybody.", "Bye! Mind the crabs.");
+    content.edit(pim, old, new);
+    let before = std::fs::read_to_string(content.file("locales/ja.po")).expect("ja.po");
+    let translation = entry_block(&before, &bye)
+        .lines()
+        .find(|l| l.starts_with("msgstr "))
+        .expect("translated")
+        .to_owned();
+
+    let (summary, written) = export_in_place(&content.root, "ja");
+    assert_eq!(
+        (summary.added, summary.removed, summary.marked_stale),
+        (1, 1, 1),
+        "{summary:?}"
+    );
+    assert!(!written.contains("line:b3641d6909") && written.contains("line:00000000aa"));
+    let block = entry_block(&written, &bye);
+    assert!(block.contains("\n#, fuzzy\n"), "{block}");
+    assert!(block.contains(&format!("msgid \"{new}\"")), "{block}");
+    assert!(
+        block.contains(&translation),
+        "the translation stays: {block}"
+    );
+    assert!(
+        block.contains(&format!("#. source-hash: {}\n", source_hash(old))),
+        "the hash of the source it was made from: {block}"
+    );
+    assert!(
+        block.contains(&format!("#. previous-source: {old}\n")),
+        "{block}"
+    );
+
+    // check-content: the stale entry, one line with the table and the id; nothing else in ja.
+    let ja = content.file("locales/ja.po");
+    let diagnostics = content.diagnostics();
+    let in_ja: Vec<_> = diagnostics.iter().filter(|d| d.file == ja).collect();
+    assert_eq!(in_ja.len(), 1, "{}", render(&diagnostics));
+    let d = in_ja[0];
+    assert!(
+        matches!(&d.problem, Problem::StaleTranslation(id) if *id == bye),
+        "{d}"
+    );
+    assert_eq!(d.severity, Severity::Warning);
+    let shown = d.to_string();
+    assert!(
+        !shown.contains('\n') && shown.contains(&ja) && shown.contains(&bye),
+        "{shown}"
+    );
+    // The Arabic table, not exported again, is found stale by its hash alone.
+    let ar = content.file("locales/ar.po");
+    assert!(
+        diagnostics
+            .iter()
+            .any(|d| d.file == ar
+                && matches!(&d.problem, Problem::StaleTranslation(id) if *id == bye)),
+        "{}",
+        render(&diagnostics)
+    );
+
+    // The translator updates the translation and clears fuzzy; the next export records the new
+    // source's hash and the warning is gone.
+    let reviewed = entry_block(&written, &bye)
+        .replace("#, fuzzy\n", "")
+        .replace(&translation, "msgstr \"じゃあね！カニに気をつけて。\"");
+    std::fs::write(&ja, written.replace(entry_block(&written, &bye), &reviewed)).expect("write");
+    let (summary, written) = export_in_place(&content.root, "ja");
+    assert_eq!(
+        (summary.added, summary.removed, summary.marked_stale),
+        (0, 0, 0)
+    );
+    let block = entry_block(&written, &bye);
+    assert!(
+        !block.contains("fuzzy") && !block.contains("previous-source"),
+        "{block}"
+    );
+    assert!(
+        block.contains(&format!("#. source-hash: {}\n", source_hash(new))),
+        "{block}"
+    );
+    let diagnostics = content.diagnostics();
+    assert!(
+        diagnostics.iter().all(|d| d.file != ja),
+        "{}",
+        render(&diagnostics)
+    );
+}
+
+#[test]
+fn an_export_keeps_translators_comments_and_a_limit_set_on_an_entry() {
+    let content = TempContent::empty("export-comments");
+    copy_dir(&sample_content(), &content.root);
+    let help = pim_line_response("Need any help?");
+    let ja = "locales/ja.po";
+    let text = std::fs::read_to_string(content.file(ja)).expect("ja.po");
+    let block = entry_block(&text, &help);
+    let annotated = format!(
+        "# A button: keep it short.\n{}",
+        block.replace("#. max-length: 60 (default)", "#. max-length: 6")
+    );
+    content.edit(ja, block, &annotated);
+
+    // The entry's own limit wins over the settings' 60: its 8 graphemes are too many.
+    let diagnostics = content.diagnostics();
+    let long: Vec<_> = diagnostics
+        .iter()
+        .filter(|d| matches!(d.problem, Problem::TranslationTooLong { .. }))
+        .collect();
+    assert_eq!(long.len(), 1, "{}", render(&diagnostics));
+    assert!(matches!(
+        long[0].problem,
+        Problem::TranslationTooLong {
+            length: 8,
+            limit: 6
+        }
+    ));
+    assert!(long[0].to_string().contains(&help));
+
+    let (summary, written) = export_in_place(&content.root, "ja");
+    assert_eq!(
+        (summary.added, summary.removed, summary.marked_stale),
+        (0, 0, 0)
+    );
+    assert_eq!(entry_block(&written, &help), annotated, "kept as written");
+    assert_eq!(
+        written,
+        text.replace(block, &annotated),
+        "nothing else moved"
+    );
+}
+
+/// The sample's id of the response with text `text` in `dialogue/base/Pim.json`.
+fn pim_line_response(text: &str) -> String {
+    let file =
+        std::fs::read_to_string(sample_content().join("dialogue/base/Pim.json")).expect("Pim.json");
+    let at = file
+        .find(&format!("\"Text\": \"{text}\""))
+        .expect("response");
+    let start = file[..at].rfind("\"LineId\": \"").expect("id") + "\"LineId\": \"".len();
+    file[start..start + file[start..].find('"').expect("end")].to_owned()
+}
+
+/// A string table in PO with `entries` of (line id, source, translation), written by hand.
+fn hand_written_table(tag: &str, entries: &[(&str, &str, &str)]) -> String {
+    let mut po = format!("msgid \"\"\nmsgstr \"\"\n\"Language: {tag}\\n\"\n");
+    for (id, source, translation) in entries {
+        po.push_str(&format!(
+            "\nmsgctxt \"{id}\"\nmsgid \"{source}\"\nmsgstr \"{translation}\"\n"
+        ));
+    }
+    po
+}
+
+#[test]
+fn pt_br_falls_back_to_pt_then_to_the_source() {
+    let content = TempContent::empty("fallback");
+    copy_dir(&sample_content(), &content.root);
+    let (hello, bye, ines) = (
+        pim_line("Pim_Hello"),
+        pim_line("Pim_Bye"),
+        pim_line("Pim_Ines"),
+    );
+    let (content_loaded, _) = check::load_and_check(&sample_content());
+    let pim = &content_loaded.merged["Pim"];
+    let source = |node: &str| pim.nodes[node].text.clone();
+    content.write(
+        "locales/pt-BR.po",
+        &hand_written_table(
+            "pt-BR",
+            &[(&hello, &source("Pim_Hello"), "Psiu! Tô contando ermitões.")],
+        ),
+    );
+    content.write(
+        "locales/pt.po",
+        &hand_written_table(
+            "pt",
+            &[
+                (
+                    &hello,
+                    &source("Pim_Hello"),
+                    "Chiu! Estou a contar ermitões.",
+                ),
+                (&bye, &source("Pim_Bye"), "Adeus! Não pises ninguém."),
+            ],
+        ),
+    );
+    let (loaded, diagnostics) = content.load();
+    assert!(
+        diagnostics.iter().all(|d| !d.is_error()),
+        "{}",
+        render(&diagnostics)
+    );
+    let pt_br = locale("pt-BR");
+    let read = loaded
+        .locales
+        .localize(&loaded.merged["Pim"], &pt_br)
+        .expect("localized");
+    assert_eq!(read.nodes["Pim_Hello"].text, "Psiu! Tô contando ermitões.");
+    assert_eq!(
+        read.nodes["Pim_Bye"].text, "Adeus! Não pises ninguém.",
+        "from pt"
+    );
+    assert_eq!(
+        read.nodes["Pim_Ines"].text,
+        source("Pim_Ines"),
+        "from the source"
+    );
+    let text = |tag: &str, id: &str, node: &str| {
+        loaded
+            .locales
+            .text(&locale(tag), id, &source(node))
+            .map(|t| t.into_owned())
+    };
+    assert_eq!(
+        text("pt-BR", &bye, "Pim_Bye").as_deref(),
+        Some("Adeus! Não pises ninguém.")
+    );
+    assert_eq!(text("pt-BR", &ines, "Pim_Ines"), None);
+    assert_eq!(
+        text("pt", &hello, "Pim_Hello").as_deref(),
+        Some("Chiu! Estou a contar ermitões."),
+        "pt alone reads its own"
+    );
+}
+
+/// A CSV field as RFC 4180 writes it.
+fn csv(field: &str) -> String {
+    if field.contains([',', '"', '\n']) {
+        format!("\"{}\"", field.replace('"', "\"\""))
+    } else {
+        field.to_owned()
+    }
+}
+
+#[test]
+fn the_recording_script_gives_the_line_before_and_the_direction_in_the_locale() {
+    let (content, _) = check::load_and_check(&sample_content());
+    let index = LineIndex::new(&content);
+    let (ines, hello_ines) = (
+        pim_line("Pim_Ines"),
+        pim_line_response("Keeper Ines says hello."),
+    );
+    let line = &index.lines[&ines];
+    let direction = "proud, a little breathless, waving at the lighthouse across the water";
+    assert_eq!(line.direction.as_deref(), Some(direction));
+    assert_eq!(line.previous.as_deref(), Some("Keeper Ines says hello."));
+    let ja = &content.locales.tables[&locale("ja")];
+    let row_of = |script: &str, id: &str| {
+        script
+            .lines()
+            .find(|r| r.starts_with(&format!("{id},")))
+            .map(str::to_owned)
+    };
+    for tag in ["ja", locale::PSEUDO] {
+        let script = locale::recording_script(&index, &content.locales, &locale(tag), false);
+        let (text, previous) = if tag == "ja" {
+            (
+                ja.translation(&ines).expect("translated").to_owned(),
+                ja.translation(&hello_ines).expect("translated").to_owned(),
+            )
+        } else {
+            (
+                locale::pseudo(&line.text),
+                locale::pseudo("Keeper Ines says hello."),
+            )
+        };
+        let expected = [
+            ines.clone(),
+            "Pim".into(),
+            text,
+            previous,
+            direction.into(),
+            tag.into(),
+            format!("voice/{tag}/{}.wav", ines.replace(':', "-")),
+        ]
+        .map(|f| csv(&f))
+        .join(",");
+        assert_eq!(row_of(&script, &ines), Some(expected), "{tag}");
+        assert_eq!(
+            row_of(&script, &hello_ines),
+            None,
+            "the player is not voiced"
+        );
+    }
+    // With the protagonist voiced: responses (after the line they answer) and barks.
+    let script = locale::recording_script(&index, &content.locales, &locale("ja"), true);
+    assert_eq!(script.lines().count(), index.lines.len() + 1);
+    let response = row_of(&script, &hello_ines).expect("a response row");
+    let hello = ja.translation(&pim_line("Pim_Hello")).expect("translated");
+    assert!(
+        response.starts_with(&format!("{hello_ines},Player,")) && response.contains(hello),
+        "{response}"
+    );
+    assert!(
+        script
+            .lines()
+            .any(|r| r.starts_with("bark:") && r.contains(",Player (bark),")),
+        "barks"
+    );
+}
+
+#[test]
+fn the_pseudo_example_in_the_protocol_is_what_the_code_writes() {
+    let protocol = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/PROTOCOL.md"),
+    )
+    .expect("docs/PROTOCOL.md");
+    // "(`<source>` becomes `<pseudo>`)"
+    let at = protocol
+        .find("` becomes `[")
+        .expect("the pseudo-locale's example");
+    let source = &protocol[protocol[..at].rfind('`').expect("its source") + 1..at];
+    let rest = &protocol[at + "` becomes `".len()..];
+    let shown = &rest[..rest.find('`').expect("its end")];
+    assert_eq!(locale::pseudo(source), shown);
 }

@@ -264,3 +264,73 @@ async fn a_line_carries_its_clip_in_the_locale_served() {
         .expect("content");
     assert!(!content.contains("\"Voice\""), "{content}");
 }
+
+/// The id of node `node` in a Pim.json text.
+fn line_id_of(pim: &str, node: &str) -> String {
+    let at = pim.find(&format!("\"{node}\": {{")).expect("the node");
+    let rest = &pim[at..];
+    let start = rest.find("\"LineId\": \"").expect("its id") + "\"LineId\": \"".len();
+    rest[start..start + rest[start..].find('"').expect("end")].to_owned()
+}
+
+#[tokio::test]
+async fn pt_br_reads_pt_br_then_pt_then_the_source() {
+    let dir = temp_dir("content-fallback").join("content");
+    copy_dir(&content_dir(), &dir);
+    let pim = std::fs::read_to_string(dir.join("dialogue/base/Pim.json")).expect("Pim");
+    let (content, _) = banter_dialogue::check::load_and_check(&dir);
+    let source = |node: &str| content.merged["Pim"].nodes[node].text.clone();
+    let table = |tag: &str, entries: &[(&str, &str)]| {
+        let mut po = format!("msgid \"\"\nmsgstr \"\"\n\"Language: {tag}\\n\"\n");
+        for (node, translation) in entries {
+            po.push_str(&format!(
+                "\nmsgctxt \"{}\"\nmsgid \"{}\"\nmsgstr \"{translation}\"\n",
+                line_id_of(&pim, node),
+                source(node)
+            ));
+        }
+        po
+    };
+    let (br, pt) = ("Psiu! Tô contando ermitões.", "Adeus! Não pises ninguém.");
+    std::fs::write(
+        dir.join("locales/pt-BR.po"),
+        table("pt-BR", &[("Pim_Hello", br)]),
+    )
+    .expect("pt-BR.po");
+    std::fs::write(
+        dir.join("locales/pt.po"),
+        table(
+            "pt",
+            &[
+                ("Pim_Hello", "Chiu! Estou a contar ermitões."),
+                ("Pim_Bye", pt),
+            ],
+        ),
+    )
+    .expect("pt.po");
+    let config_dir = dir.clone();
+    let server = TestServer::start_with(move |c| c.content = config_dir).await;
+
+    let (mut client, welcome) = player_in(&server, "device-locale-pt-br", Some("pt-BR")).await;
+    let ServerMessage::Welcome { locale, .. } = welcome else {
+        panic!("expected welcome, got {welcome:?}");
+    };
+    assert_eq!(locale, "pt-BR");
+    let content = client
+        .talk("Pim")
+        .await
+        .expect("talk")
+        .content
+        .expect("content");
+    let (graph, _) = banter_dialogue::build_conversation("Pim", &content);
+    let text = |node: &str| {
+        graph
+            .find(node)
+            .and_then(|v| graph.vertex(v))
+            .map(|v| v.text.to_string())
+            .expect("the node")
+    };
+    assert_eq!(text("Pim_Hello"), br, "from pt-BR");
+    assert_eq!(text("Pim_Bye"), pt, "from pt");
+    assert_eq!(text("Pim_Ines"), source("Pim_Ines"), "from the source");
+}

@@ -4,11 +4,14 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Result, ensure};
+use anyhow::{Context, Result, ensure};
 
 use banter_barks::stats::SessionReport;
 use banter_barks::{BarkCatalog, Filter};
-use banter_sim::barks::{LoadCatalog, SimConfig, SimReport, simulate};
+use banter_dialogue::locale::Locale;
+use banter_sim::barks::{
+    LoadCatalog, SimConfig, SimReport, load_locales, localize_catalog, simulate,
+};
 use clap::Args as ClapArgs;
 
 /// Arguments of `banter-sim barks`.
@@ -29,6 +32,14 @@ pub struct Args {
     /// Print one JSON object instead of tables.
     #[arg(long)]
     pub json: bool,
+    /// Hear the lines in this locale (a BCP 47 tag: `ja`, `pt-BR`, `en-XA` for the
+    /// pseudo-locale), from the content's string tables with the server's fallback chain.
+    #[arg(long)]
+    pub locale: Option<String>,
+    /// The content folder whose `locales/` translate the lines [default: the folder holding
+    /// the catalog's `barks/`].
+    #[arg(long)]
+    pub content: Option<PathBuf>,
 }
 
 const CATALOG: &str = "content/barks/catalog.json";
@@ -62,12 +73,36 @@ pub fn run(args: &Args) -> Result<()> {
     for w in &loaded.warnings {
         eprintln!("warning: {}: {w}", path.display());
     }
+    let (catalog, locale) = match &args.locale {
+        None => (loaded.catalog, None),
+        Some(tag) => {
+            let locale = Locale::parse(tag)?;
+            // `content/barks/catalog.json` belongs to `content/`.
+            let content = args.content.clone().unwrap_or_else(|| {
+                path.parent()
+                    .and_then(Path::parent)
+                    .map_or_else(|| PathBuf::from("content"), Path::to_path_buf)
+            });
+            let locales =
+                load_locales(&content).with_context(|| format!("in {}", content.display()))?;
+            let (catalog, translated) = localize_catalog(loaded.catalog, &locales, &locale);
+            if translated == 0 && !locale.chain().any(|t| t == locales.settings.source) {
+                eprintln!(
+                    "warning: no string table in {} translates a bark into `{locale}`; the lines \
+                     keep their source text",
+                    content.display()
+                );
+            }
+            (catalog, Some(locale.to_string()))
+        }
+    };
     let cfg = SimConfig {
         hours: args.hours,
         seed: args.seed,
         trials: args.trials.max(1),
     };
-    let report = simulate(loaded.catalog, &cfg);
+    let mut report = simulate(catalog, &cfg);
+    report.locale = locale;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -97,6 +132,15 @@ pub fn table(r: &SimReport) -> String {
         "banter-sim barks: {} simulated hours, seed {}, {} lines in the catalog\n",
         r.hours, r.seed, r.catalog_lines
     );
+    let _ = writeln!(
+        o,
+        "first lines heard ({}):",
+        r.locale.as_deref().unwrap_or("the catalog's text")
+    );
+    for h in &r.first_heard {
+        let _ = writeln!(o, "{:>8.1} s  {:<24} {}", h.at_seconds, h.line, h.text);
+    }
+    let _ = writeln!(o);
     let _ = writeln!(
         o,
         "{:<15} {:<8} {:>4} {:>6} {:>6} {:>6} {:>8} {:>6}  rejected by filter 1/2/3/4/5/6",

@@ -8,7 +8,8 @@
 //! - **placeholders**: its `{placeholders}` differ (error: the game fills them by name);
 //! - **length**: more visible graphemes than the line's limit, counted as the typewriter counts
 //!   (error);
-//! - **stale**: made from an older source, or marked `fuzzy` (warning: it is still served);
+//! - **stale**: marked `fuzzy`, or its recorded `source-hash` is not the hash of the line's
+//!   source now (warning: it is still served);
 //! - **coverage**: translated / total, per locale ([`Coverage`]), printed by `check-content`.
 
 use std::collections::BTreeMap;
@@ -67,7 +68,7 @@ pub fn check_locales(
                 continue;
             }
             report.translated += 1;
-            if entry.fuzzy || entry.source != line.text {
+            if entry.is_stale(&line.text) {
                 report.stale += 1;
                 let mut d = at(id, Problem::StaleTranslation(id.clone()));
                 d.severity = crate::diagnostic::Severity::Warning;

@@ -19,6 +19,7 @@
 pub mod check;
 pub mod table;
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -171,15 +172,18 @@ impl Locales {
         out
     }
 
-    /// The text of line `id` in `locale`: the first table of its fallback chain with a
-    /// translation, else `None` (the source's text stands). The pseudo-locale is made from the
-    /// source text.
-    pub fn text<'a>(&'a self, locale: &Locale, id: &str) -> Option<&'a str> {
+    /// The text of line `id` (whose source text is `source`) in `locale`: the first table of its
+    /// fallback chain with a translation, else `None` (the source's text stands). The
+    /// pseudo-locale's is made from the source ([`pseudo`]), as a player in it reads it.
+    pub fn text<'a>(&'a self, locale: &Locale, id: &str, source: &str) -> Option<Cow<'a, str>> {
+        if locale.is_pseudo() {
+            return Some(Cow::Owned(pseudo(source)));
+        }
         locale
-            .fallback_chain()
-            .iter()
-            .filter_map(|l| self.tables.get(l))
+            .chain()
+            .filter_map(|tag| self.tables.get(&Locale(tag.to_owned())))
             .find_map(|table| table.translation(id))
+            .map(Cow::Borrowed)
     }
 
     /// `conversation` as a player in `locale` reads it; `None` when the locale has nothing to
@@ -232,9 +236,10 @@ pub fn attach_voice(
 }
 
 /// A recording script for a voice studio, as CSV (RFC 4180): one row per NPC line with text
-/// in `locale` (its translation, else the source), with its id, speaker, the line before it,
-/// the writer's direction, the locale and the clip path the game will look for. Responses and
-/// barks are left out unless `with_player` (the protagonist is voiced too).
+/// in `locale` (its translation, else the source; the pseudo-locale's for [`PSEUDO`]), with its
+/// id, speaker, the line before it (in `locale` too), the writer's direction, the locale and
+/// the clip path the game will look for. Responses and barks are left out unless
+/// `with_player` (the protagonist is voiced too).
 pub fn recording_script(
     index: &crate::lines::LineIndex,
     locales: &Locales,
@@ -250,15 +255,22 @@ pub fn recording_script(
         if spoken_by_player && !with_player {
             continue;
         }
-        let text = locales.text(locale, &line.id).unwrap_or(&line.text);
-        let previous = line.previous.as_deref().unwrap_or("");
+        let text = locales.text(locale, &line.id, &line.text);
+        let text = text.as_deref().unwrap_or(&line.text);
+        // The line before, as the actor's scene partner says it in this locale.
+        let previous = line.previous.as_deref().map(|source| {
+            line.previous_id
+                .as_deref()
+                .and_then(|id| locales.text(locale, id, source))
+                .unwrap_or(Cow::Borrowed(source))
+        });
         let clip =
             crate::text::localized_voice_clip_path(locale.as_str(), &line.id).unwrap_or_default();
         let fields = [
             line.id.as_str(),
             line.speaker.as_str(),
             text,
-            previous,
+            previous.as_deref().unwrap_or(""),
             line.direction.as_deref().unwrap_or(""),
             locale.as_str(),
             clip.as_str(),
@@ -301,10 +313,10 @@ pub fn localize(
     out
 }
 
-/// The pseudo-localized form of a line: each ASCII letter of its text swapped for an accented
-/// one, about 40% more visible graphemes padded at the end, the whole in `[` `]`. Tags,
-/// entities and `{placeholders}` are kept as they are, so the checks still pass on it and a
-/// renderer still reads its markup.
+/// The pseudo-localized form of a line: each ASCII letter of its text that has a common
+/// accented form swapped for it ([`accented`]), about 40% more visible graphemes padded at the
+/// end, the whole in `[` `]`. Tags, entities and `{placeholders}` are kept as they are, so the
+/// checks still pass on it and a renderer still reads its markup.
 pub fn pseudo(text: &str) -> String {
     if text.is_empty() {
         return String::new();
@@ -352,12 +364,51 @@ pub fn pseudo(text: &str) -> String {
     out
 }
 
+/// Every ASCII letter with a common accented form, as one precomposed character (so one
+/// grapheme, as the typewriter counts): 19 letters of each case. `b`, `f`, `m`, `p`, `q`, `v` and
+/// `x` have none in common use and stay as they are.
 fn accented(c: char) -> char {
-    const FROM: &str = "aceinouyAEINOUYsz";
-    const TO: &[char] = &[
-        'á', 'ç', 'é', 'î', 'ñ', 'ö', 'ü', 'ý', 'Å', 'É', 'Î', 'Ñ', 'Ö', 'Ü', 'Ý', 'š', 'ž',
-    ];
-    FROM.find(c).map_or(c, |i| TO[i])
+    match c {
+        'a' => 'á',
+        'c' => 'ç',
+        'd' => 'ď',
+        'e' => 'é',
+        'g' => 'ĝ',
+        'h' => 'ĥ',
+        'i' => 'î',
+        'j' => 'ĵ',
+        'k' => 'ķ',
+        'l' => 'ļ',
+        'n' => 'ñ',
+        'o' => 'ö',
+        'r' => 'ŕ',
+        's' => 'š',
+        't' => 'ţ',
+        'u' => 'ü',
+        'w' => 'ŵ',
+        'y' => 'ý',
+        'z' => 'ž',
+        'A' => 'Á',
+        'C' => 'Ç',
+        'D' => 'Ď',
+        'E' => 'É',
+        'G' => 'Ĝ',
+        'H' => 'Ĥ',
+        'I' => 'Î',
+        'J' => 'Ĵ',
+        'K' => 'Ķ',
+        'L' => 'Ļ',
+        'N' => 'Ñ',
+        'O' => 'Ö',
+        'R' => 'Ŕ',
+        'S' => 'Š',
+        'T' => 'Ţ',
+        'U' => 'Ü',
+        'W' => 'Ŵ',
+        'Y' => 'Ý',
+        'Z' => 'Ž',
+        other => other,
+    }
 }
 
 #[cfg(test)]
@@ -415,5 +466,41 @@ mod tests {
         let (before, after) = (visible_graphemes(source), visible_graphemes(&p));
         assert!(after * 10 >= before * 13, "{before} -> {after}: {p}");
         assert_eq!(pseudo(""), "");
+    }
+
+    #[test]
+    fn every_letter_with_a_common_accent_gets_it_in_both_cases() {
+        for lower in 'a'..='z' {
+            let upper = lower.to_ascii_uppercase();
+            let (a, b) = (accented(lower), accented(upper));
+            if "bfmpqvx".contains(lower) {
+                assert_eq!((a, b), (lower, upper), "no common accented {lower}");
+                continue;
+            }
+            assert!(!a.is_ascii() && a.is_lowercase(), "{lower} -> {a}");
+            assert_eq!(b.to_string(), a.to_uppercase().to_string(), "{upper}");
+            assert_eq!(visible_graphemes(&a.to_string()), 1, "{a} is one grapheme");
+        }
+        for other in ['0', ' ', '!', '\'', 'é', 'し'] {
+            assert_eq!(accented(other), other);
+        }
+        let pangram = "The quick brown fox jumps over the lazy dog";
+        let p = pseudo(pangram);
+        let kept: String = p.chars().filter(char::is_ascii_alphabetic).collect();
+        assert_eq!(kept, "qbfxmpv", "only the letters without one: {p}");
+    }
+
+    #[test]
+    fn the_pseudo_locale_reads_every_line_accented() {
+        let locales = Locales::default();
+        let pseudo_locale = Locale::parse(PSEUDO).expect("the pseudo-locale's tag");
+        let text = locales.text(&pseudo_locale, "line:1", "Shh! I'm counting.");
+        assert_eq!(text.as_deref(), Some("[Šĥĥ! Î'm çöüñţîñĝ. ~·~·~·~]"));
+        let ja = Locale::parse("ja").expect("a valid tag");
+        assert_eq!(
+            locales.text(&ja, "line:1", "Shh!"),
+            None,
+            "no table: the source"
+        );
     }
 }

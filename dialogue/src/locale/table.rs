@@ -3,10 +3,11 @@
 //! Each entry is one line of the content:
 //!
 //! ```po
+//! # A translator's own note: kept by every export.
 //! #. speaker: Pim
 //! #. node: Pim_Hello (conversation Pim)
 //! #. previous: Bye! Don't step on anybody.
-//! #. max-length: 60
+//! #. max-length: 200 (default)
 //! #. source-hash: 4f1c2a9e
 //! #: dialogue/base/Pim.json:Pim_Hello
 //! msgctxt "line:3f9a0c11d2"
@@ -14,13 +15,20 @@
 //! msgstr "しーっ！ヤドカリを数えてるの。"
 //! ```
 //!
-//! `msgctxt` is the line id, `msgid` the source text the translation was made from, `msgstr` the
-//! translation (empty: not translated). The `#.` comments are context for the translator and are
-//! rewritten at every export; `source-hash` is the hash of `msgid`
-//! ([`source_hash`](crate::lines::source_hash)). An entry is **stale** when it carries the
-//! `fuzzy` flag, or when its `msgid` is no longer the line's source: [`export`] then writes the
-//! new source as `msgid`, keeps the translation and sets `fuzzy`, which a translator's tool
-//! shows as "needs review" and clears once the translation is updated.
+//! `msgctxt` is the line id, `msgid` the line's source text as of the last export, `msgstr` the
+//! translation (empty: not translated). `source-hash` is the hash of the source the translation
+//! was **made from** ([`source_hash`]): an entry is **stale** when it carries the `fuzzy` flag
+//! or when that hash is not the hash of the line's source now. When a line's source changes,
+//! [`export`] writes the new source as `msgid`, keeps the translation, sets `fuzzy` (which a
+//! translator's tool shows as "needs review") and keeps the old `source-hash`, with the old source
+//! as `#. previous-source:`. (gettext writes that as a previous msgid, `#| msgid`; `polib` 0.3
+//! neither reads nor writes those, so it is an extracted comment here.) Once a translator
+//! updates the translation and clears `fuzzy`, the next export records the new source's hash.
+//!
+//! The other `#.` comments are context for the translator, rewritten at every export, except a
+//! length limit set on one entry by hand (`#. max-length: 40`), which is kept and wins over the
+//! settings' limit (written `max-length: 200 (default)`). Translators' comments (`# ...`) are
+//! kept too.
 //!
 //! `polib` slices lines without checking them, so a malformed file could panic it: every line is
 //! checked here first ([`read`]), and a bad one is a [`TableError`] with its line number.
@@ -36,17 +44,50 @@ use super::{Locale, LocaleSettings};
 use crate::lines::{Line, LineIndex, source_hash};
 
 /// One translated (or untranslated) line.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Entry {
-    /// The source text the translation was made from (`msgid`).
+    /// The line's source text as of the last export (`msgid`).
     pub source: String,
     /// The translation; empty when there is none yet.
     pub translation: String,
     /// Marked for review (`#, fuzzy`).
     pub fuzzy: bool,
-    /// The visible graphemes the translation may have at most (`#. max-length: N`).
+    /// The hash of the source the translation was made from (`#. source-hash:`), as written.
+    /// `None` (a table written without one): the hash of [`Entry::previous_source`], else of
+    /// `msgid`.
+    pub source_hash: Option<String>,
+    /// The source the translation was made from, when export found the line's source changed
+    /// (`#. previous-source:`); kept until the translation is reviewed.
+    pub previous_source: Option<String>,
+    /// A limit set on this entry by hand, in visible graphemes (`#. max-length: N`): it wins
+    /// over the settings' limit. `None` when the entry has the settings' limit (`#. max-length:
+    /// N (default)`) or none.
     pub max_length: Option<usize>,
+    /// The translator's own comments (`# ...`), one per line, kept by every export.
+    pub comments: String,
 }
+
+impl Entry {
+    /// The hash of the source text the translation was made from.
+    pub fn made_from(&self) -> String {
+        self.source_hash
+            .clone()
+            .unwrap_or_else(|| source_hash(self.previous_source.as_deref().unwrap_or(&self.source)))
+    }
+
+    /// Whether the translation needs review against the line's `current` source: marked
+    /// `fuzzy`, or made from another source than `current`.
+    pub fn is_stale(&self, current: &str) -> bool {
+        self.fuzzy || self.made_from() != source_hash(current)
+    }
+}
+
+/// The extracted comments (`#.`) an entry keeps its data in.
+const SOURCE_HASH: &str = "source-hash: ";
+const PREVIOUS_SOURCE: &str = "previous-source: ";
+const MAX_LENGTH: &str = "max-length: ";
+/// After a `max-length` that is the settings' limit, not the entry's own.
+const DEFAULT_MARK: &str = "(default)";
 
 /// A locale's string table.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -170,16 +211,27 @@ pub fn read(file: &str, locale: Locale, text: &str) -> Result<StringTable, Table
                 msgid: message.msgid().to_owned(),
             });
         };
-        let max_length = message
-            .extracted_comments()
-            .lines()
-            .find_map(|l| l.strip_prefix("max-length: "))
-            .and_then(|n| n.trim().parse().ok());
+        let comment = |key: &str| {
+            message
+                .extracted_comments()
+                .lines()
+                .find_map(|l| l.strip_prefix(key))
+                .map(str::trim)
+        };
+        // `max-length: N` is the entry's own; `max-length: N (default)` the settings'.
+        let max_length = comment(MAX_LENGTH)
+            .filter(|v| !v.ends_with(DEFAULT_MARK))
+            .and_then(|n| n.parse().ok());
         let entry = Entry {
             source: message.msgid().to_owned(),
             translation: message.msgstr().unwrap_or_default().to_owned(),
             fuzzy: message.is_fuzzy(),
+            source_hash: comment(SOURCE_HASH)
+                .filter(|h| !h.is_empty())
+                .map(str::to_ascii_lowercase),
+            previous_source: comment(PREVIOUS_SOURCE).map(str::to_owned),
             max_length,
+            comments: message.translator_comments().to_owned(),
         };
         if entries.insert(id.to_owned(), entry).is_some() {
             return Err(TableError::DuplicateId(id.to_owned()));
@@ -210,9 +262,77 @@ pub struct ExportSummary {
     pub kept: usize,
 }
 
+/// What an entry becomes at an export: its translation, whether it is marked for review, the
+/// hash of the source it was made from, and that source when it is no longer the line's.
+struct Exported {
+    translation: String,
+    fuzzy: bool,
+    made_from: String,
+    previous_source: Option<String>,
+}
+
+impl Exported {
+    /// Current: made from the line's source as it is.
+    fn current(translation: String, line: &Line) -> Exported {
+        Exported {
+            translation,
+            fuzzy: false,
+            made_from: source_hash(&line.text),
+            previous_source: None,
+        }
+    }
+}
+
+/// The rules of [`export`] for a line that has an entry. Returns the entry as written and
+/// whether this export marked it stale.
+fn carry_over(entry: &Entry, line: &Line) -> (Exported, bool) {
+    let translation = entry.translation.clone();
+    if translation.is_empty() {
+        return (Exported::current(translation, line), false);
+    }
+    let made_from = entry.made_from();
+    let unchanged = made_from == source_hash(&line.text);
+    if entry.fuzzy {
+        // Marked by an earlier export and the source is back to what was translated: current
+        // again. Marked by a translator (no previous source): theirs to clear.
+        if entry.previous_source.is_some() && unchanged {
+            return (Exported::current(translation, line), false);
+        }
+        // Still awaiting review: the hash and the previous source stay those of the source the
+        // translation was made from, however often the line changed since.
+        let previous_source = entry
+            .previous_source
+            .clone()
+            .or_else(|| (entry.source != line.text).then(|| entry.source.clone()));
+        let exported = Exported {
+            translation,
+            fuzzy: true,
+            made_from,
+            previous_source,
+        };
+        return (exported, false);
+    }
+    if entry.source == line.text || unchanged {
+        // The source as last exported, with `fuzzy` cleared (a translator reviewed it), or a
+        // translation recorded as made from this very source.
+        return (Exported::current(translation, line), false);
+    }
+    // The source changed since the translation was made: keep it, mark it for review, and
+    // keep what it was made from.
+    let exported = Exported {
+        translation,
+        fuzzy: true,
+        made_from,
+        previous_source: Some(entry.source.clone()),
+    };
+    (exported, true)
+}
+
 /// Writes (or updates) the string table of `locale` for every line in `index`: new lines added
 /// untranslated, removed lines dropped, translations of a changed source kept and marked
-/// `fuzzy`. Entries come in the content's order (file, node, response), as a translator reads.
+/// `fuzzy` with the hash and text of the source they were made from. Translators' comments and
+/// a limit set on an entry by hand are kept. Entries come in the content's order (file, node,
+/// response), as a translator reads.
 pub fn export(
     index: &LineIndex,
     settings: &LocaleSettings,
@@ -231,20 +351,16 @@ pub fn export(
     lines.sort_by(|a, b| a.site.cmp(&b.site).then_with(|| a.id.cmp(&b.id)));
     for line in lines {
         let previous = existing.and_then(|t| t.entries.get(&line.id));
-        let (translation, fuzzy) = match previous {
+        let exported = match previous {
             None => {
                 summary.added += 1;
-                (String::new(), false)
-            }
-            Some(entry) if entry.source == line.text => {
-                summary.kept += 1;
-                (entry.translation.clone(), entry.fuzzy)
+                Exported::current(String::new(), line)
             }
             Some(entry) => {
                 summary.kept += 1;
-                let translated = !entry.translation.is_empty();
-                summary.marked_stale += usize::from(translated && !entry.fuzzy);
-                (entry.translation.clone(), translated)
+                let (exported, marked) = carry_over(entry, line);
+                summary.marked_stale += usize::from(marked);
+                exported
             }
         };
         let mut comments = String::new();
@@ -257,12 +373,27 @@ pub fn export(
         if let Some(previous) = &line.previous {
             let _ = writeln!(comments, "previous: {}", one_line(previous));
         }
-        if let Some(max) = max_length_of(line, settings) {
-            let _ = writeln!(comments, "max-length: {max}");
+        let default = max_length_of(line, settings);
+        // The entry's own limit; one equal to the settings' is theirs (a table written before
+        // the two were told apart).
+        let own = previous
+            .and_then(|e| e.max_length)
+            .filter(|n| Some(*n) != default);
+        match (own, default) {
+            (Some(max), _) => {
+                let _ = writeln!(comments, "{MAX_LENGTH}{max}");
+            }
+            (None, Some(max)) => {
+                let _ = writeln!(comments, "{MAX_LENGTH}{max} {DEFAULT_MARK}");
+            }
+            (None, None) => {}
         }
-        let _ = write!(comments, "source-hash: {}", source_hash(&line.text));
+        let _ = write!(comments, "{SOURCE_HASH}{}", exported.made_from);
+        if let Some(source) = &exported.previous_source {
+            let _ = write!(comments, "\n{PREVIOUS_SOURCE}{}", one_line(source));
+        }
         let mut flags = MessageFlags::new();
-        if fuzzy {
+        if exported.fuzzy {
             flags.add_flag("fuzzy");
         }
         let source = match line.site.response {
@@ -271,12 +402,13 @@ pub fn export(
         };
         catalog.append_or_update(
             Message::build_singular()
+                .with_translator_comments(previous.map(|e| e.comments.clone()).unwrap_or_default())
                 .with_extracted_comments(comments)
                 .with_source(source)
                 .with_flags(flags)
                 .with_msgctxt(line.id.clone())
                 .with_msgid(line.text.clone())
-                .with_msgstr(translation)
+                .with_msgstr(exported.translation)
                 .done(),
         );
     }
@@ -304,6 +436,169 @@ fn one_line(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn line(id: &str, text: &str, response: Option<usize>) -> Line {
+        Line {
+            id: id.to_owned(),
+            text: text.to_owned(),
+            speaker: "Pim".into(),
+            site: crate::lines::LineSite {
+                file: "dialogue/base/Pim.json".into(),
+                node: "Pim_Hello".into(),
+                response,
+            },
+            conversation: "Pim".into(),
+            previous: None,
+            previous_id: None,
+            direction: None,
+        }
+    }
+
+    fn index(lines: &[Line]) -> LineIndex {
+        LineIndex {
+            lines: lines.iter().map(|l| (l.id.clone(), l.clone())).collect(),
+            ..LineIndex::default()
+        }
+    }
+
+    /// Exports `lines` over `table` and reads the result back.
+    fn export_over(
+        lines: &[Line],
+        settings: &LocaleSettings,
+        table: Option<&StringTable>,
+    ) -> (StringTable, ExportSummary, String) {
+        let ja = Locale::parse("ja").expect("the test input is valid");
+        let (text, summary) = export(&index(lines), settings, &ja, table);
+        let read = read("ja.po", ja, &text).expect("export writes what read reads");
+        (read, summary, text)
+    }
+
+    /// `table` with line `id`'s entry changed by `edit`, as a translator's tool would.
+    fn edited(table: &StringTable, id: &str, edit: impl FnOnce(&mut Entry)) -> StringTable {
+        let mut table = table.clone();
+        if let Some(entry) = table.entries.get_mut(id) {
+            edit(entry);
+        }
+        table
+    }
+
+    #[test]
+    fn a_changed_source_keeps_what_its_translation_was_made_from_until_it_is_reviewed() {
+        let settings = LocaleSettings::default();
+        let v1 = line("line:1", "Shh! I'm counting.", None);
+        let (fresh, summary, _) = export_over(std::slice::from_ref(&v1), &settings, None);
+        assert_eq!((summary.added, summary.marked_stale), (1, 0));
+        let translated = edited(&fresh, "line:1", |e| e.translation = "しーっ！".into());
+        let entry = &translated.entries["line:1"];
+        assert_eq!(entry.source_hash, Some(source_hash(&v1.text)));
+        assert!(!entry.is_stale(&v1.text));
+
+        // The writer changes the line: the translation stays, marked fuzzy, made from v1.
+        let v2 = line("line:1", "Shh! I'm counting crabs.", None);
+        let (stale, summary, text) =
+            export_over(std::slice::from_ref(&v2), &settings, Some(&translated));
+        assert_eq!((summary.kept, summary.marked_stale), (1, 1));
+        let entry = &stale.entries["line:1"];
+        assert!(entry.fuzzy && entry.is_stale(&v2.text), "{text}");
+        assert_eq!(
+            (entry.source.as_str(), entry.translation.as_str()),
+            (v2.text.as_str(), "しーっ！")
+        );
+        assert_eq!(entry.made_from(), source_hash(&v1.text), "{text}");
+        assert_eq!(entry.previous_source.as_deref(), Some(v1.text.as_str()));
+        assert!(text.contains("#, fuzzy\n"), "{text}");
+        assert!(
+            text.contains("#. previous-source: Shh! I'm counting.\n"),
+            "{text}"
+        );
+
+        // Changed again before anyone reviewed it: still made from v1, not counted twice.
+        let v3 = line("line:1", "Shh! I'm counting hermit crabs.", None);
+        let (still, summary, _) = export_over(std::slice::from_ref(&v3), &settings, Some(&stale));
+        assert_eq!(summary.marked_stale, 0);
+        let entry = &still.entries["line:1"];
+        assert!(entry.fuzzy);
+        assert_eq!(entry.made_from(), source_hash(&v1.text));
+        assert_eq!(entry.previous_source.as_deref(), Some(v1.text.as_str()));
+
+        // Without a source-hash comment (a table written by hand), the previous source stands.
+        let no_hash = edited(&still, "line:1", |e| e.source_hash = None);
+        assert_eq!(no_hash.entries["line:1"].made_from(), source_hash(&v1.text));
+
+        // The translator updates it and clears fuzzy: the next export records v3's hash.
+        let reviewed = edited(&still, "line:1", |e| {
+            e.translation = "しーっ！ヤドカリを数えてるの。".into();
+            e.fuzzy = false;
+        });
+        assert!(
+            reviewed.entries["line:1"].is_stale(&v3.text),
+            "until exported again"
+        );
+        let (current, summary, text) =
+            export_over(std::slice::from_ref(&v3), &settings, Some(&reviewed));
+        assert_eq!(summary.marked_stale, 0);
+        let entry = &current.entries["line:1"];
+        assert!(!entry.is_stale(&v3.text), "{text}");
+        assert_eq!(entry.previous_source, None);
+        assert!(!text.contains("previous-source"), "{text}");
+
+        // A source changed back to what was translated: current again, no review needed.
+        let (back, _, _) = export_over(std::slice::from_ref(&v1), &settings, Some(&stale));
+        let entry = &back.entries["line:1"];
+        assert!(!entry.fuzzy && !entry.is_stale(&v1.text), "{entry:?}");
+        assert_eq!(entry.previous_source, None);
+
+        // A fuzzy flag a translator set stays theirs to clear.
+        let flagged = edited(&current, "line:1", |e| e.fuzzy = true);
+        let (kept, _, _) = export_over(std::slice::from_ref(&v3), &settings, Some(&flagged));
+        assert!(kept.entries["line:1"].fuzzy);
+    }
+
+    #[test]
+    fn translators_comments_and_a_limit_set_by_hand_survive_an_export() {
+        let mut settings = LocaleSettings::default();
+        settings.max_length.line = Some(200);
+        settings.max_length.response = Some(60);
+        let lines = [
+            line("line:1", "Shh! I'm counting.", None),
+            line("line:2", "Need any help?", Some(1)),
+            line("line:3", "Good luck.", Some(2)),
+        ];
+        let (fresh, _, text) = export_over(&lines, &settings, None);
+        assert!(text.contains("#. max-length: 200 (default)\n"), "{text}");
+        assert!(text.contains("#. max-length: 60 (default)\n"), "{text}");
+        assert!(
+            fresh.entries.values().all(|e| e.max_length.is_none()),
+            "the settings' limit is not the entry's own"
+        );
+        let annotated = edited(&fresh, "line:2", |e| {
+            e.comments = "A button: keep it short.\nAsked by Alex.".into();
+            e.max_length = Some(12);
+        });
+        // A table written before defaults were marked: a plain limit equal to the settings'.
+        let legacy = edited(&annotated, "line:3", |e| e.max_length = Some(60));
+        let (again, _, text) = export_over(&lines, &settings, Some(&legacy));
+        assert_eq!(again.entries["line:2"].max_length, Some(12), "{text}");
+        assert_eq!(again.entries["line:3"].max_length, None, "{text}");
+        assert_eq!(
+            again.entries["line:2"].comments,
+            "A button: keep it short.\nAsked by Alex."
+        );
+        assert!(
+            text.contains("# A button: keep it short.\n# Asked by Alex.\n#. speaker"),
+            "{text}"
+        );
+        assert!(text.contains("#. max-length: 12\n"), "{text}");
+        // The defaults follow the settings; the entry's own limit stays.
+        settings.max_length.response = Some(50);
+        let (again, _, text) = export_over(&lines, &settings, Some(&again));
+        assert_eq!(again.entries["line:2"].max_length, Some(12), "{text}");
+        assert_eq!(text.matches("#. max-length: 50 (default)\n").count(), 1);
+        // Exported once more, everything is stable.
+        let (third, _, text_again) = export_over(&lines, &settings, Some(&again));
+        assert_eq!(third, again);
+        assert_eq!(text_again, text);
+    }
 
     #[test]
     fn a_malformed_table_is_a_typed_error_with_its_line_and_never_a_panic() {

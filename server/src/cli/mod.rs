@@ -132,6 +132,10 @@ pub enum StringsCommand {
         /// the line before it, direction, locale, clip path) instead of writing the table.
         #[arg(long)]
         voice: bool,
+        /// With `--voice`: the protagonist's lines too (responses and barks), for a game whose
+        /// player character is voiced.
+        #[arg(long, requires = "voice")]
+        player: bool,
         /// The content folder.
         #[arg(default_value = "content")]
         dir: PathBuf,
@@ -176,9 +180,12 @@ pub fn run(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
         Command::TestContent { dir, explore } => test_content::run(&dir, explore, out, err),
         Command::Strings { command } => match command {
             StringsCommand::Tag { dir } => strings::tag(&dir, out, err),
-            StringsCommand::Export { locale, voice, dir } => {
-                strings::export(&dir, &locale, voice, out, err)
-            }
+            StringsCommand::Export {
+                locale,
+                voice,
+                player,
+                dir,
+            } => strings::export(&dir, &locale, voice.then_some(player), out, err),
         },
         Command::Serve(args) => serve::run(&args, err),
         Command::Migrate { database_url } => serve::migrate(&database_url, out, err),

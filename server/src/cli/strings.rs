@@ -93,11 +93,13 @@ pub fn tag(dir: &Path, out: &mut dyn Write, err: &mut dyn Write) -> io::Result<u
 }
 
 /// `strings export --locale <tag> <dir>`: writes or updates `<dir>/locales/<tag>.po`. With
-/// `--voice`, prints the locale's recording script (CSV) instead and writes nothing.
+/// `--voice` (`voice` is `Some(with_player)`), prints the locale's recording script (CSV)
+/// instead and writes nothing: NPC lines, and with `--player` the protagonist's responses and
+/// barks too.
 pub fn export(
     dir: &Path,
     locale: &str,
-    voice: bool,
+    voice: Option<bool>,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> io::Result<u8> {
@@ -106,7 +108,7 @@ pub fn export(
         return Ok(EXIT_USAGE);
     }
     let locale = match Locale::parse(locale) {
-        Ok(locale) if locale.is_pseudo() && !voice => {
+        Ok(locale) if locale.is_pseudo() && voice.is_none() => {
             writeln!(
                 err,
                 "error: `{locale}` is the built-in pseudo-locale; it has no table to write"
@@ -140,9 +142,13 @@ pub fn export(
         }
         return Ok(EXIT_PROBLEMS);
     }
-    if voice {
-        let script =
-            banter_dialogue::locale::recording_script(&index, &content.locales, &locale, false);
+    if let Some(with_player) = voice {
+        let script = banter_dialogue::locale::recording_script(
+            &index,
+            &content.locales,
+            &locale,
+            with_player,
+        );
         out.write_all(script.as_bytes())?;
         return Ok(EXIT_OK);
     }
