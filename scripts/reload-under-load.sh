@@ -54,7 +54,8 @@ cp -r content "$WORK/content"
 "$BIN/banter-server" serve --bind "127.0.0.1:$PORT" --database-url "sqlite://$WORK/banter.db" \
     --content "$WORK/content" >"$WORK/server.log" 2>&1 &
 SERVER=$!
-trap 'kill $SERVER 2>/dev/null || true' EXIT
+# The reloader loops until `stop` exists: an early exit must stop it too, or it spins on.
+trap 'touch "$WORK/stop"; kill $SERVER 2>/dev/null || true' EXIT
 # A large world takes as long to load at start as a reload does: wait up to 20 minutes.
 ready=0
 for _ in $(seq 1 12000); do
@@ -66,15 +67,25 @@ if [ "$ready" != 1 ]; then
     exit 1
 fi
 
+# One load run into $WORK/<run>.json. banter-sim fails a run with any refusal or error; say
+# what they were before `set -e` ends the script, instead of stopping without a word.
 load() {
-    "$BIN/banter-sim" load --url "http://127.0.0.1:$PORT" --bots "$BOTS" --duration "$DURATION" \
-        --content "$WORK/content" --service-key "$KEY" --no-progress --json
+    if ! "$BIN/banter-sim" load --url "http://127.0.0.1:$PORT" --bots "$BOTS" \
+        --duration "$DURATION" --content "$WORK/content" --service-key "$KEY" --no-progress \
+        --json >"$WORK/$1.json"; then
+        echo "the $1 run failed: $(failures <"$WORK/$1.json" || echo 'no report'); see $WORK" >&2
+        return 1
+    fi
+}
+
+failures() {
+    python3 -c 'import json,sys; r=json.load(sys.stdin); print(r["errors"], "errors,", r["rejections"], "refusals", r["rejections_by_code"], "e.g.", sorted(set(r["error_samples"])))'
 }
 
 p99() { python3 -c 'import json,sys; r=json.load(sys.stdin); print(r["latency_us"]["p99"])'; }
 
 echo "calm run: $BOTS bots, $DURATION s"
-load >"$WORK/calm.json"
+load calm
 echo "reload run: the same, with reloads back to back"
 (
     while [ ! -e "$WORK/stop" ]; do
@@ -85,7 +96,7 @@ echo "reload run: the same, with reloads back to back"
     done
 ) &
 RELOADER=$!
-load >"$WORK/reload.json"
+load reload
 touch "$WORK/stop"
 wait $RELOADER
 calm=$(p99 <"$WORK/calm.json")

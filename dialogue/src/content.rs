@@ -26,7 +26,7 @@
 //! shards are one small file per NPC (none nears [`MAX_FILE_BYTES`](crate::json::MAX_FILE_BYTES)
 //! at any size), and merging touches each node once.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -266,6 +266,50 @@ pub struct Content {
     pub bark_lines: Vec<(String, String)>,
     /// `voice/manifest.json`, if the content ships one: every clip's length, by path.
     pub voice: Option<crate::text::VoiceManifest>,
+    /// Quests and NPCs by id and quests by giver, kept by the loader (see [`Ids`]).
+    pub ids: Ids,
+}
+
+/// Where each quest and NPC sits by id (the first of an id, as a scan finds it) and each giver's
+/// quests in order, so [`Content::quest`], [`Content::npc`] and [`Content::quests_of`] answer
+/// without reading every quest or NPC: the server asks once per quest for each `talk`'s fact
+/// sheet, and a studio's world holds tens of thousands. The loader keeps it. It is used only
+/// while it covers as many quests (NPCs) as the content holds, so content built by hand or whose
+/// lists grew or shrank since is scanned as before; code that renames quests or NPCs of loaded
+/// content in place, or changes a quest's giver, calls [`Content::reindex`].
+#[derive(Clone, Debug, Default)]
+pub struct Ids {
+    quests: HashMap<String, usize>,
+    givers: HashMap<String, Vec<usize>>,
+    npcs: HashMap<String, usize>,
+    /// How many quests and NPCs the maps cover.
+    quests_len: usize,
+    npcs_len: usize,
+}
+
+impl Ids {
+    /// Adds the quests from position `from` on (the maps cover those before it).
+    fn add_quests(&mut self, quests: &[QuestDef], from: usize) {
+        if self.quests_len != from {
+            return;
+        }
+        for (i, quest) in quests.iter().enumerate().skip(from) {
+            self.quests.entry(quest.id.clone()).or_insert(i);
+            self.givers.entry(quest.giver.clone()).or_default().push(i);
+        }
+        self.quests_len = quests.len();
+    }
+
+    /// Adds the NPCs from position `from` on (the map covers those before it).
+    fn add_npcs(&mut self, npcs: &[NpcDef], from: usize) {
+        if self.npcs_len != from {
+            return;
+        }
+        for (i, npc) in npcs.iter().enumerate().skip(from) {
+            self.npcs.entry(npc.id.clone()).or_insert(i);
+        }
+        self.npcs_len = npcs.len();
+    }
 }
 
 impl Content {
@@ -281,7 +325,9 @@ impl Content {
             .extend((0..world.islands.len()).map(at));
         self.origins.npcs.extend((0..world.npcs.len()).map(at));
         self.world.islands.extend(world.islands);
+        let from = self.world.npcs.len();
         self.world.npcs.extend(world.npcs);
+        self.ids.add_npcs(&self.world.npcs, from);
     }
 
     /// Appends a quest file's quests, remembering where each was read.
@@ -293,15 +339,52 @@ impl Content {
                 file: file.clone(),
                 index: i + 1,
             }));
+        let from = self.quests.len();
         self.quests.extend(quests);
+        self.ids.add_quests(&self.quests, from);
     }
 
+    /// Builds [`Content::ids`] again from the quests and NPCs as they are now.
+    pub fn reindex(&mut self) {
+        self.ids = Ids::default();
+        self.ids.add_quests(&self.quests, 0);
+        self.ids.add_npcs(&self.world.npcs, 0);
+    }
+
+    /// The quest with this id (the first, should two share it).
     pub fn quest(&self, id: &str) -> Option<&QuestDef> {
-        self.quests.iter().find(|q| q.id == id)
+        let scan = || self.quests.iter().find(|q| q.id == id);
+        if self.ids.quests_len != self.quests.len() {
+            return scan();
+        }
+        let at = *self.ids.quests.get(id)?;
+        self.quests.get(at).filter(|q| q.id == id).or_else(scan)
     }
 
+    /// The NPC instance with this id (the first, should two share it).
     pub fn npc(&self, id: &str) -> Option<&NpcDef> {
-        self.world.npcs.iter().find(|n| n.id == id)
+        let npcs = &self.world.npcs;
+        let scan = || npcs.iter().find(|n| n.id == id);
+        if self.ids.npcs_len != npcs.len() {
+            return scan();
+        }
+        let at = *self.ids.npcs.get(id)?;
+        npcs.get(at).filter(|n| n.id == id).or_else(scan)
+    }
+
+    /// The quests `giver` gives, in the order of the quest list.
+    pub fn quests_of(&self, giver: &str) -> Vec<&QuestDef> {
+        if self.ids.quests_len != self.quests.len() {
+            return self.quests.iter().filter(|q| q.giver == giver).collect();
+        }
+        self.ids
+            .givers
+            .get(giver)
+            .into_iter()
+            .flatten()
+            .filter_map(|&at| self.quests.get(at))
+            .filter(|q| q.giver == giver)
+            .collect()
     }
 
     pub fn conversation(&self, name: &str) -> Option<&Arc<DialogueGraph>> {
@@ -450,8 +533,9 @@ impl Content {
 
 /// `locales/`: its settings file (optional: the source is `en`, no limits) and one
 /// `<tag>.po` string table per locale. A table that cannot be read is an error, so a broken
-/// table fails a reload as broken content does.
-fn load_locales(folder: &Path, diagnostics: &mut Vec<Diagnostic>) -> crate::locale::Locales {
+/// table fails a reload as broken content does. Public: a client that plays barks in a locale
+/// (`banter-sim barks --locale`) reads the tables without the rest of the content.
+pub fn load_locales(folder: &Path, diagnostics: &mut Vec<Diagnostic>) -> crate::locale::Locales {
     use crate::locale::{Locale, Locales, SETTINGS_FILE, table};
     let mut locales = Locales::default();
     let settings = folder.join(SETTINGS_FILE);
@@ -721,5 +805,75 @@ fn read_json<T: for<'de> Deserialize<'de>>(
             );
             None
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn quest(id: &str, giver: &str) -> QuestDef {
+        QuestDef {
+            giver: giver.into(),
+            ..QuestDef::minimal(id, &[])
+        }
+    }
+
+    fn npc(id: &str) -> NpcDef {
+        NpcDef {
+            id: id.into(),
+            name: id.into(),
+            island: "isle".into(),
+            position: Vec3::default(),
+            range: 8.0,
+            conversation: "C".into(),
+        }
+    }
+
+    fn ids<'c>(quests: impl IntoIterator<Item = &'c QuestDef>) -> Vec<&'c str> {
+        quests.into_iter().map(|q| q.id.as_str()).collect()
+    }
+
+    #[test]
+    fn lookups_by_id_answer_as_a_scan_does_indexed_or_not() {
+        let mut content = Content::default();
+        let a = Path::new("a.json");
+        content.add_quests(a, vec![quest("A", "x"), quest("B", "y"), quest("A", "y")]);
+        content.add_quests(Path::new("b.json"), vec![quest("C", "x")]);
+        let world = World {
+            islands: Vec::new(),
+            npcs: vec![npc("x"), npc("y"), npc("x")],
+        };
+        content.add_world(Path::new("w.json"), world);
+        let by_hand = Content {
+            quests: content.quests.clone(),
+            world: content.world.clone(),
+            ..Content::default()
+        };
+        for c in [&content, &by_hand] {
+            assert_eq!(
+                c.quest("A").map(|q| q.giver.as_str()),
+                Some("x"),
+                "the first"
+            );
+            assert_eq!(c.quest("C").map(|q| q.giver.as_str()), Some("x"));
+            assert!(c.quest("Z").is_none());
+            assert_eq!(ids(c.quests_of("y")), ["B", "A"]);
+            assert_eq!(ids(c.quests_of("x")), ["A", "C"]);
+            assert!(c.quests_of("nobody").is_empty());
+            assert!(std::ptr::eq(c.npc("x").expect("x"), &c.world.npcs[0]));
+            assert!(c.npc("z").is_none());
+        }
+        // Lists changed by hand are scanned: a quest added, an NPC removed.
+        content.quests.push(quest("D", "x"));
+        assert_eq!(ids(content.quests_of("x")), ["A", "C", "D"]);
+        assert!(content.quest("D").is_some());
+        content.world.npcs.truncate(1);
+        assert!(content.npc("y").is_none());
+        // Renamed in place: `reindex` catches up.
+        content.quests[1].id = "E".into();
+        content.reindex();
+        assert!(content.quest("B").is_none());
+        assert_eq!(ids(content.quests_of("y")), ["E", "A"]);
     }
 }

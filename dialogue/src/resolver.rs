@@ -10,13 +10,10 @@ use crate::content::{Content, QuestDef, QuestKind};
 /// The node an NPC opens on when it has nothing left to offer.
 pub const ALL_DONE: &str = "AllDone";
 
-/// The quests `npc_id` gives, story quests first, otherwise in the order of quests.json.
+/// The quests `npc_id` gives, story quests first, otherwise in the order of quests.json. Reads
+/// only that NPC's quests ([`Content::quests_of`]): the server asks on every `talk`.
 pub fn offered<'c>(content: &'c Content, npc_id: &str) -> Vec<&'c QuestDef> {
-    let mut offered: Vec<&QuestDef> = content
-        .quests
-        .iter()
-        .filter(|q| q.giver == npc_id)
-        .collect();
+    let mut offered = content.quests_of(npc_id);
     // A stable sort: the order of quests.json holds within each kind.
     offered.sort_by_key(|q| q.kind != QuestKind::Story);
     offered

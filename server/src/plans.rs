@@ -29,11 +29,12 @@
 //! (the held response actions, the next line's actions), answers a quest check's jump, and keeps
 //! the facts current from the effects. A failure names the plan's file and line.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use banter_dialogue::content::Content;
 use banter_dialogue::{ClientWalk, DialogueGraph, Outgoing, Screen, build_conversation};
 use banter_protocol::{
     ActionType, ClientMessage, Effect, ErrorCode, FactSheet, QuestStatus, ServerMessage,
@@ -294,8 +295,10 @@ pub fn load(content: &Path) -> (Vec<Plan>, Vec<PlanFailure>) {
     (plans, failures)
 }
 
-/// Runs every plan of `content` on a throwaway SQLite database in `scratch`.
-pub async fn run_all(content: &Path, scratch: &Path) -> Report {
+/// Runs every plan of `content` on a throwaway SQLite database in `scratch`. `checked` is the
+/// folder's content if the caller has loaded and checked it already without errors
+/// (`check-content`), so it is not loaded again; else the folder is loaded here.
+pub async fn run_all(content: &Path, checked: Option<Content>, scratch: &Path) -> Report {
     let (plans, mut failures) = load(content);
     let mut report = Report {
         plans: plans.len(),
@@ -305,7 +308,7 @@ pub async fn run_all(content: &Path, scratch: &Path) -> Report {
         report.failures = failures;
         return report;
     }
-    let app = match throwaway_app(content, scratch).await {
+    let app = match throwaway_app(content, checked, &plans, scratch).await {
         Ok(app) => app,
         Err(why) => {
             failures.push(failure(&content.display().to_string(), 0, why));
@@ -324,9 +327,21 @@ pub async fn run_all(content: &Path, scratch: &Path) -> Report {
     report
 }
 
-/// A server's shared state on a fresh SQLite file, without a listener.
-async fn throwaway_app(content: &Path, scratch: &Path) -> Result<SharedApp, String> {
-    let library = ContentVersion::load(content, 1).map_err(|e| e.to_string())?;
+/// A server's shared state on a fresh SQLite file, without a listener. Only the conversations
+/// of the NPCs the plans talk to are published: publishing is each conversation's JSON in every
+/// locale, and a studio's world has tens of thousands that no plan opens.
+async fn throwaway_app(
+    content: &Path,
+    checked: Option<Content>,
+    plans: &[Plan],
+    scratch: &Path,
+) -> Result<SharedApp, String> {
+    let checked = match checked {
+        Some(checked) => checked,
+        None => ContentVersion::check(content).map_err(|e| e.to_string())?,
+    };
+    let talked_to = talked_to(&checked, plans);
+    let library = ContentVersion::from_checked(checked, 1, Some(&talked_to));
     std::fs::create_dir_all(scratch).map_err(|e| format!("scratch folder: {e}"))?;
     let file = scratch.join(format!("plans-{}.db", std::process::id()));
     let _ = std::fs::remove_file(&file);
@@ -344,6 +359,26 @@ async fn throwaway_app(content: &Path, scratch: &Path) -> Result<SharedApp, Stri
         ServedContent::new(content.to_owned(), library),
         store,
     )))
+}
+
+/// The conversations of every NPC a plan's `talk` names, by id or by name (as
+/// [`Player::talk`] finds it, and every look-alike of that name).
+fn talked_to(content: &Content, plans: &[Plan]) -> BTreeSet<String> {
+    let named: BTreeSet<&str> = plans
+        .iter()
+        .flat_map(|plan| &plan.steps)
+        .filter_map(|(_, step)| match step {
+            Step::Talk(npc) => Some(npc.as_str()),
+            _ => None,
+        })
+        .collect();
+    content
+        .world
+        .npcs
+        .iter()
+        .filter(|n| named.contains(n.id.as_str()) || named.contains(n.name.as_str()))
+        .map(|n| n.conversation.clone())
+        .collect()
 }
 
 /// The effects and refusal of the last step, and the conversation as the client walks it.
@@ -492,8 +527,10 @@ impl Player {
                     ));
                 };
                 let mut out = Vec::new();
-                let facts = self.facts.clone();
-                match open.walk.choose(&open.graph, response, &facts, &mut out) {
+                match open
+                    .walk
+                    .choose(&open.graph, response, &self.facts, &mut out)
+                {
                     Ok(()) => self.send_walked(out).await,
                     Err(e) => {
                         self.refused = Some(crate::session::walk_code(&e).to_owned());
@@ -507,8 +544,7 @@ impl Player {
                     .as_mut()
                     .ok_or("no conversation is open: `talk` first")?;
                 let mut out = Vec::new();
-                let facts = self.facts.clone();
-                match open.walk.advance(&open.graph, &facts, &mut out) {
+                match open.walk.advance(&open.graph, &self.facts, &mut out) {
                     Ok(()) => self.send_walked(out).await,
                     Err(e) => {
                         self.refused = Some(crate::session::walk_code(&e).to_owned());
@@ -713,9 +749,8 @@ impl Player {
                         let target = open.graph.find(&node).ok_or_else(|| {
                             format!("the server jumped to `{node}`, not in the graph")
                         })?;
-                        let facts = self.facts.clone();
                         open.walk
-                            .jump(&open.graph, target, &facts, &mut out)
+                            .jump(&open.graph, target, &self.facts, &mut out)
                             .map_err(|e| format!("the jump to `{node}`: {e}"))?;
                     }
                 }

@@ -7,7 +7,7 @@
 //! errors; a failed reload changes nothing and says why. A conversation already open holds an
 //! `Arc` of the graph it opened with, so it finishes on that version whatever is swapped in.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -98,6 +98,12 @@ pub struct ContentErrors {
 impl ContentVersion {
     /// Loads and checks a content folder; refuses it on any error.
     pub fn load(dir: &Path, version: u64) -> Result<ContentVersion, ContentErrors> {
+        let content = ContentVersion::check(dir)?;
+        Ok(ContentVersion::from_checked(content, version, None))
+    }
+
+    /// Loads and checks a content folder without publishing it; refuses it on any error.
+    pub fn check(dir: &Path) -> Result<Content, ContentErrors> {
         if !dir.is_dir() {
             return Err(ContentErrors {
                 dir: dir.to_owned(),
@@ -115,9 +121,21 @@ impl ContentVersion {
                 errors,
             });
         }
+        Ok(content)
+    }
+
+    /// Publishes content that was loaded and checked without errors: every conversation, or
+    /// only those `only` names (the writer test plans publish what they talk to, not every
+    /// conversation of a world in every locale).
+    pub fn from_checked(
+        content: Content,
+        version: u64,
+        only: Option<&BTreeSet<String>>,
+    ) -> ContentVersion {
         let conversations = content
             .merged
             .iter()
+            .filter(|(name, _)| only.is_none_or(|only| only.contains(*name)))
             .filter_map(|(name, merged)| {
                 let graph = content.conversation(name)?.clone();
                 // With a voice manifest, each locale's lines carry their clips (the walk never
@@ -180,13 +198,13 @@ impl ContentVersion {
                 (quest.id.clone(), content_hash(&json))
             })
             .collect();
-        Ok(ContentVersion {
+        ContentVersion {
             npcs: NpcRegistry::from_content(&content),
             content,
             conversations,
             version,
             quest_versions,
-        })
+        }
     }
 
     /// The version of quest `id` for analytics (`""` for a quest this content does not have).

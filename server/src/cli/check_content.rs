@@ -66,7 +66,7 @@ pub fn run(
     // The writer test plans, when the content is clean enough to run them: a failing plan is
     // an error like any other, so CI gating on check-content gates on the plans too.
     let plans_failed = if check::is_clean(&diagnostics) && dir.join(crate::plans::FOLDER).is_dir() {
-        let report = super::test_content::report(dir)?;
+        let report = super::test_content::report(dir, Some(content))?;
         super::test_content::print(&report, out)?;
         report.failures.len()
     } else {

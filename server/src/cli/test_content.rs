@@ -14,7 +14,7 @@ pub fn run(dir: &Path, explore: bool, out: &mut dyn Write, err: &mut dyn Write) 
     if !require_dir(dir, err)? {
         return Ok(EXIT_USAGE);
     }
-    let report = match report(dir) {
+    let report = match report(dir, None) {
         Ok(report) => report,
         Err(e) => {
             writeln!(err, "error: {e}")?;
@@ -51,13 +51,17 @@ pub fn run(dir: &Path, explore: bool, out: &mut dyn Write, err: &mut dyn Write) 
     Ok(if failed { EXIT_PROBLEMS } else { EXIT_OK })
 }
 
-/// Runs the plans of `dir` on a runtime of its own (the CLI has none).
-pub fn report(dir: &Path) -> io::Result<crate::plans::Report> {
+/// Runs the plans of `dir` on a runtime of its own (the CLI has none), on `checked` if the
+/// caller has loaded and checked the folder already (see [`crate::plans::run_all`]).
+pub fn report(
+    dir: &Path,
+    checked: Option<banter_dialogue::content::Content>,
+) -> io::Result<crate::plans::Report> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     let scratch = std::env::temp_dir().join("banter-test-content");
-    Ok(runtime.block_on(crate::plans::run_all(dir, &scratch)))
+    Ok(runtime.block_on(crate::plans::run_all(dir, checked, &scratch)))
 }
 
 /// One line per failure, then the summary.
