@@ -67,9 +67,12 @@ impl ClientFacts {
         banter_rules::objectives_done(quest, |o| self.progress(&quest.id, o))
     }
 
-    /// A new conversation opened with the server's current facts.
-    pub fn opened(&mut self, sheet: &FactSheet) {
+    /// A new conversation opened with the server's current facts. The sheet names only the
+    /// quests the player holds and those the conversation's conditions name; every other
+    /// quest's status follows from the shared rule, as after a completion.
+    pub fn opened(&mut self, content: &Content, sheet: &FactSheet) {
         self.sheet = sheet.clone();
+        self.unlock(content);
         self.profile.coins = sheet.coins;
         self.profile.experience = sheet.experience;
         self.profile.tutorial_stage = sheet.tutorial_stage;

@@ -510,7 +510,7 @@ impl Session {
         let Some((name, npc_ref, speaker, entry, hash, content, facts)) = opened else {
             return Ok(Talked::Cutscene);
         };
-        self.facts.opened(&facts);
+        self.facts.opened(&self.options.content, &facts);
         if let Some(live) = &self.live {
             Live::add(&live.conversations);
         }

@@ -361,6 +361,19 @@ impl Content {
         self.quests.get(at).filter(|q| q.id == id).or_else(scan)
     }
 
+    /// Where the quest with this id sits in [`Content::quests`] (the first, should two share it):
+    /// content order, for code that walks a player's few quests instead of the world's.
+    pub fn quest_index(&self, id: &str) -> Option<usize> {
+        if self.ids.quests_len == self.quests.len() {
+            match self.ids.quests.get(id) {
+                None => return None,
+                Some(&at) if self.quests.get(at).is_some_and(|q| q.id == id) => return Some(at),
+                Some(_) => {}
+            }
+        }
+        self.quests.iter().position(|q| q.id == id)
+    }
+
     /// The NPC instance with this id (the first, should two share it).
     pub fn npc(&self, id: &str) -> Option<&NpcDef> {
         let npcs = &self.world.npcs;

@@ -73,6 +73,29 @@ impl Outbox {
         }
         Ok(())
     }
+
+    /// Queues one step's messages as a unit, without waiting: the byte bound is checked
+    /// against what was queued before them, as for one message. So a step's big answer (an
+    /// `opened` with a large conversation) and the `ack` after it go out together to a client
+    /// that reads, instead of the `ack` finding the queue full behind its own answer.
+    pub fn try_send_all(&self, messages: Vec<Message>) -> Result<(), Full> {
+        let sizes: Vec<usize> = messages.iter().map(size).collect();
+        let total: usize = sizes.iter().sum();
+        let before = self.queued_bytes.fetch_add(total, Ordering::AcqRel);
+        if before > 0 && before.saturating_add(total) > self.max_bytes {
+            self.queued_bytes.fetch_sub(total, Ordering::AcqRel);
+            return Err(Full);
+        }
+        let mut unsent = total;
+        for (message, size) in messages.into_iter().zip(sizes) {
+            if self.sender.try_send(message).is_err() {
+                self.queued_bytes.fetch_sub(unsent, Ordering::AcqRel);
+                return Err(Full);
+            }
+            unsent -= size;
+        }
+        Ok(())
+    }
 }
 
 impl OutboxReceiver {
@@ -101,6 +124,31 @@ mod tests {
 
     fn text(len: usize) -> Message {
         Message::Text("x".repeat(len).into())
+    }
+
+    #[test]
+    fn a_steps_messages_are_queued_together_against_what_was_queued_before() {
+        let (outbox, mut receiver) = Outbox::new(100, 1000);
+        // An answer over the bound and its ack: both go out to an empty queue.
+        assert_eq!(outbox.try_send_all(vec![text(1500), text(20)]), Ok(()));
+        // Behind them, the next step waits for the writer.
+        assert_eq!(outbox.try_send_all(vec![text(10)]), Err(Full));
+        assert!(receiver.try_recv().is_some());
+        assert!(receiver.try_recv().is_some());
+        assert_eq!(outbox.try_send_all(vec![text(600), text(300)]), Ok(()));
+        assert_eq!(outbox.try_send_all(vec![text(50), text(60)]), Err(Full));
+        assert_eq!(
+            outbox.try_send(text(100)),
+            Ok(()),
+            "a refused step left no bytes behind"
+        );
+        // Past the message bound: refused, and its bytes are given back.
+        let (small, _receiver) = Outbox::new(2, 1000);
+        assert_eq!(
+            small.try_send_all(vec![text(1), text(1), text(1)]),
+            Err(Full)
+        );
+        assert_eq!(small.queued_bytes.load(Ordering::Acquire), 2);
     }
 
     #[test]

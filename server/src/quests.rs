@@ -14,11 +14,13 @@
 //! [`FIND_OUT_PATIENCE`]. A retry under the same key (the same arming, sent again) answers with
 //! what the first attempt did.
 
+use std::collections::BTreeSet;
 use std::str::FromStr;
 use std::time::Duration;
 
+use banter_dialogue::condition::Reference;
 use banter_dialogue::content::{Content, QuestDef};
-use banter_dialogue::{Counter, Facts};
+use banter_dialogue::{Counter, DialogueGraph, Facts};
 use banter_player::{Fact, PlayerStateMachine};
 use banter_protocol::{Action, Effect, ErrorCode, FactSheet, Profile, QuestStatus};
 
@@ -156,17 +158,33 @@ pub struct ServerFacts<'a> {
 
 impl ServerFacts<'_> {
     /// The wire form a client evaluates the same conditions against.
-    pub fn sheet(&self) -> FactSheet {
+    ///
+    /// The sheet of an `opened` for `graph`: the status of every quest the player holds (active
+    /// or completed) and of every quest the conversation's conditions name, when it is not
+    /// `available`. Its size follows the player and the conversation, never the world: a
+    /// studio's world has tens of thousands of quests, most of them unavailable to a new player,
+    /// and listing them all made every `opened` hundreds of kilobytes.
+    pub fn sheet(&self, graph: &DialogueGraph) -> FactSheet {
         let mut sheet = FactSheet {
             coins: self.record.profile.coins,
             experience: self.record.profile.experience,
             tutorial_stage: self.record.profile.tutorial_stage,
             ..FactSheet::default()
         };
-        for quest in &self.content.quests {
-            let status = self.quest_status(&quest.id);
+        let mut named: BTreeSet<&str> = self.record.quests.keys().map(String::as_str).collect();
+        for (vertex, _) in graph.vertices() {
+            if let Some(condition) = graph.condition(vertex) {
+                condition.visit_references(&mut |reference| {
+                    if let Reference::Quest(quest) = reference {
+                        named.insert(quest);
+                    }
+                });
+            }
+        }
+        for quest in named {
+            let status = self.quest_status(quest);
             if status != QuestStatus::Available {
-                sheet.quests.insert(quest.id.clone(), status);
+                sheet.quests.insert(quest.to_owned(), status);
             }
         }
         for (quest, record) in &self.record.quests {

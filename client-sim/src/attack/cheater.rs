@@ -230,7 +230,7 @@ impl Cheater {
             self.last_talk = Some(Instant::now());
             for m in &reply.messages {
                 if let ServerMessage::Opened { facts, .. } = m {
-                    self.facts.opened(facts);
+                    self.facts.opened(&self.options.content, facts);
                 }
             }
         }

@@ -238,15 +238,22 @@ impl SessionCore {
     /// check line plays the scene again in a conversation that pays with its own actions.
     fn restore_cutscene(&mut self) {
         let library = self.app.content.current();
-        let playing = library.content.quests.iter().find_map(|quest| {
-            let scene = quest.cutscene.as_ref()?;
-            let active = self
-                .record
-                .quests
-                .get(&quest.id)
-                .is_some_and(|q| q.status == crate::store::StoredQuestStatus::Active);
-            active.then(|| (scene.clone(), quest.id.clone()))
-        });
+        let content = &library.content;
+        // The player's active quests, not the world's (a login must not cost a scan of every
+        // quest); the first in content order if several have a scene.
+        let playing = self
+            .record
+            .quests
+            .iter()
+            .filter(|(_, q)| q.status == crate::store::StoredQuestStatus::Active)
+            .filter_map(|(id, _)| {
+                let at = content.quest_index(id)?;
+                let quest = content.quests.get(at)?;
+                let scene = quest.cutscene.as_ref()?;
+                Some((at, scene.clone(), quest.id.clone()))
+            })
+            .min_by_key(|(at, _, _)| *at)
+            .map(|(_, scene, quest)| (scene, quest));
         if let Some((scene, quest)) = playing {
             self.cutscene = Some(scene);
             self.cutscene_quest = Some(quest);
@@ -675,7 +682,7 @@ impl SessionCore {
                 return Err(refusal);
             }
         };
-        let sheet = facts.sheet();
+        let sheet = facts.sheet(&graph);
         let entry_name = entry_name.to_owned();
         self.last_talk = Some(now);
         self.remember();

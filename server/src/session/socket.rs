@@ -219,12 +219,12 @@ impl Socket {
         self.out.try_send(text(message)).is_ok()
     }
 
-    /// Queues every message; the end of the session if the client stopped reading.
+    /// Queues a step's messages together (see [`Outbox::try_send_all`]); the end of the
+    /// session if the client stopped reading.
     fn send_all(&self, messages: &[ServerMessage]) -> Option<End> {
-        if messages.iter().all(|m| self.send(m)) {
-            None
-        } else {
-            Some(End::TooSlow)
+        match self.out.try_send_all(messages.iter().map(text).collect()) {
+            Ok(()) => None,
+            Err(_) => Some(End::TooSlow),
         }
     }
 
