@@ -308,7 +308,9 @@ pub async fn run_all(content: &Path, checked: Option<Content>, scratch: &Path) -
         report.failures = failures;
         return report;
     }
-    let app = match throwaway_app(content, checked, &plans, scratch).await {
+    // Removed with its journal files however the run ends: check-content runs in CI loops.
+    let database = ThrowawayDatabase(scratch.join(format!("plans-{}.db", std::process::id())));
+    let app = match throwaway_app(content, checked, &plans, scratch, &database.0).await {
         Ok(app) => app,
         Err(why) => {
             failures.push(failure(&content.display().to_string(), 0, why));
@@ -327,6 +329,19 @@ pub async fn run_all(content: &Path, checked: Option<Content>, scratch: &Path) -
     report
 }
 
+/// The plans' SQLite file, deleted with its WAL and shared-memory files when dropped.
+struct ThrowawayDatabase(std::path::PathBuf);
+
+impl Drop for ThrowawayDatabase {
+    fn drop(&mut self) {
+        for suffix in ["", "-wal", "-shm"] {
+            let mut path = self.0.clone().into_os_string();
+            path.push(suffix);
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
 /// A server's shared state on a fresh SQLite file, without a listener. Only the conversations
 /// of the NPCs the plans talk to are published: publishing is each conversation's JSON in every
 /// locale, and a studio's world has tens of thousands that no plan opens.
@@ -335,6 +350,7 @@ async fn throwaway_app(
     checked: Option<Content>,
     plans: &[Plan],
     scratch: &Path,
+    file: &Path,
 ) -> Result<SharedApp, String> {
     let checked = match checked {
         Some(checked) => checked,
@@ -343,8 +359,7 @@ async fn throwaway_app(
     let talked_to = talked_to(&checked, plans);
     let library = ContentVersion::from_checked(checked, 1, Some(&talked_to));
     std::fs::create_dir_all(scratch).map_err(|e| format!("scratch folder: {e}"))?;
-    let file = scratch.join(format!("plans-{}.db", std::process::id()));
-    let _ = std::fs::remove_file(&file);
+    let _ = std::fs::remove_file(file);
     let url = format!("sqlite://{}", file.display());
     let store = store::connect(&url, ConnectOptions::default())
         .await
