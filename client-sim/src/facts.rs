@@ -12,6 +12,9 @@ use banter_protocol::{Effect, FactSheet, Profile, QuestStatus};
 pub struct ClientFacts {
     pub sheet: FactSheet,
     pub profile: Profile,
+    /// Where the quests available at the last unlock sit in the content's quest list: a bot
+    /// looks for its next quest among these and its active ones, not among the world's.
+    pub available: std::collections::BTreeSet<usize>,
 }
 
 /// The parts of the facts a cheat must not change (not the live `has` tags).
@@ -34,6 +37,16 @@ impl From<&FactSheet> for Snapshot {
             tutorial_stage: sheet.tutorial_stage,
         }
     }
+}
+
+/// The quests a sheet says the player holds (accepted or completed), with their status.
+fn held(sheet: &FactSheet) -> std::collections::BTreeMap<&str, QuestStatus> {
+    sheet
+        .quests
+        .iter()
+        .filter(|(_, s)| matches!(s, QuestStatus::Active | QuestStatus::Completed))
+        .map(|(q, s)| (q.as_str(), *s))
+        .collect()
 }
 
 impl ClientFacts {
@@ -71,8 +84,22 @@ impl ClientFacts {
     /// quests the player holds and those the conversation's conditions name; every other
     /// quest's status follows from the shared rule, as after a completion.
     pub fn opened(&mut self, content: &Content, sheet: &FactSheet) {
-        self.sheet = sheet.clone();
-        self.unlock(content);
+        let before = std::mem::replace(&mut self.sheet, sheet.clone());
+        // Only what the held quests' changes touch is worked out again (a walk of the whole
+        // world's quests per conversation would cost a bot more than the server's answer).
+        let (old, new) = (held(&before), held(&self.sheet));
+        let changed: Vec<String> = old
+            .keys()
+            .chain(new.keys())
+            .filter(|q| old.get(*q) != new.get(*q))
+            .map(|q| (*q).to_owned())
+            .collect();
+        for (quest, status) in before.quests {
+            if status == QuestStatus::Unavailable {
+                self.sheet.quests.entry(quest).or_insert(status);
+            }
+        }
+        self.unlock_after(content, &changed);
         self.profile.coins = sheet.coins;
         self.profile.experience = sheet.experience;
         self.profile.tutorial_stage = sheet.tutorial_stage;
@@ -124,7 +151,7 @@ impl ClientFacts {
                         *p = (*p).max(o.target);
                     }
                 }
-                self.unlock(content);
+                self.unlock_after(content, std::slice::from_ref(quest));
             }
             _ => {}
         }
@@ -134,21 +161,47 @@ impl ClientFacts {
     /// ([`banter_rules::quest_status`]): available once its prerequisites are completed. The
     /// sheet keeps only statuses that are not `available`.
     fn unlock(&mut self, content: &Content) {
-        for def in &content.quests {
-            let status =
-                banter_rules::quest_status(content, &def.id, |q| match self.sheet.quests.get(q) {
-                    Some(QuestStatus::Active) => Some(banter_rules::Accepted::Active),
-                    Some(QuestStatus::Completed) => Some(banter_rules::Accepted::Completed),
-                    _ => None,
-                });
-            match status {
-                QuestStatus::Available => {
-                    self.sheet.quests.remove(&def.id);
-                }
-                QuestStatus::Unavailable => {
-                    self.sheet.quests.insert(def.id.clone(), status);
-                }
-                QuestStatus::Active | QuestStatus::Completed => {}
+        self.available.clear();
+        for at in 0..content.quests.len() {
+            self.settle(content, at);
+        }
+    }
+
+    /// [`ClientFacts::unlock`] for what `changed` (quests newly held, completed or given up) can
+    /// change: those quests and the quests that name them as prerequisites.
+    fn unlock_after(&mut self, content: &Content, changed: &[String]) {
+        for quest in changed {
+            if let Some(at) = content.quest_index(quest) {
+                self.settle(content, at);
+            }
+            for at in content.dependents_of(quest) {
+                self.settle(content, at);
+            }
+        }
+    }
+
+    /// The status of the quest at `at` in the content, by the shared rule, into the sheet.
+    fn settle(&mut self, content: &Content, at: usize) {
+        let Some(def) = content.quests.get(at) else {
+            return;
+        };
+        let status =
+            banter_rules::quest_status(content, &def.id, |q| match self.sheet.quests.get(q) {
+                Some(QuestStatus::Active) => Some(banter_rules::Accepted::Active),
+                Some(QuestStatus::Completed) => Some(banter_rules::Accepted::Completed),
+                _ => None,
+            });
+        match status {
+            QuestStatus::Available => {
+                self.sheet.quests.remove(&def.id);
+                self.available.insert(at);
+            }
+            QuestStatus::Unavailable => {
+                self.sheet.quests.insert(def.id.clone(), status);
+                self.available.remove(&at);
+            }
+            QuestStatus::Active | QuestStatus::Completed => {
+                self.available.remove(&at);
             }
         }
     }

@@ -86,11 +86,22 @@ pub fn needs_world_progress(quest: &QuestDef) -> bool {
         .any(|o| matches!(o.kind, ObjectiveKind::Catch | ObjectiveKind::Find))
 }
 
-/// The quests a player can make progress on now: active ones and available ones.
+/// The quests a player can make progress on now: active ones and available ones, in content
+/// order. Only those the facts hold or found available are looked at, not the world's.
 pub fn open_quests<'c>(content: &'c Content, facts: &ClientFacts) -> Vec<&'c QuestDef> {
-    content
-        .quests
-        .iter()
+    let mut at: Vec<usize> = facts.available.iter().copied().collect();
+    at.extend(
+        facts
+            .sheet
+            .quests
+            .iter()
+            .filter(|(_, s)| **s == QuestStatus::Active)
+            .filter_map(|(q, _)| content.quest_index(q)),
+    );
+    at.sort_unstable();
+    at.dedup();
+    at.into_iter()
+        .filter_map(|i| content.quests.get(i))
         .filter(|q| {
             matches!(
                 facts.status(&q.id),

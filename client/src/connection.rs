@@ -121,9 +121,11 @@ pub async fn upgrade_status(endpoint: &Endpoint, token: &str) -> Result<u16> {
 impl Connection {
     /// Upgrades a WebSocket with `token` and waits for the `welcome`.
     pub async fn connect(endpoint: &Endpoint, token: &str) -> Result<Connection> {
+        // Nagle off, as a game client's socket is: a small message sent while an earlier one
+        // is not yet acknowledged must not wait out the server's delayed ACK (40 ms).
         let (ws, _) = tokio::time::timeout(
             ANSWER_TIMEOUT,
-            tokio_tungstenite::connect_async(endpoint.ws_url(token)),
+            tokio_tungstenite::connect_async_with_config(endpoint.ws_url(token), None, true),
         )
         .await
         .map_err(|_| Error::Timeout(ANSWER_TIMEOUT))?

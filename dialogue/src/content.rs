@@ -281,6 +281,8 @@ pub struct Content {
 pub struct Ids {
     quests: HashMap<String, usize>,
     givers: HashMap<String, Vec<usize>>,
+    /// Each quest's dependents: the quests that name it among their prerequisites.
+    dependents: HashMap<String, Vec<usize>>,
     npcs: HashMap<String, usize>,
     /// How many quests and NPCs the maps cover.
     quests_len: usize,
@@ -296,6 +298,12 @@ impl Ids {
         for (i, quest) in quests.iter().enumerate().skip(from) {
             self.quests.entry(quest.id.clone()).or_insert(i);
             self.givers.entry(quest.giver.clone()).or_default().push(i);
+            for prerequisite in &quest.prerequisites {
+                self.dependents
+                    .entry(prerequisite.clone())
+                    .or_default()
+                    .push(i);
+            }
         }
         self.quests_len = quests.len();
     }
@@ -397,6 +405,29 @@ impl Content {
             .flatten()
             .filter_map(|&at| self.quests.get(at))
             .filter(|q| q.giver == giver)
+            .collect()
+    }
+
+    /// Where the quests that name `quest` among their prerequisites sit in [`Content::quests`],
+    /// in order: what a completion (or an abandon) of `quest` can make available (or not).
+    pub fn dependents_of(&self, quest: &str) -> Vec<usize> {
+        if self.ids.quests_len != self.quests.len() {
+            return (self.quests.iter().enumerate())
+                .filter(|(_, q)| q.prerequisites.iter().any(|p| p == quest))
+                .map(|(i, _)| i)
+                .collect();
+        }
+        self.ids
+            .dependents
+            .get(quest)
+            .into_iter()
+            .flatten()
+            .copied()
+            .filter(|&i| {
+                self.quests
+                    .get(i)
+                    .is_some_and(|q| q.prerequisites.iter().any(|p| p == quest))
+            })
             .collect()
     }
 
