@@ -56,6 +56,28 @@ before(async () => {
   browser = await chromium.launch({ executablePath: browserBin, headless: true, args: ['--no-sandbox'] });
 });
 
+/**
+ * Plays the open conversation as a player who takes the first response or continues, until an
+ * effect of `kind` is shown (or 30 steps).
+ * @param {import('playwright-core').Page} page
+ * @param {string} kind
+ */
+async function playUntil(page, kind) {
+  await page.waitForSelector('#line[data-node]');
+  for (let i = 0; i < 30; i++) {
+    if (await page.locator(`#effects [data-effect="${kind}"]`).count()) break;
+    const choice = page.locator('#choices button').first();
+    if (await choice.count()) {
+      await choice.click();
+    } else if (await page.locator('#continue').isVisible()) {
+      await page.click('#continue');
+    } else {
+      await page.waitForTimeout(200);
+    }
+    await page.waitForTimeout(150);
+  }
+}
+
 after(async () => {
   await browser?.close();
   server?.kill('SIGTERM');
@@ -71,19 +93,7 @@ test('a quest played to completion through the page', { timeout: 90000 }, async 
   await page.waitForSelector('#map [data-npc="pim"]');
   await page.click('#map [data-npc="pim"]');
   // Talk, then take the first response or continue until Pim's quest pays.
-  await page.waitForSelector('#line[data-node]');
-  for (let i = 0; i < 30; i++) {
-    if (await page.locator('#effects [data-effect="quest_completed"]').count()) break;
-    const choice = page.locator('#choices button').first();
-    if (await choice.count()) {
-      await choice.click();
-    } else if (await page.locator('#continue').isVisible()) {
-      await page.click('#continue');
-    } else {
-      await page.waitForTimeout(200);
-    }
-    await page.waitForTimeout(150);
-  }
+  await playUntil(page, 'quest_completed');
   await page.waitForSelector('#effects [data-effect="quest_completed"]', { timeout: 10000 });
   await page.waitForFunction(() => Number(document.querySelector('#profile')?.getAttribute('data-coins')) > 0);
   const log = await page.locator('#quest-log [data-quest="PimsTideTale"]').getAttribute('data-status');
@@ -161,20 +171,8 @@ test('the quest log abandons a quest, the language switches in game, and content
   await page.click('#play');
   await page.waitForSelector('#map [data-npc="fennick"]');
   await page.click('#map [data-npc="fennick"]');
-  await page.waitForSelector('#line[data-node]');
   // Take the first response or continue until Grandpa Fennick's quest is accepted.
-  for (let i = 0; i < 30; i++) {
-    if (await page.locator('#effects [data-effect="quest_accepted"]').count()) break;
-    const choice = page.locator('#choices button').first();
-    if (await choice.count()) {
-      await choice.click();
-    } else if (await page.locator('#continue').isVisible()) {
-      await page.click('#continue');
-    } else {
-      await page.waitForTimeout(200);
-    }
-    await page.waitForTimeout(150);
-  }
+  await playUntil(page, 'quest_accepted');
   const entry = page.locator('#quest-log [data-quest="CopperSnappers"]');
   await entry.waitFor();
   assert.equal(await entry.getAttribute('data-status'), 'active');

@@ -268,11 +268,18 @@ impl Cheater {
         let npc = self.npc(npc_id)?;
         self.walk_to(stand_spot(&npc)).await?;
         let reply = self.talk(npc_id, Some(npc_id)).await?;
+        // The server's sheet names only the quests the player holds and the conversation's
+        // conditions name: every other status follows from the prerequisites, as the baseline's.
+        let content = &self.options.content;
         let facts = reply
             .messages
             .iter()
             .find_map(|m| match m {
-                ServerMessage::Opened { facts, .. } => Some(Snapshot::from(facts)),
+                ServerMessage::Opened { facts, .. } => {
+                    let mut seen = ClientFacts::fresh(content);
+                    seen.opened(content, facts);
+                    Some(seen.snapshot())
+                }
                 _ => None,
             })
             .ok_or_else(|| SimError::Other(format!("talking to {npc_id} opened nothing")))?;

@@ -167,6 +167,21 @@ fn effects(messages: &[ServerMessage]) -> Vec<&Effect> {
         .collect()
 }
 
+/// A quest's funnel as the analytics report gives it, after a flush of every count.
+async fn funnel_of(app: &SharedApp, quest: &str) -> crate::analytics::report::QuestFunnel {
+    assert!(app.analytics.flush(app.store.as_ref()).await, "flushed");
+    let rows = app
+        .store
+        .rollups(crate::analytics::QUEST, quest)
+        .await
+        .expect("rollups");
+    crate::analytics::report::quest_funnel(
+        quest,
+        &rows,
+        &crate::analytics::report::Selection::default(),
+    )
+}
+
 async fn coins(app: &SharedApp, player: &str) -> i64 {
     app.store
         .load_player(player)
@@ -429,17 +444,7 @@ async fn a_cutscene_quest_makes_the_player_busy_until_done_and_pays_once() {
     assert_eq!(p.code(again).await, ErrorCode::NoCutscene);
     assert_eq!(coins(&app, "lamplighter").await, paid);
     // Its funnel: talking to the giver offered and accepted it at once; the scene paid it.
-    assert!(app.analytics.flush(app.store.as_ref()).await, "flushed");
-    let rows = app
-        .store
-        .rollups(crate::analytics::QUEST, "LanternsOfGullRock")
-        .await
-        .expect("rollups");
-    let funnel = crate::analytics::report::quest_funnel(
-        "LanternsOfGullRock",
-        &rows,
-        &crate::analytics::report::Selection::default(),
-    );
+    let funnel = funnel_of(&app, "LanternsOfGullRock").await;
     assert_eq!(
         (
             funnel.offered,
@@ -1289,17 +1294,7 @@ async fn an_abandoned_quest_is_forgotten_offered_again_and_counted() {
     // The funnel: offered and accepted once, abandoned once, nothing in progress.
     let close = p.close();
     p.ok(close).await;
-    assert!(app.analytics.flush(app.store.as_ref()).await, "flushed");
-    let rows = app
-        .store
-        .rollups(crate::analytics::QUEST, "PimsTideTale")
-        .await
-        .expect("rollups");
-    let funnel = crate::analytics::report::quest_funnel(
-        "PimsTideTale",
-        &rows,
-        &crate::analytics::report::Selection::default(),
-    );
+    let funnel = funnel_of(&app, "PimsTideTale").await;
     assert_eq!(
         (
             funnel.offered,
