@@ -125,7 +125,10 @@ pub async fn run(
         .map(|queue| tokio::spawn(audit::run_writer(app.clone(), queue, audit_stop.clone())));
     let analytics_task = tokio::spawn(analytics::run_flusher(app.clone(), audit_stop.clone()));
     if let Some(quiet) = app.config.watch_content {
-        tokio::spawn(reload::watch_content(app.clone(), quiet));
+        // Taken here, before the first request is served, not when the task first runs: a
+        // change made as soon as the server answers must not become the watcher's baseline.
+        let served = reload::folder_fingerprint(app.content.dir()).await;
+        tokio::spawn(reload::watch_content(app.clone(), quiet, served));
     }
 
     let addr = listener.local_addr()?;

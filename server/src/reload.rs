@@ -182,23 +182,25 @@ fn fingerprint(dir: &Path) -> u64 {
     hasher.finish()
 }
 
-/// Watches the content folder (`--watch-content`, for development): after a change, once the
-/// folder has been quiet for `quiet`, reloads it the way `/admin/reload` does (never forced). A
-/// refused reload is logged and waits for the next change. Ends with the server.
-pub async fn watch_content(app: SharedApp, quiet: Duration) {
+/// [`fingerprint`] of `dir`, on a blocking thread.
+pub async fn folder_fingerprint(dir: &Path) -> u64 {
+    let dir = dir.to_owned();
+    tokio::task::spawn_blocking(move || fingerprint(&dir))
+        .await
+        .unwrap_or(0)
+}
+
+/// Watches the content folder (`--watch-content`, for development): after a change from
+/// `served` (the folder's [`folder_fingerprint`] when the server took it, before it served
+/// anything), once the folder has been quiet for `quiet`, reloads it the way `/admin/reload`
+/// does (never forced). A refused reload is logged and waits for the next change. Ends with
+/// the server.
+pub async fn watch_content(app: SharedApp, quiet: Duration, mut served: u64) {
     let dir = app.content.dir().to_owned();
-    let look = move || {
-        let dir = dir.clone();
-        async move {
-            tokio::task::spawn_blocking(move || fingerprint(&dir))
-                .await
-                .unwrap_or(0)
-        }
-    };
+    let look = || folder_fingerprint(&dir);
     // Polled, not notified: no platform watcher to depend on, and a content folder is small
     // enough to list a few times a second.
     let poll = (quiet / 4).clamp(Duration::from_millis(25), Duration::from_millis(500));
-    let mut served = look().await;
     loop {
         tokio::select! {
             () = tokio::time::sleep(poll) => {}
