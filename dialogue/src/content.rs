@@ -361,12 +361,7 @@ impl Content {
 
     /// The quest with this id (the first, should two share it).
     pub fn quest(&self, id: &str) -> Option<&QuestDef> {
-        let scan = || self.quests.iter().find(|q| q.id == id);
-        if self.ids.quests_len != self.quests.len() {
-            return scan();
-        }
-        let at = *self.ids.quests.get(id)?;
-        self.quests.get(at).filter(|q| q.id == id).or_else(scan)
+        self.quests.get(self.quest_index(id)?)
     }
 
     /// Where the quest with this id sits in [`Content::quests`] (the first, should two share it):

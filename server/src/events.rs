@@ -9,8 +9,8 @@
 //! boat): a profile still at stage 0 enters the tutorial's first stage; the conversations move it
 //! on from there (`banter_dialogue::tutorial::stage_after`).
 
-use banter_dialogue::content::{Content, ObjectiveKind, QuestDef};
-use banter_protocol::{Effect, QuestStatus};
+use banter_dialogue::content::{Content, ObjectiveKind};
+use banter_protocol::Effect;
 use serde::{Deserialize, Serialize};
 
 use crate::quests;
@@ -169,21 +169,7 @@ pub fn matching_advances(
     event: &GameEvent,
 ) -> Vec<ObjectiveAdvance> {
     let mut advances = Vec::new();
-    // The player's active quests in content order: an event costs the player's quests, not
-    // the world's.
-    let mut active: Vec<(usize, &QuestDef)> = record
-        .quests
-        .keys()
-        .filter_map(|id| {
-            let at = content.quest_index(id)?;
-            Some((at, content.quests.get(at)?))
-        })
-        .collect();
-    active.sort_unstable_by_key(|(at, _)| *at);
-    for (_, quest) in active {
-        if quests::quest_status(record, content, &quest.id) != QuestStatus::Active {
-            continue;
-        }
+    for quest in quests::active_quests(record, content) {
         for objective in &quest.objectives {
             let (kind_matches, species, rarity) = match &event.what {
                 EventKind::FishCaught { species, rarity } => (

@@ -79,15 +79,15 @@ impl Outbox {
     /// `opened` with a large conversation) and the `ack` after it go out together to a client
     /// that reads, instead of the `ack` finding the queue full behind its own answer.
     pub fn try_send_all(&self, messages: Vec<Message>) -> Result<(), Full> {
-        let sizes: Vec<usize> = messages.iter().map(size).collect();
-        let total: usize = sizes.iter().sum();
+        let total: usize = messages.iter().map(size).sum();
         let before = self.queued_bytes.fetch_add(total, Ordering::AcqRel);
         if before > 0 && before.saturating_add(total) > self.max_bytes {
             self.queued_bytes.fetch_sub(total, Ordering::AcqRel);
             return Err(Full);
         }
         let mut unsent = total;
-        for (message, size) in messages.into_iter().zip(sizes) {
+        for message in messages {
+            let size = size(&message);
             if self.sender.try_send(message).is_err() {
                 self.queued_bytes.fetch_sub(unsent, Ordering::AcqRel);
                 return Err(Full);

@@ -238,6 +238,22 @@ pub fn quest_status(record: &PlayerRecord, content: &Content, quest: &str) -> Qu
     })
 }
 
+/// The player's active quests, in content order: what a login or a game event reads, so it
+/// costs the player's quests, never a scan of the world's.
+pub fn active_quests<'c>(record: &PlayerRecord, content: &'c Content) -> Vec<&'c QuestDef> {
+    let mut active: Vec<usize> = record
+        .quests
+        .keys()
+        .filter(|id| quest_status(record, content, id) == QuestStatus::Active)
+        .filter_map(|id| content.quest_index(id))
+        .collect();
+    active.sort_unstable();
+    active
+        .into_iter()
+        .filter_map(|at| content.quests.get(at))
+        .collect()
+}
+
 /// True if every objective of an active quest has reached its target.
 pub fn objectives_done(record: &PlayerRecord, def: &QuestDef) -> bool {
     let Some(state) = record.quests.get(&def.id) else {

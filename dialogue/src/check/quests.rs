@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use banter_protocol::Action;
 
 use super::{Index, name_list, strongly_connected};
-use crate::content::{Content, WORLD_FILE};
+use crate::content::{Content, QuestDef, WORLD_FILE};
 use crate::diagnostic::{Diagnostic, Problem};
 
 pub(super) fn check_quests(content: &Content, index: &Index<'_>, out: &mut Vec<Diagnostic>) {
@@ -177,16 +177,18 @@ pub(super) fn check_objectives_can_advance(content: &Content, out: &mut Vec<Diag
 }
 
 /// A quest that (transitively) requires itself can never become available.
-pub(super) fn check_prerequisite_cycles(content: &Content, out: &mut Vec<Diagnostic>) {
-    let position: HashMap<&str, usize> = content
-        .quests
+/// Each quest's place among `quests` by id (the first, should two share an id), and each
+/// quest's prerequisites among them by place (one that is not among them is left out).
+pub(super) fn prerequisite_places<'q>(
+    quests: &[&'q QuestDef],
+) -> (HashMap<&'q str, usize>, Vec<Vec<usize>>) {
+    let position: HashMap<&str, usize> = quests
         .iter()
         .enumerate()
         .rev()
         .map(|(i, q)| (q.id.as_str(), i))
         .collect();
-    let adjacency: Vec<Vec<usize>> = content
-        .quests
+    let prerequisites = quests
         .iter()
         .map(|q| {
             q.prerequisites
@@ -195,6 +197,12 @@ pub(super) fn check_prerequisite_cycles(content: &Content, out: &mut Vec<Diagnos
                 .collect()
         })
         .collect();
+    (position, prerequisites)
+}
+
+pub(super) fn check_prerequisite_cycles(content: &Content, out: &mut Vec<Diagnostic>) {
+    let quests: Vec<&QuestDef> = content.quests.iter().collect();
+    let (_, adjacency) = prerequisite_places(&quests);
     for component in strongly_connected(&adjacency) {
         let cyclic = component.len() > 1 || adjacency[component[0]].contains(&component[0]);
         if !cyclic {

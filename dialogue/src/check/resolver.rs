@@ -1,6 +1,6 @@
 //! The QuestlineResolver is total: every reachable quest state of every NPC opens somewhere.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashSet};
 
 use super::Index;
 use crate::content::{Content, QuestDef};
@@ -59,23 +59,10 @@ pub(super) fn check_resolver_totality(
             );
             continue;
         }
-        let position: HashMap<&str, usize> = offered
-            .iter()
-            .enumerate()
-            .map(|(i, q)| (q.id.as_str(), i))
-            .collect();
         let n = offered.len();
         // Each quest's prerequisites among this NPC's quests (by place), and whether it has one
         // another NPC gives (whose state is free): worked out once, not per combination.
-        let inside: Vec<Vec<usize>> = offered
-            .iter()
-            .map(|q| {
-                q.prerequisites
-                    .iter()
-                    .filter_map(|p| position.get(p.as_str()).copied())
-                    .collect()
-            })
-            .collect();
+        let (position, inside) = super::quests::prerequisite_places(offered);
         let outside: Vec<bool> = offered
             .iter()
             .map(|q| {

@@ -238,22 +238,10 @@ impl SessionCore {
     /// check line plays the scene again in a conversation that pays with its own actions.
     fn restore_cutscene(&mut self) {
         let library = self.app.content.current();
-        let content = &library.content;
-        // The player's active quests, not the world's (a login must not cost a scan of every
-        // quest); the first in content order if several have a scene.
-        let playing = self
-            .record
-            .quests
-            .iter()
-            .filter(|(_, q)| q.status == crate::store::StoredQuestStatus::Active)
-            .filter_map(|(id, _)| {
-                let at = content.quest_index(id)?;
-                let quest = content.quests.get(at)?;
-                let scene = quest.cutscene.as_ref()?;
-                Some((at, scene.clone(), quest.id.clone()))
-            })
-            .min_by_key(|(at, _, _)| *at)
-            .map(|(_, scene, quest)| (scene, quest));
+        // The first active quest (in content order) that has a scene.
+        let playing = quests::active_quests(&self.record, &library.content)
+            .into_iter()
+            .find_map(|quest| Some((quest.cutscene.clone()?, quest.id.clone())));
         if let Some((scene, quest)) = playing {
             self.cutscene = Some(scene);
             self.cutscene_quest = Some(quest);

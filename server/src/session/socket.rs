@@ -222,10 +222,15 @@ impl Socket {
     /// Queues a step's messages together (see [`Outbox::try_send_all`]); the end of the
     /// session if the client stopped reading.
     fn send_all(&self, messages: &[ServerMessage]) -> Option<End> {
-        match self.out.try_send_all(messages.iter().map(text).collect()) {
-            Ok(()) => None,
-            Err(_) => Some(End::TooSlow),
-        }
+        let queued = match messages {
+            // Most steps answer with their `ack` alone: no list to build.
+            [one] => self.send(one),
+            _ => self
+                .out
+                .try_send_all(messages.iter().map(text).collect())
+                .is_ok(),
+        };
+        (!queued).then_some(End::TooSlow)
     }
 
     async fn serve(

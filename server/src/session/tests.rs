@@ -157,6 +157,18 @@ fn accept_pims_tale() -> Action {
     }
 }
 
+/// Pim's `AdvanceObjective`, as his tale's ending arms it.
+fn hear_pims_tale() -> Action {
+    Action::AdvanceObjective {
+        quest_id: "PimsTideTale".into(),
+        objective_id: "HearTheTale".into(),
+        amount: Some(banter_protocol::ObjectiveAmount {
+            amount: 1,
+            island: Some("mistral_cay".into()),
+        }),
+    }
+}
+
 fn effects(messages: &[ServerMessage]) -> Vec<&Effect> {
     messages
         .iter()
@@ -268,14 +280,7 @@ async fn pims_tale_walked_command_by_command_pays_once() {
     ));
     let ending = p.advance("PimsTideTale_Ending");
     p.ok(ending).await;
-    let objective = Action::AdvanceObjective {
-        quest_id: "PimsTideTale".into(),
-        objective_id: "HearTheTale".into(),
-        amount: Some(banter_protocol::ObjectiveAmount {
-            amount: 1,
-            island: Some("mistral_cay".into()),
-        }),
-    };
+    let objective = hear_pims_tale();
     let advance = p.action(&objective);
     assert!(matches!(
         effects(&p.ok(advance).await)[..],
@@ -1270,14 +1275,7 @@ async fn an_abandoned_quest_is_forgotten_offered_again_and_counted() {
     }
     let record = app.store.load_player("quitter").await.expect("load");
     assert!(!record.quests.contains_key("PimsTideTale"), "forgotten");
-    let objective = Action::AdvanceObjective {
-        quest_id: "PimsTideTale".into(),
-        objective_id: "HearTheTale".into(),
-        amount: Some(banter_protocol::ObjectiveAmount {
-            amount: 1,
-            island: Some("mistral_cay".into()),
-        }),
-    };
+    let objective = hear_pims_tale();
     let late = p.action(&objective);
     assert_eq!(p.code(late).await, ErrorCode::QuestState);
     let twice = abandon(&mut p, "PimsTideTale");
