@@ -3,6 +3,10 @@
 # with no reload running, then with reloads back to back for the whole run. Reloads load and
 # check on a blocking thread, one at a time, so the players' steps should not notice them.
 #
+# A warm-up load (WARMUP seconds, not measured) comes first, so that the calm run meets a warm
+# server (statement caches, SQLite's page cache, a database past its first pages) as the run
+# beside the reloads does.
+#
 #   scripts/reload-under-load.sh                  # 10,000 extra NPCs, 5 quests each, 50 bots, 30 s
 #   NPCS=3000 BOTS=100 DURATION=20 scripts/reload-under-load.sh
 #   BIN=target/release BUILD=0 scripts/reload-under-load.sh   # binaries already built
@@ -12,6 +16,7 @@ cd "$(dirname "$0")/.."
 NPCS=${NPCS:-10000}
 BOTS=${BOTS:-50}
 DURATION=${DURATION:-30}
+WARMUP=${WARMUP:-10}
 PORT=${PORT:-7381}
 KEY=${KEY:-banter-development-service-key}
 BIN=${BIN:-${CARGO_TARGET_DIR:-target}/release}
@@ -71,7 +76,7 @@ fi
 # what they were before `set -e` ends the script, instead of stopping without a word.
 load() {
     if ! "$BIN/banter-sim" load --url "http://127.0.0.1:$PORT" --bots "$BOTS" \
-        --duration "$DURATION" --content "$WORK/content" --service-key "$KEY" --no-progress \
+        --duration "${2:-$DURATION}" --content "$WORK/content" --service-key "$KEY" --no-progress \
         --json >"$WORK/$1.json"; then
         echo "the $1 run failed: $(failures <"$WORK/$1.json" || echo 'no report'); see $WORK" >&2
         return 1
@@ -84,6 +89,8 @@ failures() {
 
 p99() { python3 -c 'import json,sys; r=json.load(sys.stdin); print(r["latency_us"]["p99"])'; }
 
+echo "warm-up: $BOTS bots, $WARMUP s (not measured)"
+load warmup "$WARMUP"
 echo "calm run: $BOTS bots, $DURATION s"
 load calm
 echo "reload run: the same, with reloads back to back"

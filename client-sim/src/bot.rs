@@ -50,6 +50,10 @@ pub struct BotOptions {
     pub pace: ReadingPace,
     pub deadline: Instant,
     pub seed: u64,
+    /// Where the content's NPCs stand, shared by every bot of a run.
+    pub atlas: Arc<world::Atlas>,
+    /// A fresh player's facts, worked out once for every bot of a run.
+    pub fresh: ClientFacts,
 }
 
 /// What a bot did.
@@ -167,9 +171,11 @@ impl Driver for BotDriver<'_> {
 }
 
 /// Who to talk to next: the tutorial's NPC during the tutorial; else the nearest giver of a
-/// quest the player can move on; else someone nearby other than the last one.
+/// quest the player can move on; else someone nearby other than the last one. Looked up in
+/// the `atlas` around the player: a decision costs the neighbourhood, not the world.
 pub fn next_npc<'c>(
     content: &'c Content,
+    atlas: &world::Atlas,
     facts: &ClientFacts,
     position: [f64; 3],
     last: Option<&str>,
@@ -180,29 +186,24 @@ pub fn next_npc<'c>(
     {
         return Some(npc);
     }
-    let givers = world::open_quests(content, facts)
-        .into_iter()
-        .filter(|q| {
-            facts.status(&q.id) == QuestStatus::Available
-                || !world::needs_world_progress(q)
-                || facts.objectives_done(q)
-        })
-        .filter_map(|q| content.npc(&q.giver))
-        .min_by(|a, b| distance(a.position, position).total_cmp(&distance(b.position, position)));
-    if givers.is_some() {
-        return givers;
+    let moves_on = |q: &&banter_dialogue::content::QuestDef| match facts.status(&q.id) {
+        QuestStatus::Available => true,
+        QuestStatus::Active => !world::needs_world_progress(q) || facts.objectives_done(q),
+        QuestStatus::Unavailable | QuestStatus::Completed => false,
+    };
+    let giver = atlas.nearest_where(content, position, |npc| {
+        content.quests_of(&npc.id).iter().any(moves_on)
+    });
+    if giver.is_some() {
+        return giver;
     }
-    let others: Vec<&NpcDef> = world::nearest(content, position)
+    let near: Vec<&NpcDef> = atlas
+        .within(content, position, CHAT_RADIUS)
         .into_iter()
         .filter(|n| Some(n.id.as_str()) != last)
         .collect();
-    let near: Vec<&NpcDef> = others
-        .iter()
-        .copied()
-        .filter(|n| distance(n.position, position) <= CHAT_RADIUS)
-        .collect();
     if near.is_empty() {
-        others.first().copied()
+        atlas.nearest_where(content, position, |n| Some(n.id.as_str()) != last)
     } else {
         near.choose(rng).copied()
     }
@@ -210,20 +211,23 @@ pub fn next_npc<'c>(
 
 /// Runs one bot until the deadline.
 pub async fn run(options: BotOptions, live: Option<Arc<Live>>) -> BotReport {
-    let mut session = match Session::start(options.session.clone(), live.clone()).await {
-        Ok(session) => session,
-        Err(e) => {
-            if let Some(live) = &live {
-                Live::add(&live.errors);
+    let mut session =
+        match Session::start_with(options.session.clone(), options.fresh.clone(), live.clone())
+            .await
+        {
+            Ok(session) => session,
+            Err(e) => {
+                if let Some(live) = &live {
+                    Live::add(&live.errors);
+                }
+                return BotReport {
+                    player: None,
+                    metrics: None,
+                    events_posted: 0,
+                    start_error: Some(format!("login: {e}")),
+                };
             }
-            return BotReport {
-                player: None,
-                metrics: None,
-                events_posted: 0,
-                start_error: Some(format!("login: {e}")),
-            };
-        }
-    };
+        };
     let mut bot = Bot {
         rng: sim_rng(options.seed),
         options,
@@ -300,13 +304,9 @@ impl Bot {
             return session.play_cutscenes(&mut self.driver(&content)).await;
         }
         // World progress first: the trusted game server reports the catches and finds.
-        let owed = world::open_quests(&content, &session.facts)
+        let owed = world::active_quests(&content, &session.facts)
             .into_iter()
-            .find(|q| {
-                session.facts.status(&q.id) == QuestStatus::Active
-                    && world::needs_world_progress(q)
-                    && !session.facts.objectives_done(q)
-            });
+            .find(|q| world::needs_world_progress(q) && !session.facts.objectives_done(q));
         if let Some(quest) = owed {
             let player = session.player().to_owned();
             let endpoint = session.endpoint().clone();
@@ -332,6 +332,7 @@ impl Bot {
         let position = session.position.unwrap_or_default();
         let Some(npc) = next_npc(
             &content,
+            &self.options.atlas,
             &session.facts,
             position,
             self.last_npc.as_deref(),

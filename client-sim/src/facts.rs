@@ -2,7 +2,14 @@
 //! current from every `effect` (docs/PROTOCOL.md section 10), and the profile.
 //!
 //! The one fact the sheet cannot carry, which quests become available when a prerequisite is
-//! completed, comes from the quest definitions in the content folder the client loaded.
+//! completed, comes from the quest definitions in the content folder the client loaded. Those
+//! derived statuses are kept beside the sheet, not in it: the sheet stays the size of what the
+//! server sent (the quests the player holds and those the open conversation's conditions name),
+//! so the copy a walk takes of it per line costs the conversation's size, not the world's.
+
+use std::collections::HashSet;
+use std::hash::Hash;
+use std::sync::Arc;
 
 use banter_dialogue::content::{Content, QuestDef};
 use banter_protocol::{Effect, FactSheet, Profile, QuestStatus};
@@ -12,9 +19,80 @@ use banter_protocol::{Effect, FactSheet, Profile, QuestStatus};
 pub struct ClientFacts {
     pub sheet: FactSheet,
     pub profile: Profile,
-    /// Where the quests available at the last unlock sit in the content's quest list: a bot
-    /// looks for its next quest among these and its active ones, not among the world's.
-    pub available: std::collections::BTreeSet<usize>,
+    /// Where the quests available at the last unlock sit in the content's quest list.
+    available: Overlay<usize>,
+    /// The quests the shared rule makes unavailable (their prerequisites are not completed),
+    /// by id. The sheet holds such a status only for a quest the server named.
+    unavailable: Overlay<String>,
+}
+
+/// A set as large as the world's quests that every player of a run starts from (what a fresh
+/// player's prerequisites give), shared, with this player's changes beside it: a bot's facts
+/// are copied from the fresh ones in O(1) and grow with what it did, not with the world.
+#[derive(Clone, Debug)]
+struct Overlay<T: Hash + Eq> {
+    base: Arc<HashSet<T>>,
+    added: HashSet<T>,
+    removed: HashSet<T>,
+}
+
+/// Equal when they hold the same items, however those are split between base and changes.
+impl<T: Hash + Eq + Clone> PartialEq for Overlay<T> {
+    fn eq(&self, other: &Self) -> bool {
+        let mine: HashSet<&T> = self.iter().collect();
+        let theirs: HashSet<&T> = other.iter().collect();
+        mine == theirs
+    }
+}
+
+impl<T: Hash + Eq> Default for Overlay<T> {
+    fn default() -> Self {
+        Overlay {
+            base: Arc::default(),
+            added: HashSet::new(),
+            removed: HashSet::new(),
+        }
+    }
+}
+
+impl<T: Hash + Eq + Clone> Overlay<T> {
+    fn contains<Q>(&self, item: &Q) -> bool
+    where
+        T: std::borrow::Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        self.added.contains(item) || (!self.removed.contains(item) && self.base.contains(item))
+    }
+
+    fn insert(&mut self, item: &T) {
+        self.removed.remove(item);
+        if !self.base.contains(item) && !self.added.contains(item) {
+            self.added.insert(item.clone());
+        }
+    }
+
+    fn remove(&mut self, item: &T) {
+        self.added.remove(item);
+        if self.base.contains(item) && !self.removed.contains(item) {
+            self.removed.insert(item.clone());
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &T> {
+        (self.base.iter())
+            .filter(|item| !self.removed.contains(*item))
+            .chain(self.added.iter())
+    }
+
+    /// Makes what the set holds now its shared base (done once, for the fresh facts).
+    fn freeze(&mut self) {
+        let mut all: HashSet<T> = self.iter().cloned().collect();
+        all.shrink_to_fit();
+        *self = Overlay {
+            base: Arc::new(all),
+            ..Overlay::default()
+        };
+    }
 }
 
 /// The parts of the facts a cheat must not change (not the live `has` tags).
@@ -51,19 +129,29 @@ fn held(sheet: &FactSheet) -> std::collections::BTreeMap<&str, QuestStatus> {
 
 impl ClientFacts {
     /// The facts of a player who has done nothing yet: quests with prerequisites unavailable.
+    /// Computed once per content: its copies ([`Clone`]) share what it worked out.
     pub fn fresh(content: &Content) -> ClientFacts {
         let mut facts = ClientFacts::default();
         facts.unlock(content);
+        facts.available.freeze();
+        facts.unavailable.freeze();
         facts
     }
 
-    /// A quest's status (absent from the sheet means available).
+    /// Where the quests available at the last unlock sit in the content's quest list
+    /// (unordered): a player's next quest is among these and its active ones.
+    pub fn available(&self) -> impl Iterator<Item = usize> + '_ {
+        self.available.iter().copied()
+    }
+
+    /// A quest's status: the sheet's, else the one its prerequisites give it (available unless
+    /// one is not completed).
     pub fn status(&self, quest: &str) -> QuestStatus {
-        self.sheet
-            .quests
-            .get(quest)
-            .copied()
-            .unwrap_or(QuestStatus::Available)
+        match self.sheet.quests.get(quest) {
+            Some(status) => *status,
+            None if self.unavailable.contains(quest) => QuestStatus::Unavailable,
+            None => QuestStatus::Available,
+        }
     }
 
     /// An objective's progress.
@@ -94,11 +182,6 @@ impl ClientFacts {
             .filter(|q| old.get(*q) != new.get(*q))
             .map(|q| (*q).to_owned())
             .collect();
-        for (quest, status) in before.quests {
-            if status == QuestStatus::Unavailable {
-                self.sheet.quests.entry(quest).or_insert(status);
-            }
-        }
         self.unlock_after(content, &changed);
         self.profile.coins = sheet.coins;
         self.profile.experience = sheet.experience;
@@ -161,7 +244,7 @@ impl ClientFacts {
     /// ([`banter_rules::quest_status`]): available once its prerequisites are completed. The
     /// sheet keeps only statuses that are not `available`.
     fn unlock(&mut self, content: &Content) {
-        self.available.clear();
+        self.available = Overlay::default();
         for at in 0..content.quests.len() {
             self.settle(content, at);
         }
@@ -194,21 +277,36 @@ impl ClientFacts {
         match status {
             QuestStatus::Available => {
                 self.sheet.quests.remove(&def.id);
-                self.available.insert(at);
+                self.unavailable.remove(&def.id);
+                self.available.insert(&at);
             }
             QuestStatus::Unavailable => {
-                self.sheet.quests.insert(def.id.clone(), status);
+                // Into the sheet only where the server named the quest: what the conversation's
+                // conditions read is there already.
+                if let Some(named) = self.sheet.quests.get_mut(&def.id) {
+                    *named = status;
+                }
+                self.unavailable.insert(&def.id);
                 self.available.remove(&at);
             }
             QuestStatus::Active | QuestStatus::Completed => {
+                self.unavailable.remove(&def.id);
                 self.available.remove(&at);
             }
         }
     }
 
-    /// The comparable part of the facts.
+    /// The comparable part of the facts, every quest's status spelled out as the sheet would
+    /// carry it (the derived unavailable ones included).
     pub fn snapshot(&self) -> Snapshot {
-        Snapshot::from(&self.sheet)
+        let mut snapshot = Snapshot::from(&self.sheet);
+        for quest in self.unavailable.iter() {
+            snapshot
+                .quests
+                .entry(quest.clone())
+                .or_insert(QuestStatus::Unavailable);
+        }
+        snapshot
     }
 }
 
@@ -218,6 +316,50 @@ mod tests {
 
     fn quest(id: &str, prerequisites: &[&str]) -> QuestDef {
         QuestDef::minimal(id, prerequisites)
+    }
+
+    #[test]
+    fn copies_of_fresh_facts_share_what_was_worked_out_and_change_apart() {
+        let content = Content {
+            quests: vec![quest("A", &[]), quest("B", &["A"]), quest("C", &["B"])],
+            ..Content::default()
+        };
+        let fresh = ClientFacts::fresh(&content);
+        let mut one = fresh.clone();
+        let two = fresh.clone();
+        assert!(Arc::ptr_eq(&one.unavailable.base, &two.unavailable.base));
+        // Nothing derived is in the sheet: it stays the size of what the server sent.
+        assert!(fresh.sheet.quests.is_empty());
+        let profile = Profile::default();
+        for effect in [
+            Effect::QuestAccepted {
+                quest: "A".into(),
+                objectives: vec![],
+            },
+            Effect::QuestCompleted {
+                quest: "A".into(),
+                coins: 0,
+                experience: 0,
+            },
+        ] {
+            one.apply(&content, &effect, &profile);
+        }
+        assert_eq!(one.status("B"), QuestStatus::Available);
+        assert_eq!(one.status("C"), QuestStatus::Unavailable);
+        assert_eq!(two.status("B"), QuestStatus::Unavailable);
+        let mut available: Vec<usize> = one.available().collect();
+        available.sort_unstable();
+        assert_eq!(available, vec![1]);
+        // The snapshot spells every status out, as a sheet of the whole world would.
+        let snapshot = one.snapshot();
+        assert_eq!(snapshot.quests.get("A"), Some(&QuestStatus::Completed));
+        assert_eq!(snapshot.quests.get("B"), None);
+        assert_eq!(snapshot.quests.get("C"), Some(&QuestStatus::Unavailable));
+        assert_eq!(two.snapshot().quests.len(), 2);
+        // Equal facts compare equal however their sets are split.
+        let mut rebuilt = ClientFacts::default();
+        rebuilt.unlock(&content);
+        assert_eq!(rebuilt, fresh);
     }
 
     #[test]

@@ -53,6 +53,8 @@ pub async fn run(options: LoadOptions) -> Result<LoadReport> {
         .duration
         .min(Duration::from_secs(1))
         .min(options.duration / 10);
+    let atlas = Arc::new(crate::world::Atlas::new(&options.content));
+    let fresh = crate::facts::ClientFacts::fresh(&options.content);
     let mut tasks = Vec::with_capacity(options.bots);
     for i in 0..options.bots {
         let bot_options = BotOptions {
@@ -71,6 +73,8 @@ pub async fn run(options: LoadOptions) -> Result<LoadReport> {
             pace: options.pace,
             deadline,
             seed: i as u64,
+            atlas: atlas.clone(),
+            fresh: fresh.clone(),
         };
         let delay = ramp.mul_f64(i as f64 / options.bots.max(1) as f64);
         let live = live.clone();

@@ -233,10 +233,20 @@ pub struct Session {
 impl Session {
     /// Logs in and connects.
     pub async fn start(options: SessionOptions, live: Option<Arc<Live>>) -> Result<Session> {
+        let facts = ClientFacts::fresh(&options.content);
+        Session::start_with(options, facts, live).await
+    }
+
+    /// [`Session::start`] with the facts of a fresh player given: a copy of
+    /// [`ClientFacts::fresh`] of the same content, worked out once for many sessions.
+    pub async fn start_with(
+        options: SessionOptions,
+        facts: ClientFacts,
+        live: Option<Arc<Live>>,
+    ) -> Result<Session> {
         // One connection per HTTP call, as a person's client makes them: rarely.
         let http = Http::unpooled(options.endpoint.clone())?;
         let login = banter_client::device_login(&http, &options.device).await?;
-        let facts = ClientFacts::fresh(&options.content);
         let mut session = Session {
             pacer: Pacer::new(options.rate_per_sec),
             options,

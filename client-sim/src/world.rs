@@ -70,6 +70,133 @@ pub fn in_reach(npc: &NpcDef, position: Position) -> bool {
     distance(npc.position, position) <= npc.range
 }
 
+/// Where the NPCs stand, in square cells of the ground plane: "the nearest NPC that ..." looks
+/// at the cells around a point, ring by ring, and stops once no unseen cell can hold a nearer
+/// one. A bot asks it at every decision, so that a decision costs the neighbourhood, not the
+/// world (a sort of 10,000 NPCs per step made the load test measure its own bots).
+#[derive(Clone, Debug, Default)]
+pub struct Atlas {
+    /// Each cell's NPCs, as indexes into the content's NPC list, in content order.
+    cells: std::collections::HashMap<(i64, i64), Vec<usize>>,
+    /// The cells' range on each axis: (least x, least z, most x, most z).
+    bounds: Option<(i64, i64, i64, i64)>,
+}
+
+/// An [`Atlas`] cell's side, in studs: a few NPCs a cell in a dense town, few cells to cross
+/// between islands.
+const CELL: f64 = 100.0;
+
+impl Atlas {
+    pub fn new(content: &Content) -> Atlas {
+        let mut atlas = Atlas::default();
+        for (at, npc) in content.world.npcs.iter().enumerate() {
+            let (x, z) = cell_of(npc.position);
+            atlas.cells.entry((x, z)).or_default().push(at);
+            atlas.bounds = Some(match atlas.bounds {
+                None => (x, z, x, z),
+                Some((x0, z0, x1, z1)) => (x0.min(x), z0.min(z), x1.max(x), z1.max(z)),
+            });
+        }
+        atlas
+    }
+
+    /// The NPC nearest `from` for which `wanted` holds (of two as near, the first in content
+    /// order): the same answer as a sort of every NPC by distance.
+    pub fn nearest_where<'c>(
+        &self,
+        content: &'c Content,
+        from: Position,
+        mut wanted: impl FnMut(&NpcDef) -> bool,
+    ) -> Option<&'c NpcDef> {
+        let mut best: Option<(f64, usize)> = None;
+        self.rings(from, |ring, cells| {
+            for &at in cells.iter().flat_map(|c| c.iter()) {
+                let Some(npc) = content.world.npcs.get(at) else {
+                    continue;
+                };
+                let d = distance(npc.position, from);
+                let nearer = best.is_none_or(|(bd, bi)| d < bd || (d == bd && at < bi));
+                if nearer && wanted(npc) {
+                    best = Some((d, at));
+                }
+            }
+            // Every cell of a later ring is at least `ring * CELL` away on the ground.
+            best.is_some_and(|(d, _)| d <= ring as f64 * CELL)
+        });
+        best.and_then(|(_, at)| content.world.npcs.get(at))
+    }
+
+    /// The NPCs within `radius` of `from`, nearest first (of two as near, the first in content
+    /// order).
+    pub fn within<'c>(&self, content: &'c Content, from: Position, radius: f64) -> Vec<&'c NpcDef> {
+        let mut found: Vec<(f64, usize)> = Vec::new();
+        self.rings(from, |ring, cells| {
+            for &at in cells.iter().flat_map(|c| c.iter()) {
+                if let Some(npc) = content.world.npcs.get(at) {
+                    let d = distance(npc.position, from);
+                    if d <= radius {
+                        found.push((d, at));
+                    }
+                }
+            }
+            // Every cell of a later ring is more than `ring * CELL` away on the ground.
+            ring as f64 * CELL >= radius
+        });
+        found.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        found
+            .into_iter()
+            .filter_map(|(_, at)| content.world.npcs.get(at))
+            .collect()
+    }
+
+    /// Calls `visit` with each ring of cells around `from`'s cell (ring 0 is that cell, ring r
+    /// the cells r steps away), until it answers true or no cell is left.
+    fn rings(&self, from: Position, mut visit: impl FnMut(i64, &[&Vec<usize>]) -> bool) {
+        let Some((x0, z0, x1, z1)) = self.bounds else {
+            return;
+        };
+        let (cx, cz) = cell_of(from);
+        // Rings nearer than the cells' box are empty, and only the box's part of a ring is
+        // looked at: far from every NPC, the walk costs the box, not the distance.
+        let gap = |c: i64, lo: i64, hi: i64| (lo - c).max(c - hi).max(0);
+        let first = gap(cx, x0, x1).max(gap(cz, z0, z1));
+        let last = (cx - x0)
+            .abs()
+            .max((x1 - cx).abs())
+            .max((cz - z0).abs())
+            .max((z1 - cz).abs());
+        let mut cells = Vec::new();
+        for ring in first..=last {
+            cells.clear();
+            for x in (cx - ring).max(x0)..=(cx + ring).min(x1) {
+                // The ring's two columns whole; between them, its top and bottom cells.
+                let column = x == cx - ring || x == cx + ring;
+                let zs = if column {
+                    ((cz - ring).max(z0)..=(cz + ring).min(z1)).collect()
+                } else {
+                    vec![cz - ring, cz + ring]
+                };
+                for z in zs {
+                    if let Some(cell) = self.cells.get(&(x, z)) {
+                        cells.push(cell);
+                    }
+                }
+            }
+            if visit(ring, &cells) {
+                return;
+            }
+        }
+    }
+}
+
+fn cell_of(position: Position) -> (i64, i64) {
+    // Clamped (and `as` saturates, NaN to 0): a position far outside any world still lands in
+    // a cell, and ring arithmetic cannot overflow.
+    const FAR: f64 = (1u64 << 40) as f64;
+    let axis = |v: f64| (v / CELL).floor().clamp(-FAR, FAR) as i64;
+    (axis(position[0]), axis(position[2]))
+}
+
 /// NPCs sorted by distance from `position`.
 pub fn nearest(content: &Content, position: Position) -> Vec<&NpcDef> {
     let mut npcs: Vec<&NpcDef> = content.world.npcs.iter().collect();
@@ -86,10 +213,27 @@ pub fn needs_world_progress(quest: &QuestDef) -> bool {
         .any(|o| matches!(o.kind, ObjectiveKind::Catch | ObjectiveKind::Find))
 }
 
+/// The player's active quests whose giver stands in the world, in content order: the sheet's
+/// (the size of what the player holds), never a walk over the world's quests.
+pub fn active_quests<'c>(content: &'c Content, facts: &ClientFacts) -> Vec<&'c QuestDef> {
+    let mut at: Vec<usize> = facts
+        .sheet
+        .quests
+        .iter()
+        .filter(|(_, s)| **s == QuestStatus::Active)
+        .filter_map(|(q, _)| content.quest_index(q))
+        .collect();
+    at.sort_unstable();
+    at.into_iter()
+        .filter_map(|i| content.quests.get(i))
+        .filter(|q| content.npc(&q.giver).is_some())
+        .collect()
+}
+
 /// The quests a player can make progress on now: active ones and available ones, in content
 /// order. Only those the facts hold or found available are looked at, not the world's.
 pub fn open_quests<'c>(content: &'c Content, facts: &ClientFacts) -> Vec<&'c QuestDef> {
-    let mut at: Vec<usize> = facts.available.iter().copied().collect();
+    let mut at: Vec<usize> = facts.available().collect();
     at.extend(
         facts
             .sheet
@@ -122,6 +266,73 @@ mod tests {
         let s = step_toward(from, to, 10.0);
         assert!((distance(from, s) - 10.0).abs() < 1e-9);
         assert_eq!(step_toward(from, to, 100.0), to);
+    }
+
+    #[test]
+    fn the_atlas_finds_what_a_sort_of_every_npc_finds() {
+        use rand::RngExt;
+        let mut content = load_content(&default_content_dir())
+            .expect("sample content")
+            .as_ref()
+            .clone();
+        // A town beside the sample's islands, denser than a cell, with NPCs on cell edges and
+        // two at the same spot.
+        let template = content.world.npcs[0].clone();
+        for i in 0..400 {
+            let mut npc = template.clone();
+            npc.id = format!("town{i}");
+            npc.position = [
+                f64::from(i % 20) * 25.0,
+                0.0,
+                4000.0 + f64::from(i / 20) * 25.0,
+            ];
+            content.world.npcs.push(npc);
+        }
+        let mut twin = template.clone();
+        twin.id = "twin".into();
+        twin.position = content.world.npcs[10].position;
+        content.world.npcs.push(twin);
+        let atlas = Atlas::new(&content);
+        let mut rng = crate::bot::sim_rng(5);
+        for round in 0..500 {
+            let from = [
+                rng.random_range(-3000.0..6000.0),
+                rng.random_range(-5.0..5.0),
+                rng.random_range(-3000.0..6000.0),
+            ];
+            let odd = |n: &NpcDef| n.id.len() % 2 == round % 2;
+            let sorted = nearest(&content, from);
+            let expected = sorted.iter().copied().find(|n| odd(n));
+            let found = atlas.nearest_where(&content, from, odd);
+            assert_eq!(
+                found.map(|n| &n.id),
+                expected.map(|n| &n.id),
+                "from {from:?}"
+            );
+            let near: Vec<&str> = sorted
+                .iter()
+                .filter(|n| distance(n.position, from) <= 150.0)
+                .map(|n| n.id.as_str())
+                .collect();
+            let within: Vec<&str> = atlas
+                .within(&content, from, 150.0)
+                .iter()
+                .map(|n| n.id.as_str())
+                .collect();
+            assert_eq!(within, near, "from {from:?}");
+        }
+        // Far outside every cell, and with nothing wanted.
+        let far = [1e300, 0.0, -1e300];
+        assert_eq!(
+            atlas.nearest_where(&content, far, |_| true).map(|n| &n.id),
+            nearest(&content, far).first().map(|n| &n.id)
+        );
+        assert!(atlas.nearest_where(&content, [0.0; 3], |_| false).is_none());
+        assert!(
+            Atlas::new(&Content::default())
+                .nearest_where(&content, [0.0; 3], |_| true)
+                .is_none()
+        );
     }
 
     #[test]

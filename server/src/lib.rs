@@ -9,6 +9,7 @@ pub mod analytics;
 pub mod app;
 pub mod audit;
 pub mod auth;
+pub mod background;
 pub mod cli;
 pub mod config;
 pub mod events;

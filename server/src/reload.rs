@@ -6,8 +6,11 @@
 //!   one's version is the served version plus one, taken inside its turn, so every answer's
 //!   version is unique, and a slow reload that asked first publishes before a quick one that
 //!   asked later, never after it.
-//! - **Off the runtime.** Loading and checking (seconds for a large game) run on a blocking
-//!   thread: a reload never holds a runtime worker, so players' steps and `/healthz` go on.
+//! - **Off the runtime, behind the players.** Loading, checking and the shrink guard (seconds
+//!   and a gigabyte for a large game) run on the background thread at a low scheduling
+//!   priority ([`crate::background`]): a reload never holds a runtime worker nor takes turns
+//!   with one, so players' steps and `/healthz` go on. What a reload drops (a refused version,
+//!   the one it replaced once nothing holds it) is freed there too.
 //! - **No shrunken world by accident.** A reload that would remove more than
 //!   `--reload-max-shrink` (50%) of the NPCs or of the conversations is refused, naming what
 //!   would go, unless forced (`?force=true`). An empty world is refused by the checks
@@ -55,9 +58,22 @@ where
     let current = app.content.current();
     let dir: PathBuf = app.content.dir().to_owned();
     let version = current.version + 1;
-    let loaded = tokio::task::spawn_blocking(move || load(&dir, version)).await;
+    let max_shrink = (!options.force).then_some(app.config.reload_max_shrink);
+    let loaded = app
+        .content
+        .background()
+        .run(move || {
+            let next = load(&dir, version)?;
+            let shrunk = max_shrink.and_then(|max| shrinkage(&current, &next, max));
+            Ok::<_, ContentErrors>((next, shrunk))
+        })
+        .await;
     let next = match loaded {
-        Ok(Ok(next)) => next,
+        Ok(Ok((next, None))) => next,
+        Ok(Ok((next, Some(why)))) => {
+            app.content.background().drop_later(next);
+            return Err(refused(why));
+        }
         Ok(Err(errors)) => return Err(refused(errors.to_string())),
         Err(e) => {
             app.metrics.reloaded(false);
@@ -66,11 +82,6 @@ where
             });
         }
     };
-    if !options.force
-        && let Some(why) = shrinkage(&current, &next, app.config.reload_max_shrink)
-    {
-        return Err(refused(why));
-    }
     // A push must not strand a player: what someone holds (an active or tracked quest, an
     // objective in progress, a parked conversation) must still be in it, once the content's
     // migrations have moved it.
@@ -82,8 +93,14 @@ where
             tracing::info!(migrations = ?applied, sessions = asked, "sessions asked to reload their players");
         }
         Ok(_) => {}
-        Err(crate::migrations::NotAdmitted::Content(reason)) => return Err(refused(reason)),
-        Err(crate::migrations::NotAdmitted::Store(e)) => return Err(e.into()),
+        Err(crate::migrations::NotAdmitted::Content(reason)) => {
+            app.content.background().drop_later(next);
+            return Err(refused(reason));
+        }
+        Err(crate::migrations::NotAdmitted::Store(e)) => {
+            app.content.background().drop_later(next);
+            return Err(e.into());
+        }
     }
     let version = app.content.publish(next);
     app.metrics.reloaded(true);

@@ -222,6 +222,9 @@ pub struct ServedContent {
     /// Held for a whole reload (load, check, admit, swap): reloads run one at a time, in the
     /// order they asked (`tokio`'s lock is fair).
     reloading: tokio::sync::Mutex<()>,
+    /// Where reloads load and check, and where a replaced version is freed once the last
+    /// session that opened a conversation with it lets go.
+    background: crate::background::Background,
 }
 
 impl ServedContent {
@@ -230,6 +233,7 @@ impl ServedContent {
             dir,
             current: ArcSwap::from_pointee(library),
             reloading: tokio::sync::Mutex::new(()),
+            background: crate::background::Background::start(),
         }
     }
 
@@ -253,10 +257,17 @@ impl ServedContent {
         ContentVersion::load(&self.dir, self.current().version + 1)
     }
 
-    /// Serves `next` from now on. Returns its version.
+    /// The low-priority thread reloads work on (`crate::background`).
+    pub fn background(&self) -> &crate::background::Background {
+        &self.background
+    }
+
+    /// Serves `next` from now on. Returns its version. The version it replaces is freed on the
+    /// background thread once nothing holds it (never by a session's step).
     pub fn publish(&self, next: ContentVersion) -> u64 {
         let version = next.version;
-        self.current.store(Arc::new(next));
+        let replaced = self.current.swap(Arc::new(next));
+        self.background.retire(replaced);
         version
     }
 }
