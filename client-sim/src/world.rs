@@ -169,14 +169,14 @@ impl Atlas {
         for ring in first..=last {
             cells.clear();
             for x in (cx - ring).max(x0)..=(cx + ring).min(x1) {
-                // The ring's two columns whole; between them, its top and bottom cells.
+                // The ring's two columns whole; between them, its top and bottom cells (no
+                // allocation: a bot asks at every decision).
                 let column = x == cx - ring || x == cx + ring;
-                let zs = if column {
-                    ((cz - ring).max(z0)..=(cz + ring).min(z1)).collect()
-                } else {
-                    vec![cz - ring, cz + ring]
-                };
-                for z in zs {
+                let whole = ((cz - ring).max(z0)..=(cz + ring).min(z1)).take_while(|_| column);
+                let ends = [cz - ring, cz + ring]
+                    .into_iter()
+                    .filter(|z| !column && (z0..=z1).contains(z));
+                for z in whole.chain(ends) {
                     if let Some(cell) = self.cells.get(&(x, z)) {
                         cells.push(cell);
                     }
@@ -216,13 +216,7 @@ pub fn needs_world_progress(quest: &QuestDef) -> bool {
 /// The player's active quests whose giver stands in the world, in content order: the sheet's
 /// (the size of what the player holds), never a walk over the world's quests.
 pub fn active_quests<'c>(content: &'c Content, facts: &ClientFacts) -> Vec<&'c QuestDef> {
-    let mut at: Vec<usize> = facts
-        .sheet
-        .quests
-        .iter()
-        .filter(|(_, s)| **s == QuestStatus::Active)
-        .filter_map(|(q, _)| content.quest_index(q))
-        .collect();
+    let mut at: Vec<usize> = active_indexes(content, facts).collect();
     at.sort_unstable();
     at.into_iter()
         .filter_map(|i| content.quests.get(i))
@@ -230,18 +224,21 @@ pub fn active_quests<'c>(content: &'c Content, facts: &ClientFacts) -> Vec<&'c Q
         .collect()
 }
 
+/// Where the sheet's active quests sit in the content's quest list (unordered).
+fn active_indexes<'a>(
+    content: &'a Content,
+    facts: &'a ClientFacts,
+) -> impl Iterator<Item = usize> + 'a {
+    (facts.sheet.quests.iter())
+        .filter(|(_, s)| **s == QuestStatus::Active)
+        .filter_map(|(q, _)| content.quest_index(q))
+}
+
 /// The quests a player can make progress on now: active ones and available ones, in content
 /// order. Only those the facts hold or found available are looked at, not the world's.
 pub fn open_quests<'c>(content: &'c Content, facts: &ClientFacts) -> Vec<&'c QuestDef> {
     let mut at: Vec<usize> = facts.available().collect();
-    at.extend(
-        facts
-            .sheet
-            .quests
-            .iter()
-            .filter(|(_, s)| **s == QuestStatus::Active)
-            .filter_map(|(q, _)| content.quest_index(q)),
-    );
+    at.extend(active_indexes(content, facts));
     at.sort_unstable();
     at.dedup();
     at.into_iter()
