@@ -23,6 +23,10 @@
 # latency verdict compares the median of the rounds' p99s, calm against abuse; every round's
 # own ratio is printed too.
 #
+# Each run's /metrics is scraped before and after it, and the report shows where the store's
+# writes spent their time in that run (SQLite: the wait for a write turn, the turns held, the
+# lanes' COMMITs, the checkpoints), so a slow round can be told apart from a slow disk.
+#
 # The abuser runs under `nice -n ABUSE_NICE` (10): on 2 cores an abuser at full priority starves the honest
 # client of CPU, and what is measured would be the client's queueing, not the server's.
 #
@@ -121,9 +125,12 @@ wait_released() {
 }
 
 load() { # $1: run name, $2: seconds
+    # /metrics before and after: the store's write timings of this run alone (below).
+    curl -sf --max-time 5 "$URL/metrics" >"$WORK/$1-metrics-before.txt" || true
     "$BIN/banter-sim" load --url "$URL" --bots "$BOTS" --duration "${2:-$DURATION}" --json --no-progress \
         --acknowledged-out "$WORK/$1-acknowledged.json" >"$WORK/$1-load.json" \
         2>"$WORK/$1-load.err" || true # refusals and errors are checked below, from the JSON
+    curl -sf --max-time 5 "$URL/metrics" >"$WORK/$1-metrics-after.txt" || true
 }
 
 RSS_START=$(rss)
@@ -262,6 +269,56 @@ for kind in kinds:
 width = [max(len(r[i]) for r in rows) for i in range(4)]
 for r in rows:
     print("  ".join(c.ljust(width[i]) for i, c in enumerate(r)).rstrip())
+# Where the store's writes spent their time in each run (SQLite's write gate, the lanes'
+# COMMITs, the checkpoints beside them): the histograms' growth between the run's two scrapes.
+def scrape(path):
+    series = collections.defaultdict(dict)
+    try:
+        lines = open(path).read().splitlines()
+    except OSError:
+        return series
+    for line in lines:
+        if line.startswith("#") or "_bucket{" not in line:
+            continue
+        name_labels, value = line.rsplit(" ", 1)
+        name, labels = name_labels.split("{", 1)
+        le = labels.split('le="', 1)[1].split('"', 1)[0]
+        rest = labels.split('le="', 1)[0].rstrip(",")
+        series[(name[: -len("_bucket")], rest)][float(le)] = float(value)
+    return series
+def grown(run):
+    before, after = scrape(f"{work}/{run}-metrics-before.txt"), scrape(f"{work}/{run}-metrics-after.txt")
+    return {k: {le: n - before.get(k, {}).get(le, 0) for le, n in v.items()} for k, v in after.items()}
+def quantile(buckets, q):
+    total = buckets.get(float("inf"), 0)
+    if total <= 0:
+        return None
+    for le in sorted(buckets):
+        if buckets[le] >= q * total:
+            return le
+    return None
+def timing(series, name, labels, q):
+    b = series.get((name, labels))
+    if not b:
+        return "-"
+    v = quantile(b, q)
+    n = int(b.get(float("inf"), 0))
+    return f"{n}: <={v * 1000:g} ms" if v not in (None, float("inf")) else f"{n}: over the last bucket"
+store_rows = [("store writes, p99 (count: bucket bound)", "player turn wait", "housekeeping turn held",
+               "players' COMMIT", "checkpoint")]
+for r in range(1, rounds + 1):
+    for kind in ("calm", "abuse"):
+        g = grown(f"{kind}-{r}")
+        store_rows.append((f"  {kind} {r}",
+                           timing(g, "banter_store_write_turn_wait_seconds", 'priority="player"', 0.99),
+                           timing(g, "banter_store_write_turn_held_seconds", 'priority="housekeeping"', 0.99),
+                           timing(g, "banter_store_commit_seconds", 'lane="players"', 0.99),
+                           timing(g, "banter_store_checkpoint_seconds", "", 0.99)))
+if any(c != "-" for row in store_rows[1:] for c in row[1:]):
+    print()
+    width = [max(len(r[i]) for r in store_rows) for i in range(5)]
+    for row in store_rows:
+        print("  ".join(c.ljust(width[i]) for i, c in enumerate(row)).rstrip())
 print()
 print(f"server RSS: start {int('$RSS_START')} KiB, after each round's calm run {[int(x) for x in '$BASELINES'.split()]} KiB "
       f"(the last is the baseline), "

@@ -51,6 +51,10 @@ impl App {
     pub fn new(config: Config, content: ServedContent, store: Arc<dyn Store>) -> App {
         let (audit, audit_queue) = AuditLog::new(&config.audit);
         let config_session_starts = config.limits.max_session_starts;
+        let mut metrics = Metrics::default();
+        if let Some(timings) = store.write_timings() {
+            metrics.serve_write_timings(&timings);
+        }
         App {
             audit,
             analytics: crate::analytics::Analytics::new(config.analytics),
@@ -59,7 +63,7 @@ impl App {
             config,
             content,
             store,
-            metrics: Metrics::default(),
+            metrics,
             hub: Hub::default(),
             parked: crate::resume::ParkingLot::default(),
             shutdown: CancellationToken::new(),

@@ -160,11 +160,14 @@ impl AuditLog {
     }
 }
 
-/// A session's accepted conversation steps that changed nothing stored, kept until there are
-/// [`TRAIL_STEPS`] of them, the conversation changes or the session ends, then queued as one
-/// record (message [`TRAIL`], one line per step: `recorded_us`, message and detail, tab
-/// separated). A row per step cost the server half its CPU on the validated step (BENCHMARKS.md,
-/// the audited step); a row per 32 costs a thirty-second of the writing. Support still reads a
+/// A session's accepted conversation steps that changed nothing stored, and its refused
+/// messages, kept until there are [`TRAIL_STEPS`] of them, the conversation changes or the
+/// session ends, then queued as one record (message [`TRAIL`], one line per step: `recorded_us`,
+/// message, the refusal's code (empty for a step) and detail, tab separated). A row per step
+/// cost the server half its CPU on the validated step (BENCHMARKS.md, the audited step); a row
+/// per 32 costs a thirty-second of the writing. Refusals joined the trail when a flood of
+/// malformed frames, a row each, turned out to be what made honest players' quest writes wait
+/// at SQLite's one writer (RELIABILITY.md, scenario 6, seventh round). Support still reads a
 /// row per step: [`expand`] unfolds trails when they are read. Best-effort like every queued
 /// record: a crash loses the steps not yet queued, never a change of state (those are written
 /// with their change).
@@ -187,6 +190,7 @@ impl Trail {
         player: &str,
         conversation: Option<&str>,
         message: &str,
+        code: Option<&str>,
         detail: impl std::fmt::Display,
     ) {
         if !log.enabled() {
@@ -205,7 +209,7 @@ impl Trail {
         } else {
             stamp()
         };
-        let _ = write!(self.lines, "{at}\t{message}\t");
+        let _ = write!(self.lines, "{at}\t{message}\t{}\t", code.unwrap_or(""));
         self.scratch.clear();
         let _ = write!(self.scratch, "{detail}");
         for c in truncate(&self.scratch, MAX_DETAIL_BYTES).chars() {
@@ -250,10 +254,14 @@ pub fn expand(rows: Vec<AuditEntry>) -> Vec<AuditEntry> {
             }
         };
         for line in lines.lines() {
-            let mut fields = line.splitn(3, '\t');
-            let (Some(at), Some(message), detail) = (fields.next(), fields.next(), fields.next())
-            else {
-                continue;
+            // `at`, message, code (empty for a step) and detail; rows written before refusals
+            // joined the trail have no code field (a detail never holds a tab).
+            let fields: Vec<&str> = line.splitn(4, '\t').collect();
+            let (at, message, code, detail) = match fields[..] {
+                [at, message, code, detail] => (at, message, Some(code), Some(detail)),
+                [at, message, detail] => (at, message, None, Some(detail)),
+                [at, message] => (at, message, None, None),
+                _ => continue,
             };
             entries.push(AuditEntry {
                 id: row.id,
@@ -263,7 +271,7 @@ pub fn expand(rows: Vec<AuditEntry>) -> Vec<AuditEntry> {
                     player_id: row.record.player_id.clone(),
                     conversation: row.record.conversation.clone(),
                     message: message.to_owned(),
-                    code: None,
+                    code: code.filter(|c| !c.is_empty()).map(str::to_owned),
                     detail: detail.map(str::to_owned),
                     recorded_us: at.parse().unwrap_or(row.record.recorded_us),
                 },
@@ -401,12 +409,27 @@ mod tests {
         let (log, rx) = AuditLog::new(&AuditConfig::default());
         let mut rx = rx.expect("on");
         let mut trail = Trail::default();
-        trail.push(&log, "p", Some("Pim"), "talk", "Pim");
-        trail.push(&log, "p", Some("Pim"), "choose", "Pim_r1");
-        trail.push(&log, "p", Some("Pim"), "advance", "tab\there\nand a line");
+        trail.push(&log, "p", Some("Pim"), "talk", None, "Pim");
+        trail.push(&log, "p", Some("Pim"), "choose", None, "Pim_r1");
+        trail.push(
+            &log,
+            "p",
+            Some("Pim"),
+            "advance",
+            None,
+            "tab\there\nand a line",
+        );
+        trail.push(
+            &log,
+            "p",
+            Some("Pim"),
+            "advance",
+            Some("awaits_choice"),
+            "choose first",
+        );
         assert_eq!(log.recorded(), 0, "nothing queued while the trail grows");
         // Another conversation: the first trail goes out as one record.
-        trail.push(&log, "p", Some("Ines"), "talk", "Keeper Ines");
+        trail.push(&log, "p", Some("Ines"), "talk", None, "Keeper Ines");
         log.record(
             "p",
             Some("Ines"),
@@ -424,12 +447,15 @@ mod tests {
         assert_eq!(queued[0].message, TRAIL);
         assert_eq!(queued[0].conversation.as_deref(), Some("Pim"));
         let steps = expand(rows(queued));
-        let seen: Vec<(&str, Option<&str>, Option<&str>)> = steps
+        // Message, conversation, code, detail.
+        type Seen<'a> = (&'a str, Option<&'a str>, Option<&'a str>, Option<&'a str>);
+        let seen: Vec<Seen> = steps
             .iter()
             .map(|e| {
                 (
                     e.record.message.as_str(),
                     e.record.conversation.as_deref(),
+                    e.record.code.as_deref(),
                     e.record.detail.as_deref(),
                 )
             })
@@ -437,11 +463,17 @@ mod tests {
         assert_eq!(
             seen,
             [
-                ("talk", Some("Pim"), Some("Pim")),
-                ("choose", Some("Pim"), Some("Pim_r1")),
-                ("advance", Some("Pim"), Some("tab here and a line")),
-                ("talk", Some("Ines"), Some("Keeper Ines")),
-                ("choose", Some("Ines"), Some("no")),
+                ("talk", Some("Pim"), None, Some("Pim")),
+                ("choose", Some("Pim"), None, Some("Pim_r1")),
+                ("advance", Some("Pim"), None, Some("tab here and a line")),
+                (
+                    "advance",
+                    Some("Pim"),
+                    Some("awaits_choice"),
+                    Some("choose first")
+                ),
+                ("talk", Some("Ines"), None, Some("Keeper Ines")),
+                ("choose", Some("Ines"), Some("condition_failed"), Some("no")),
             ]
         );
         assert!(
@@ -453,12 +485,43 @@ mod tests {
     }
 
     #[test]
+    fn a_trail_written_before_refusals_joined_it_still_unfolds() {
+        let old = AuditRecord {
+            player_id: "p".into(),
+            conversation: Some("Pim".into()),
+            message: TRAIL.into(),
+            code: None,
+            detail: Some("10\ttalk\tPim\n20\tchoose\tPim_r1\n30\tclose\n".into()),
+            recorded_us: 10,
+        };
+        let steps: Vec<(i64, String, Option<String>, Option<String>)> = expand(rows(vec![old]))
+            .into_iter()
+            .map(|e| {
+                (
+                    e.record.recorded_us,
+                    e.record.message,
+                    e.record.code,
+                    e.record.detail,
+                )
+            })
+            .collect();
+        assert_eq!(
+            steps,
+            [
+                (10, "talk".into(), None, Some("Pim".into())),
+                (20, "choose".into(), None, Some("Pim_r1".into())),
+                (30, "close".into(), None, None),
+            ]
+        );
+    }
+
+    #[test]
     fn a_full_trail_goes_out_and_an_audit_that_is_off_keeps_none() {
         let (log, rx) = AuditLog::new(&AuditConfig::default());
         let mut rx = rx.expect("on");
         let mut trail = Trail::default();
         for i in 0..TRAIL_STEPS + 1 {
-            trail.push(&log, "p", Some("c"), "advance", format!("n{i}"));
+            trail.push(&log, "p", Some("c"), "advance", None, format!("n{i}"));
         }
         let full = rx.try_recv().expect("a full trail is queued");
         assert_eq!(
@@ -472,7 +535,7 @@ mod tests {
             ..AuditConfig::default()
         });
         let mut trail = Trail::default();
-        trail.push(&off, "p", Some("c"), "advance", "n");
+        trail.push(&off, "p", Some("c"), "advance", None, "n");
         trail.flush(&off, "p");
         assert_eq!((off.recorded(), off.dropped()), (0, 0));
     }

@@ -22,6 +22,7 @@ use strum::{EnumCount, VariantArray};
 
 use crate::analytics::Analytics;
 use crate::audit::AuditLog;
+use crate::store::WriteTimings;
 
 /// The `Content-Type` of `/metrics`: `text/plain; version=0.0.4; charset=utf-8`.
 pub const CONTENT_TYPE: &str = prometheus_text::CONTENT_TYPE;
@@ -355,6 +356,31 @@ impl Metrics {
         self.content_reloads[usize::from(!ok)].inc();
     }
 
+    /// Serves the store's write timings (SQLite's: where a write's time goes) with the rest.
+    pub fn serve_write_timings(&mut self, timings: &WriteTimings) {
+        let r = &mut self.registry;
+        r.register(
+            "banter_store_write_turn_wait_seconds",
+            "Time a SQLite write waited for its turn at the write gate, by queue",
+            timings.turn_wait.clone(),
+        );
+        r.register(
+            "banter_store_write_turn_held_seconds",
+            "Time a SQLite write held its turn at the write gate (its statements and COMMIT), by queue",
+            timings.turn_held.clone(),
+        );
+        r.register(
+            "banter_store_commit_seconds",
+            "Time a group commit lane's COMMIT took (the fsync, on the players' lane)",
+            timings.commit.clone(),
+        );
+        r.register(
+            "banter_store_checkpoint_seconds",
+            "Time a WAL checkpoint that copied frames took (beside the writers, holding no turn)",
+            timings.checkpoint.clone(),
+        );
+    }
+
     /// Records how long handling one client message took.
     pub fn handled(&self, took: Duration) {
         self.handling.observe(took.as_secs_f64());
@@ -439,6 +465,33 @@ mod tests {
             assert!(text.lines().any(|l| l == line), "{line} not in\n{text}");
         }
         assert!(!text.contains("# EOF"));
+    }
+
+    #[test]
+    fn the_stores_write_timings_are_served_as_labelled_histograms() {
+        let mut m = Metrics::default();
+        let timings = WriteTimings::default();
+        m.serve_write_timings(&timings);
+        timings.waited(crate::store::Priority::Player, 0.003);
+        timings.commit_of("players").observe(0.4);
+        timings.checkpoint.observe(0.02);
+        let text = render(&m);
+        for line in [
+            "# TYPE banter_store_write_turn_wait_seconds histogram",
+            "banter_store_write_turn_wait_seconds_count{priority=\"player\"} 1",
+            "banter_store_write_turn_wait_seconds_bucket{priority=\"player\",le=\"0.005\"} 1",
+            "banter_store_write_turn_held_seconds_count{priority=\"housekeeping\"} 0",
+            "banter_store_commit_seconds_bucket{lane=\"players\",le=\"0.5\"} 1",
+            "banter_store_commit_seconds_bucket{lane=\"players\",le=\"0.25\"} 0",
+            "banter_store_checkpoint_seconds_count 1",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} not in\n{text}");
+        }
+        let types = text
+            .lines()
+            .filter(|l| l.starts_with("# TYPE banter_store_"))
+            .count();
+        assert_eq!(types, 4, "one family each");
     }
 
     #[test]

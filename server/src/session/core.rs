@@ -284,8 +284,14 @@ impl SessionCore {
                     let conversation = closed
                         .as_deref()
                         .or(self.conversation.as_ref().map(|c| c.name.as_str()));
-                    self.trail
-                        .push(&self.app.audit, &self.player, conversation, kind, detail);
+                    self.trail.push(
+                        &self.app.audit,
+                        &self.player,
+                        conversation,
+                        kind,
+                        None,
+                        detail,
+                    );
                 }
                 if let Some(id) = id {
                     self.out.push(ServerMessage::Ack { id });
@@ -311,12 +317,16 @@ impl SessionCore {
 
     fn refusal(&mut self, id: Option<u64>, kind: &str, refusal: Refusal) -> ServerMessage {
         self.app.metrics.rejected(refusal.code);
-        self.app.audit.record(
+        // Into the trail, not a row of its own: an abuser's flood of refusals is many rows
+        // otherwise, each a write honest players' quest writes queue behind (see `Trail`).
+        let conversation = self.conversation.as_ref().map(|c| c.name.as_str());
+        self.trail.push(
+            &self.app.audit,
             &self.player,
-            self.conversation(),
+            conversation,
             kind,
             Some(refusal.code.name()),
-            Some(&refusal.message),
+            &refusal.message,
         );
         refusal.to_message(id)
     }

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
 use banter_protocol::{ByeReason, ServerMessage};
-use futures_util::stream::{SplitSink, SplitStream};
-use futures_util::{SinkExt, StreamExt};
+use futures_util::stream::{Peekable, SplitSink, SplitStream};
+use futures_util::{FutureExt, SinkExt, Stream, StreamExt};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
@@ -63,22 +63,25 @@ pub async fn run(
     app.parked.session_started(&player);
     let (control_tx, mut control_rx) = mpsc::channel(16);
     app.hub.register(&player, id, control_tx);
-    let (sink, mut stream) = socket.split();
+    let (sink, stream) = socket.split();
+    let mut stream = stream.peekable();
     let (out, out_rx) = Outbox::new(
         app.config.limits.outgoing_queue,
         app.config.limits.outgoing_queue_bytes,
     );
     let writer = tokio::spawn(write_frames(sink, out_rx));
 
-    let started = start(&app, &player, id).await;
+    let started = start(&app, &player, id, &mut stream).await;
     // Started (or not): the store work of a session start is done.
     drop(starting);
+    let claimed = matches!(started, Ok(Started::Session(_)));
     let end = match started {
         Err(refusal) => {
             let _ = out.try_send(text(&refusal.to_message(None)));
             End::Dropped
         }
-        Ok(record) => {
+        Ok(Started::Left) => End::ClientClosed,
+        Ok(Started::Session(record)) => {
             let mut core = SessionCore::new(app.clone(), player.clone(), id, record);
             core.set_locale(locale);
             let mut session = Socket {
@@ -135,7 +138,7 @@ pub async fn run(
         })
         .await;
     }
-    if app.config.coordinate_sessions {
+    if app.config.coordinate_sessions && claimed {
         // Frees the player for a quick reconnect anywhere; a replaced session holds no claim,
         // so this releases nothing then. A failure only leaves a row the next claim overwrites.
         if let Err(e) = app
@@ -151,16 +154,47 @@ pub async fn run(
     app.metrics.session_closed();
 }
 
+/// How a session start ended.
+enum Started {
+    /// Loaded and claimed: the session is served.
+    Session(crate::store::PlayerRecord),
+    /// The client closed before the claim: nothing to claim, nothing to release.
+    Left,
+}
+
 /// Loads the player and claims it for this session. Without both there is no session: the
-/// client gets `store_unavailable` (no id) and the connection closes.
-async fn start(
+/// client gets `store_unavailable` (no id) and the connection closes. A client that has already
+/// closed by the time the player is loaded gets no claim (and so no release): a connect storm
+/// that upgrades and leaves at once (RELIABILITY.md, scenario 6) otherwise costs two writes a
+/// connection at SQLite's one writer, which honest players' quest writes queue behind.
+async fn start<S, E>(
     app: &SharedApp,
     player: &str,
     id: u64,
-) -> Result<crate::store::PlayerRecord, Refusal> {
+    stream: &mut Peekable<S>,
+) -> Result<Started, Refusal>
+where
+    S: Stream<Item = Result<Message, E>> + Unpin,
+{
     let record = app.store.load_player(player).await?;
+    if left_already(stream) {
+        return Ok(Started::Left);
+    }
     claim(app, player, id).await?;
-    Ok(record)
+    Ok(Started::Session(record))
+}
+
+/// True when what the client sent next, already here, is a Close frame or the end of the
+/// connection. Looks without waiting and without taking the frame: an early request stays
+/// for the session to serve.
+fn left_already<S, E>(stream: &mut Peekable<S>) -> bool
+where
+    S: Stream<Item = Result<Message, E>> + Unpin,
+{
+    matches!(
+        std::pin::Pin::new(stream).peek().now_or_never(),
+        Some(None | Some(Err(_) | Ok(Message::Close(_))))
+    )
 }
 
 /// Claims the player for this session. The store's claim epoch is the one source of truth for
@@ -236,7 +270,7 @@ impl Socket {
     async fn serve(
         &mut self,
         core: &mut SessionCore,
-        stream: &mut SplitStream<WebSocket>,
+        stream: &mut Peekable<SplitStream<WebSocket>>,
         control: &mut mpsc::Receiver<Control>,
         token_expires: u64,
     ) -> End {
@@ -317,5 +351,40 @@ impl Socket {
                 self.send_all(&messages)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    type Frames = Vec<Result<Message, std::io::Error>>;
+
+    fn peekable(
+        frames: Frames,
+    ) -> Peekable<futures_util::stream::Iter<std::vec::IntoIter<Result<Message, std::io::Error>>>>
+    {
+        futures_util::stream::iter(frames).peekable()
+    }
+
+    #[test]
+    fn a_client_that_closed_or_broke_off_has_left_and_one_that_speaks_or_waits_has_not() {
+        assert!(left_already(&mut peekable(vec![Ok(Message::Close(None))])));
+        assert!(left_already(&mut peekable(Vec::new())), "end of stream");
+        assert!(left_already(&mut peekable(vec![Err(
+            std::io::Error::other("reset")
+        )])));
+        let mut early = peekable(vec![Ok(Message::Text("{}".into()))]);
+        assert!(!left_already(&mut early));
+        assert!(
+            matches!(
+                early.next().now_or_never(),
+                Some(Some(Ok(Message::Text(_))))
+            ),
+            "the early frame is still there for the session"
+        );
+        let mut quiet =
+            futures_util::stream::pending::<Result<Message, std::io::Error>>().peekable();
+        assert!(!left_already(&mut quiet), "nothing sent yet: still here");
     }
 }

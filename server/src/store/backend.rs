@@ -33,6 +33,7 @@ use sqlx::{Connection, Database, Pool, Transaction};
 use super::error::map_sqlx;
 use super::queries::Queries;
 use super::sql::SqlDialect;
+use super::timings::WriteTimings;
 use super::validate::{check_advances, check_id, check_objectives, check_reward, check_step};
 use super::write_gate::{Priority, WriteTurn};
 use super::{
@@ -155,6 +156,27 @@ pub trait Backend: Send + Sync + Sized + 'static {
     ) -> impl Future<Output = Result<Transaction<'static, Self::Db>, StoreError>> + Send {
         let _ = turn;
         async { Ok(self.pool().begin().await?) }
+    }
+
+    /// Begins a transaction for best-effort rows (the audit log's refusals and trails, the
+    /// analytics' counts): rows a power loss may take the last of, never a change of player
+    /// state. By default [`Backend::begin_write`].
+    fn begin_best_effort_write(
+        &self,
+        turn: &Option<WriteTurn>,
+    ) -> impl Future<Output = Result<Transaction<'static, Self::Db>, StoreError>> + Send {
+        self.begin_write(turn)
+    }
+
+    /// Where best-effort statements outside a transaction run (pruning the audit log). By
+    /// default the pool.
+    fn best_effort_pool(&self) -> &Pool<Self::Db> {
+        self.pool()
+    }
+
+    /// Where the writes' time goes, where the backend measures it (SQLite's write gate).
+    fn write_timings(&self) -> Option<WriteTimings> {
+        None
     }
 
     /// Accepts a quest on `conn`, inside the caller's write transaction (a step's). By default
@@ -601,7 +623,7 @@ impl<B: Backend> Store for B {
         Box::pin(async move {
             let max_age_ms = i64::try_from(max_age.as_millis()).unwrap_or(i64::MAX);
             let _turn = self.write_turn(Priority::Housekeeping).await?;
-            B::Db::prune_audit(self.pool(), max_age_ms).await
+            B::Db::prune_audit(self.best_effort_pool(), max_age_ms).await
         })
     }
 
@@ -611,7 +633,7 @@ impl<B: Backend> Store for B {
                 return Ok(());
             }
             let turn = self.write_turn(Priority::Housekeeping).await?;
-            let mut tx = self.begin_write(&turn).await?;
+            let mut tx = self.begin_best_effort_write(&turn).await?;
             B::Db::add_rollups(&mut tx, rows).await?;
             tx.commit().await?;
             Ok(())
@@ -632,5 +654,9 @@ impl<B: Backend> Store for B {
 
     fn close(&self) -> BoxFuture<'_, ()> {
         Box::pin(self.shut_down())
+    }
+
+    fn write_timings(&self) -> Option<WriteTimings> {
+        Backend::write_timings(self)
     }
 }

@@ -42,6 +42,7 @@ pub mod postgres;
 mod queries;
 mod sql;
 pub mod sqlite;
+mod timings;
 mod validate;
 mod write_gate;
 
@@ -56,7 +57,9 @@ pub use error::{StoreError, StoredQuestStatus};
 pub use group_commit::GroupCommitStats;
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
+pub use timings::{LaneLabels, PriorityLabels, WriteTimings};
 pub(crate) use validate::check_id;
+pub use write_gate::Priority;
 
 /// The database used when nothing is configured: a SQLite file under `./data`, created with its
 /// folder on first use.
@@ -574,6 +577,10 @@ pub trait Store: Send + Sync + 'static {
     /// Closes the pool: waits for connections in use to be returned, then closes them all
     /// (SQLite checkpoints its WAL). Later calls fail with [`StoreError::Unavailable`].
     fn close(&self) -> BoxFuture<'_, ()>;
+
+    /// Where the writes' time goes (SQLite: the write gate's turns, the lanes' commits, the
+    /// checkpoints), for `/metrics`; `None` where the backend does not measure it.
+    fn write_timings(&self) -> Option<WriteTimings>;
 }
 
 /// Which database a URL names.

@@ -15,6 +15,18 @@
 //! pool's acquire timeout. Session claims, releases and first visits' profiles are written many
 //! to a transaction by the [`GroupCommit`] task.
 //!
+//! Two kinds of write never hold the turn for an fsync. WAL checkpoints run beside the writers
+//! on a connection of their own ([`checkpoint_beside_writers`]: every connection has
+//! `wal_autocheckpoint = 0`), so the write that fills the WAL no longer copies it into the
+//! database and syncs both files while every other writer waits. And the best-effort rows, the
+//! audit log's refusals and trails and the narrative analytics' counts, commit on a
+//! `synchronous = NORMAL` connection (`best_effort`): a process crash loses none of them (the
+//! WAL is in the kernel's page cache), a power loss may lose the last of them, which their
+//! contract allows; every row that records a change of player state commits in that change's
+//! own transaction on the players' lane, which stays `synchronous = FULL`. On this VM's disk a
+//! flush takes 0.3 to 0.5 ms, and once in a few minutes half a second (RELIABILITY.md,
+//! scenario 6, seventh round): an fsync under the turn made every player wait for it.
+//!
 //! Everything else it shares with PostgreSQL (`backend.rs`), including accepting
 //! and completing a quest as several statements in one write transaction, which the write lock
 //! taken up front makes right. This file holds only where SQLite differs: the write gate,
@@ -26,6 +38,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::stream::BoxStream;
+use prometheus_client::metrics::histogram::Histogram;
 use sqlx::migrate::Migrator;
 use sqlx::sqlite::{
     Sqlite, SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
@@ -33,12 +46,14 @@ use sqlx::sqlite::{
 };
 use sqlx::{Pool, Transaction};
 use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
 
 use super::backend::{Backend, Chore, Done, open_pool};
 use super::error::map_sqlx;
 use super::group_commit::{
     self, ClaimsSender, GroupCommit, GroupCommitStats, Housekeeping, OwnedStep, PlayerSteps,
 };
+use super::timings::WriteTimings;
 use super::write_gate::{Priority, WriteGate, WriteTurn};
 use super::{Applied, AuditRecord, ClaimEvent, ConnectOptions, Step, StoreError};
 
@@ -59,6 +74,11 @@ const AUDIT_ROWS_PER_INSERT: usize = 128;
 /// waiting player's write goes first.
 const AUDIT_ROWS_PER_TURN: usize = 512;
 
+/// How often [`checkpoint_beside_writers`] copies the WAL into the database. Between two, the
+/// WAL holds what was written meanwhile: under a storm of session starts a few MB, which is
+/// about what SQLite's own threshold (1,000 pages) let it grow to.
+pub const CHECKPOINT_EVERY: Duration = Duration::from_millis(500);
+
 /// The SQLite-backed [`Store`](super::Store).
 #[derive(Debug)]
 pub struct SqliteStore {
@@ -69,6 +89,13 @@ pub struct SqliteStore {
     housekeeping: GroupCommit<Housekeeping>,
     /// Players' steps (quest changes with their audit rows), many to a commit.
     steps: GroupCommit<PlayerSteps>,
+    /// One `synchronous = NORMAL` connection for the best-effort rows: the audit log's
+    /// refusals and trails, the analytics' counts, pruning (see the module docs).
+    best_effort: SqlitePool,
+    /// Where the writes' time goes, for `/metrics`.
+    timings: WriteTimings,
+    /// Stops the checkpointer.
+    closed: CancellationToken,
 }
 
 impl SqliteStore {
@@ -91,31 +118,65 @@ impl SqliteStore {
         // per store call, and a local file's connection does not go stale the way a network
         // connection can (PostgreSQL keeps the check).
         let pool = SqlitePoolOptions::new().test_before_acquire(false);
-        let connect = connect_options.create_if_missing(true);
+        // No commit checkpoints: the checkpointer below does, beside the writers.
+        let connect = connect_options
+            .create_if_missing(true)
+            .pragma("wal_autocheckpoint", "0");
         let pool = open_pool(pool, connect, &options, DEFAULT_MAX_CONNECTIONS, &MIGRATOR).await?;
+        let best_effort = SqlitePoolOptions::new()
+            .test_before_acquire(false)
+            .max_connections(1)
+            .acquire_timeout(options.acquire_timeout)
+            .connect_lazy_with(
+                (*pool.connect_options())
+                    .clone()
+                    .synchronous(SqliteSynchronous::Normal),
+            );
         let (sender, _) = broadcast::channel(1024);
         let claims: ClaimsSender = Arc::new(Mutex::new(Some(sender)));
-        let writes = Arc::<WriteGate>::default();
+        let timings = WriteTimings::default();
+        let writes = Arc::new(WriteGate::new(timings.clone()));
         let housekeeping = GroupCommit::start(
             pool.clone(),
             writes.clone(),
             Housekeeping {
                 claims: claims.clone(),
             },
+            &timings,
         );
-        let steps = GroupCommit::start(pool.clone(), writes.clone(), PlayerSteps);
+        let steps = GroupCommit::start(pool.clone(), writes.clone(), PlayerSteps, &timings);
+        let closed = CancellationToken::new();
+        tokio::spawn(checkpoint_beside_writers(
+            (*pool.connect_options()).clone(),
+            timings.checkpoint.clone(),
+            closed.clone(),
+        ));
         Ok(SqliteStore {
             pool,
             claims,
             writes,
             housekeeping,
             steps,
+            best_effort,
+            timings,
+            closed,
         })
     }
 
     /// The underlying pool (ops tools and tests).
     pub fn pool(&self) -> &SqlitePool {
         &self.pool
+    }
+
+    /// The `synchronous = NORMAL` connection the best-effort rows commit on (tests and ops
+    /// tools; see the module docs).
+    pub fn best_effort(&self) -> &SqlitePool {
+        &self.best_effort
+    }
+
+    /// Where the writes' time goes (also served on `/metrics`).
+    pub fn timings(&self) -> &WriteTimings {
+        &self.timings
     }
 
     /// How many claims, releases and first visits' profiles went to the database in how many
@@ -129,6 +190,61 @@ impl SqliteStore {
     pub fn step_commit_stats(&self) -> GroupCommitStats {
         self.steps.stats()
     }
+}
+
+/// Copies the WAL into the database every [`CHECKPOINT_EVERY`] until `closed`, on a connection
+/// of its own and without a write turn: a PASSIVE checkpoint takes no write lock, so writers go
+/// on appending to the WAL while it copies and syncs. Each checkpoint that copied anything is
+/// timed into `seconds`. A failure is logged and the connection opened again at the next tick;
+/// should this task stop, SQLite's WAL grows until the last connection closes, which
+/// checkpoints it.
+pub async fn checkpoint_beside_writers(
+    options: SqliteConnectOptions,
+    seconds: Histogram,
+    closed: CancellationToken,
+) {
+    let mut conn: Option<sqlx::SqliteConnection> = None;
+    let mut every = tokio::time::interval(CHECKPOINT_EVERY);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            () = closed.cancelled() => break,
+            _ = every.tick() => {}
+        }
+        let connection = match &mut conn {
+            Some(connection) => connection,
+            slot => match sqlx::Connection::connect_with(&options).await {
+                Ok(connection) => slot.insert(connection),
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot open the checkpointer's connection");
+                    continue;
+                }
+            },
+        };
+        let started = std::time::Instant::now();
+        match checkpoint(connection).await {
+            Ok(copied) if copied > 0 => seconds.observe(started.elapsed().as_secs_f64()),
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "WAL checkpoint failed");
+                conn = None;
+            }
+        }
+    }
+    if let Some(connection) = conn {
+        let _ = sqlx::Connection::close(connection).await;
+    }
+}
+
+/// One PASSIVE checkpoint on `conn`: how many WAL frames it copied into the database.
+pub async fn checkpoint(conn: &mut sqlx::SqliteConnection) -> Result<i64, StoreError> {
+    // (busy, frames in the WAL, frames checkpointed): -1 for both when not in WAL mode.
+    let (_busy, _frames, copied): (i64, i64, i64) =
+        sqlx::query_as("PRAGMA wal_checkpoint(PASSIVE)")
+            .fetch_one(conn)
+            .await
+            .map_err(map_sqlx)?;
+    Ok(copied.max(0))
 }
 
 /// Parses a SQLite URL or path into sqlx options with Banter's settings, creating the parent
@@ -191,6 +307,25 @@ impl Backend for SqliteStore {
             .map_err(|_| StoreError::Unavailable("timed out waiting for the write turn".into()))
     }
 
+    fn write_timings(&self) -> Option<WriteTimings> {
+        Some(self.timings.clone())
+    }
+
+    /// On the `synchronous = NORMAL` connection (see the module docs).
+    fn best_effort_pool(&self) -> &SqlitePool {
+        &self.best_effort
+    }
+
+    async fn begin_best_effort_write(
+        &self,
+        _turn: &Option<WriteTurn>,
+    ) -> Result<Transaction<'static, Sqlite>, StoreError> {
+        self.best_effort
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(map_sqlx)
+    }
+
     /// `BEGIN IMMEDIATE`: the write lock is taken up front, so that what the transaction reads
     /// cannot change before it writes (see the module's documentation).
     async fn begin_write(
@@ -230,7 +365,7 @@ impl Backend for SqliteStore {
         // (RELIABILITY.md, scenario 6, sixth round). Between slices the gate lets players in.
         for slice in records.chunks(AUDIT_ROWS_PER_TURN) {
             let turn = self.write_turn(Priority::Housekeeping).await?;
-            let mut tx = self.begin_write(&turn).await?;
+            let mut tx = self.begin_best_effort_write(&turn).await?;
             // One multi-row INSERT per chunk: each statement is a round trip to sqlx's SQLite
             // worker thread, and one per record cost more than the rest of a conversation step
             // (BENCHMARKS.md, "The transport's limit"). 6 binds a row stays far under SQLite's
@@ -262,6 +397,8 @@ impl Backend for SqliteStore {
         }
         self.housekeeping.close();
         self.steps.close();
+        self.closed.cancel();
+        self.best_effort.close().await;
         self.pool.close().await;
     }
 }

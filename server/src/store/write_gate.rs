@@ -18,9 +18,11 @@
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
+
+use super::timings::WriteTimings;
 
 /// Which queue a writer waits in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,6 +31,27 @@ pub enum Priority {
     Player,
     /// Nobody in conversation waits for this write: claims, releases, the audit log.
     Housekeeping,
+}
+
+impl Priority {
+    /// Both, in [`Priority::index`] order.
+    pub const ALL: [Priority; 2] = [Priority::Player, Priority::Housekeeping];
+
+    /// Its place in [`Priority::ALL`].
+    pub fn index(self) -> usize {
+        match self {
+            Priority::Player => 0,
+            Priority::Housekeeping => 1,
+        }
+    }
+
+    /// Its label on `/metrics`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Priority::Player => "player",
+            Priority::Housekeeping => "housekeeping",
+        }
+    }
 }
 
 /// While both queues are waiting, one housekeeping turn follows this many player turns.
@@ -65,12 +88,16 @@ impl Queues {
 #[derive(Debug, Default)]
 pub struct WriteGate {
     queues: Mutex<Queues>,
+    /// How long turns are waited for and held.
+    timings: WriteTimings,
 }
 
 /// The right to write, held until dropped; then the next writer in line gets it.
 #[derive(Debug)]
 pub struct WriteTurn {
     gate: Arc<WriteGate>,
+    priority: Priority,
+    since: Instant,
 }
 
 /// Waiting for a turn gave up after the patience given to [`WriteGate::enter`].
@@ -84,17 +111,38 @@ impl WriteGate {
         self.queues.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// A gate that records into `timings`.
+    pub fn new(timings: WriteTimings) -> WriteGate {
+        WriteGate {
+            queues: Mutex::default(),
+            timings,
+        }
+    }
+
+    /// The turn, taken now, having waited since `asked`.
+    fn turn(self: &Arc<Self>, priority: Priority, asked: Instant) -> WriteTurn {
+        let since = Instant::now();
+        self.timings
+            .waited(priority, since.duration_since(asked).as_secs_f64());
+        WriteTurn {
+            gate: self.clone(),
+            priority,
+            since,
+        }
+    }
+
     /// Waits for this writer's turn, at most `patience`.
     pub async fn enter(
         self: &Arc<Self>,
         priority: Priority,
         patience: Duration,
     ) -> Result<WriteTurn, TimedOut> {
+        let asked = Instant::now();
         let receiver = {
             let mut queues = self.lock();
             if !queues.held {
                 queues.held = true;
-                return Ok(WriteTurn { gate: self.clone() });
+                return Ok(self.turn(priority, asked));
             }
             let (sender, receiver) = oneshot::channel();
             match priority {
@@ -110,7 +158,7 @@ impl WriteGate {
         match tokio::time::timeout(patience, &mut waiting.receiver).await {
             // Handed over: `held` stayed true for us. `waiting` is dropped with the turn
             // already taken out of its channel, so its drop passes nothing on.
-            Ok(Ok(())) => Ok(WriteTurn { gate: self.clone() }),
+            Ok(Ok(())) => Ok(self.turn(priority, asked)),
             // The gate is dropped only with the store; nobody hands the turn over then.
             Ok(Err(_)) | Err(_) => Err(TimedOut),
         }
@@ -131,6 +179,8 @@ impl WriteGate {
 
 impl Drop for WriteTurn {
     fn drop(&mut self) {
+        let held = self.since.elapsed().as_secs_f64();
+        self.gate.timings.held(self.priority, held);
         self.gate.hand_over();
     }
 }
@@ -264,5 +314,29 @@ mod tests {
         };
         drop(turn);
         drop(enter_now(&gate, Priority::Player));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn every_turn_is_timed_by_its_queue_waited_and_held() {
+        use super::super::timings::PriorityLabels;
+        let timings = WriteTimings::default();
+        let gate = Arc::new(WriteGate::new(timings.clone()));
+        let first = enter_now(&gate, Priority::Housekeeping);
+        let mut player = pin!(gate.enter(Priority::Player, PATIENCE));
+        assert!(poll_once(player.as_mut()).is_pending());
+        drop(first);
+        let Poll::Ready(Ok(turn)) = poll_once(player.as_mut()) else {
+            panic!("the player's turn was handed over");
+        };
+        drop(turn);
+        let counts = |priority: &'static str| {
+            let labels = PriorityLabels { priority };
+            (
+                timings.turn_wait.get_or_create(&labels).count(),
+                timings.turn_held.get_or_create(&labels).count(),
+            )
+        };
+        assert_eq!(counts("housekeeping"), (1, 1));
+        assert_eq!(counts("player"), (1, 1));
     }
 }

@@ -321,3 +321,89 @@ async fn steps_in_a_burst_share_a_commit_and_one_refusal_stays_its_own() {
     holder.close().await.expect("close");
     store.close().await;
 }
+
+/// No commit checkpoints the WAL (every connection has `wal_autocheckpoint = 0`): the
+/// checkpointer copies it beside the writers, holding no write turn, and is timed. The
+/// best-effort rows (audit refusals, analytics counts) commit at `synchronous = NORMAL`, while
+/// the pool that writes players' state stays `FULL`; the gate's turns are timed too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn checkpoints_run_beside_the_writers_and_best_effort_rows_skip_the_fsync() {
+    use banter_server::store::{AuditRecord, SqliteStore};
+    let db = TestDb::sqlite("checkpointer");
+    let store = SqliteStore::connect(&db.url(), ConnectOptions::default())
+        .await
+        .expect("connect");
+    let pragma = |pool: sqlx::SqlitePool, name: &'static str| async move {
+        let (value,): (i64,) = sqlx::query_as(&format!("PRAGMA {name}"))
+            .fetch_one(&pool)
+            .await
+            .expect(name);
+        value
+    };
+    assert_eq!(pragma(store.pool().clone(), "wal_autocheckpoint").await, 0);
+    assert_eq!(
+        pragma(store.best_effort().clone(), "wal_autocheckpoint").await,
+        0
+    );
+    assert_eq!(pragma(store.pool().clone(), "synchronous").await, 2, "FULL");
+    assert_eq!(
+        pragma(store.best_effort().clone(), "synchronous").await,
+        1,
+        "NORMAL"
+    );
+
+    accept(&store, "p1", "q1", &["o1"]).await;
+    // About 1.2 MB of rows: far more than the schema alone, so the database file reaching that
+    // size shows the WAL was copied into it, which no commit does here.
+    let records: Vec<AuditRecord> = (0..2000)
+        .map(|i| AuditRecord {
+            player_id: "p1".into(),
+            conversation: None,
+            message: "malformed".into(),
+            code: Some("malformed".into()),
+            detail: Some("x".repeat(600)),
+            recorded_us: i,
+        })
+        .collect();
+    store.record_audit(&records).await.expect("record");
+    assert_eq!(
+        store
+            .audit_for_player("p1", 1000)
+            .await
+            .expect("read")
+            .len(),
+        1000,
+        "the newest refusals"
+    );
+    let timings = store.timings();
+    let count = |family: &banter_server::store::WriteTimings, player: bool| {
+        let labels = banter_server::store::PriorityLabels {
+            priority: if player { "player" } else { "housekeeping" },
+        };
+        (
+            family.turn_wait.get_or_create(&labels).count(),
+            family.turn_held.get_or_create(&labels).count(),
+        )
+    };
+    assert!(count(timings, true).0 >= 1 && count(timings, true).1 >= 1);
+    assert!(
+        count(timings, false).1 >= 4,
+        "the audit's slices were timed"
+    );
+
+    // The checkpointer ticks every 500 ms.
+    let file = std::path::PathBuf::from(db.url().trim_start_matches("sqlite://"));
+    let deadline = Instant::now() + WAIT;
+    while std::fs::metadata(&file).map_or(0, |m| m.len()) < 1_200_000 {
+        assert!(
+            Instant::now() < deadline,
+            "the WAL was not copied within {WAIT:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        timings.checkpoint.count() >= 1,
+        "and the checkpoint was timed"
+    );
+    store.close().await;
+}
