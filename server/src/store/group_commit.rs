@@ -103,6 +103,9 @@ pub trait Lane: Send + Sync + 'static {
     const MAX_BATCH: usize;
     /// How long the lane waits for more jobs after the first, before asking for a turn.
     const LINGER: Duration;
+    /// Whether the lane commits early, after any job, when a player waits for the turn (the
+    /// rest of its batch goes in its next turn).
+    const YIELDS_TO_PLAYERS: bool;
     /// The lane connection's `synchronous` setting.
     const SYNCHRONOUS: SqliteSynchronous;
     /// Every job is one statement: alone, it runs in autocommit (one round trip, not three).
@@ -140,6 +143,10 @@ impl Lane for Housekeeping {
     const LABEL: &'static str = "housekeeping";
     const MAX_BATCH: usize = MAX_HOUSEKEEPING_BATCH;
     const LINGER: Duration = HOUSEKEEPING_LINGER;
+    // Under a connect storm a turn of a few claims still took up to 25 ms of round trips to
+    // the connection's thread on 2 busy cores, and a player's quest write waited for all of
+    // it (RELIABILITY.md, scenario 6, seventh round): now it waits for one job and a COMMIT.
+    const YIELDS_TO_PLAYERS: bool = true;
     const SYNCHRONOUS: SqliteSynchronous = SqliteSynchronous::Normal;
     const ONE_STATEMENT: bool = true;
 
@@ -173,6 +180,7 @@ impl Lane for PlayerSteps {
     const MAX_BATCH: usize = MAX_BATCH;
     // A player waits for each of these: no lingering, the batch is what queued meanwhile.
     const LINGER: Duration = Duration::ZERO;
+    const YIELDS_TO_PLAYERS: bool = false;
     const SYNCHRONOUS: SqliteSynchronous = SqliteSynchronous::Full;
     const ONE_STATEMENT: bool = false;
 
@@ -416,48 +424,61 @@ impl<L: Lane> Writer<L> {
     async fn run(mut self, mut queue: mpsc::Receiver<Queued<L>>) {
         let mut batch = Vec::with_capacity(L::MAX_BATCH);
         loop {
-            let job = tokio::select! {
-                _ = self.closed.cancelled(), if self.conn.is_some() => {
-                    // The store closed: the file is let go of now, not when the store is dropped.
-                    if let Some(conn) = self.conn.take() {
-                        let _ = conn.close().await;
+            // A turn that yielded to a player may have left the rest of its batch: it goes
+            // first, in the next turn, without waiting for a new job.
+            if batch.is_empty() {
+                let job = tokio::select! {
+                    _ = self.closed.cancelled(), if self.conn.is_some() => {
+                        // The store closed: the file is let go of now, not when the store is
+                        // dropped.
+                        if let Some(conn) = self.conn.take() {
+                            let _ = conn.close().await;
+                        }
+                        continue;
                     }
-                    continue;
-                }
-                job = queue.recv() => job,
-            };
-            let Some(job) = job else { return };
-            batch.push(job);
-            linger::<L>(&mut queue, &mut batch).await;
+                    job = queue.recv() => job,
+                };
+                let Some(job) = job else { return };
+                batch.push(job);
+                linger::<L>(&mut queue, &mut batch).await;
+            }
             take_waiting(&mut queue, &mut batch);
             if self.closed.is_cancelled() {
                 let err = StoreError::Unavailable("the store is closed".into());
                 answer_all(&mut batch, &err);
                 continue;
             }
-            let patience = self.pool.options().get_acquire_timeout();
-            let turn = match self.gate.enter(L::PRIORITY, patience).await {
-                Ok(turn) => turn,
-                Err(_) => {
-                    let err =
-                        StoreError::Unavailable("timed out waiting for the write turn".into());
-                    answer_all(&mut batch, &err);
-                    continue;
-                }
+            let Some(turn) = self.turn(&mut batch).await else {
+                continue;
             };
             // What arrived while the turn was busy joins this commit: that is the grouping.
             take_waiting(&mut queue, &mut batch);
             self.write(&turn, &mut batch).await;
-            drop(turn);
         }
     }
 
-    /// Writes and answers every job of `batch`, leaving it empty.
-    async fn write(&mut self, _turn: &WriteTurn, batch: &mut Vec<Queued<L>>) {
+    /// The lane's turn at the gate; `None`, with every job of `batch` answered, if the wait
+    /// ran out.
+    async fn turn(&mut self, batch: &mut Vec<Queued<L>>) -> Option<WriteTurn> {
+        let patience = self.pool.options().get_acquire_timeout();
+        match self.gate.enter(L::PRIORITY, patience).await {
+            Ok(turn) => Some(turn),
+            Err(_) => {
+                let err = StoreError::Unavailable("timed out waiting for the write turn".into());
+                answer_all(batch, &err);
+                None
+            }
+        }
+    }
+
+    /// Writes and answers the jobs of `batch`, leaving it empty, or, on a lane that yields to
+    /// players, holding the jobs left when a player came to wait for the turn.
+    async fn write(&mut self, turn: &WriteTurn, batch: &mut Vec<Queued<L>>) {
         if batch.len() > 1 {
-            match self.write_together(batch).await {
+            match self.write_together(turn, batch).await {
                 Ok(done) => {
-                    for (queued, done) in batch.drain(..).zip(done) {
+                    let written = done.len();
+                    for (queued, done) in batch.drain(..written).zip(done) {
                         self.lane.committed(&done);
                         let _ = queued.reply.send(Ok(done));
                     }
@@ -487,10 +508,16 @@ impl<L: Lane> Writer<L> {
         }
     }
 
-    /// Every job of `batch` in one transaction. No savepoints: each is a round trip to the
-    /// connection's thread per job, and a failing job is rare (the callers check first), so a
-    /// failure rolls back the batch and its jobs run again one by one.
-    async fn write_together(&mut self, batch: &[Queued<L>]) -> Result<Vec<L::Done>, Failed> {
+    /// The jobs of `batch` in one transaction: all of them, or on a lane that yields to
+    /// players, those run before a player came to wait for `turn` (at least one). No
+    /// savepoints: each is a round trip to the connection's thread per job, and a failing job
+    /// is rare (the callers check first), so a failure rolls back the batch and its jobs run
+    /// again one by one.
+    async fn write_together(
+        &mut self,
+        turn: &WriteTurn,
+        batch: &[Queued<L>],
+    ) -> Result<Vec<L::Done>, Failed> {
         self.counts.transactions.fetch_add(1, Ordering::Relaxed);
         let conn = self.connection().await.map_err(Failed::Connection)?;
         let mut tx = conn
@@ -499,6 +526,9 @@ impl<L: Lane> Writer<L> {
             .map_err(|e| Failed::Connection(map_sqlx(e)))?;
         let mut done = Vec::with_capacity(batch.len());
         for queued in batch {
+            if L::YIELDS_TO_PLAYERS && !done.is_empty() && turn.players_waiting() {
+                break;
+            }
             match L::run(&queued.job, &mut tx).await {
                 Ok(d) => done.push(d),
                 Err(_) => {

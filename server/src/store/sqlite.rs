@@ -174,6 +174,11 @@ impl SqliteStore {
         &self.best_effort
     }
 
+    /// How many players' writes wait for a turn at the write gate now (tests and diagnostics).
+    pub fn players_waiting_for_a_turn(&self) -> usize {
+        self.writes.players_waiting()
+    }
+
     /// Where the writes' time goes (also served on `/metrics`).
     pub fn timings(&self) -> &WriteTimings {
         &self.timings

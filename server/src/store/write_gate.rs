@@ -164,6 +164,11 @@ impl WriteGate {
         }
     }
 
+    /// How many players' writes are waiting for a turn.
+    pub fn players_waiting(&self) -> usize {
+        self.lock().player.len()
+    }
+
     /// Passes the turn to the next live waiter, or frees the gate.
     fn hand_over(&self) {
         let mut queues = self.lock();
@@ -174,6 +179,13 @@ impl WriteGate {
             // That waiter gave up (timed out or was cancelled): try the next one.
         }
         queues.held = false;
+    }
+}
+
+impl WriteTurn {
+    /// Whether a player's write is waiting for this turn.
+    pub fn players_waiting(&self) -> bool {
+        self.gate.players_waiting() > 0
     }
 }
 

@@ -407,3 +407,87 @@ async fn checkpoints_run_beside_the_writers_and_best_effort_rows_skip_the_fsync(
     );
     store.close().await;
 }
+
+/// A housekeeping turn commits early when a player comes to wait for the write turn: the
+/// player's write goes after one claim, not after the whole storm (and the rest of the claims
+/// go in the next turn).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_housekeeping_turn_yields_to_a_player_who_waits() {
+    use banter_server::store::{PriorityLabels, SqliteStore, sqlite::sqlite_options};
+    use sqlx::Connection;
+    let db = TestDb::sqlite("yield");
+    let url = db.url();
+    let store = Arc::new(
+        SqliteStore::connect(&url, ConnectOptions::default())
+            .await
+            .expect("connect"),
+    );
+    let mut holder =
+        sqlx::sqlite::SqliteConnection::connect_with(&sqlite_options(&url).expect("options"))
+            .await
+            .expect("connect");
+    let housekeeping_turns = |store: &SqliteStore| {
+        store
+            .timings()
+            .turn_wait
+            .get_or_create(&PriorityLabels {
+                priority: "housekeeping",
+            })
+            .count()
+    };
+    // SQLite's lock is held elsewhere: the lane takes the turn with its storm and waits there.
+    sqlx::query("BEGIN IMMEDIATE")
+        .execute(&mut holder)
+        .await
+        .expect("take the write lock");
+    let before = store.group_commit_stats();
+    let turns_before = housekeeping_turns(&store);
+    let claims = tokio::spawn({
+        let store = store.clone();
+        async move {
+            let players: Vec<String> = (0..20).map(|i| format!("storm-{i}")).collect();
+            futures_util::future::join_all(
+                players.iter().map(|p| store.claim_session(p, "s1", "inst")),
+            )
+            .await
+        }
+    });
+    until("the lane holds the turn", || {
+        store.group_commit_stats().jobs == before.jobs + 20
+            && housekeeping_turns(&store) > turns_before
+    })
+    .await;
+    let player = tokio::spawn({
+        let store = store.clone();
+        async move { store.set_tutorial_stage("player-1", 1).await }
+    });
+    until("the player waits for the turn", || {
+        store.players_waiting_for_a_turn() == 1
+    })
+    .await;
+    sqlx::query("ROLLBACK")
+        .execute(&mut holder)
+        .await
+        .expect("let go of the lock");
+
+    player.await.expect("player").expect("the player's write");
+    let claims = claims.await.expect("claims");
+    assert!(claims.iter().all(Result::is_ok), "{claims:?}");
+    let after = store.group_commit_stats();
+    assert_eq!(
+        after.transactions - before.transactions,
+        2,
+        "one claim, the player's turn, then the other 19"
+    );
+    holder.close().await.expect("close");
+    store.close().await;
+}
+
+/// Polls `done` until it holds, for at most [`WAIT`].
+async fn until(what: &str, done: impl Fn() -> bool) {
+    let deadline = Instant::now() + WAIT;
+    while !done() {
+        assert!(Instant::now() < deadline, "{what} within {WAIT:?}");
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
