@@ -64,19 +64,10 @@ async fn an_in_memory_database_works() {
 /// alone: the claims committed with it are not refused with it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claims_in_a_storm_share_a_commit_and_one_failure_stays_its_own() {
-    use banter_server::store::{SqliteStore, sqlite::sqlite_options};
+    use banter_server::store::SqliteStore;
     use sqlx::Connection;
-    let db = TestDb::sqlite("group-commit");
-    let url = db.url();
-    let store = Arc::new(
-        SqliteStore::connect(&url, ConnectOptions::default())
-            .await
-            .expect("connect"),
-    );
-    let mut holder =
-        sqlx::sqlite::SqliteConnection::connect_with(&sqlite_options(&url).expect("options"))
-            .await
-            .expect("connect");
+    let (_db, store, mut holder) = store_and_lock_holder("group-commit").await;
+    let store = Arc::new(store);
     sqlx::query(
         "CREATE TRIGGER poison BEFORE INSERT ON session_claims WHEN NEW.player_id = 'poison' \
          BEGIN SELECT RAISE(ABORT, 'poisoned by the test'); END",
@@ -413,19 +404,10 @@ async fn checkpoints_run_beside_the_writers_and_best_effort_rows_skip_the_fsync(
 /// go in the next turn).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_housekeeping_turn_yields_to_a_player_who_waits() {
-    use banter_server::store::{PriorityLabels, SqliteStore, sqlite::sqlite_options};
+    use banter_server::store::{PriorityLabels, SqliteStore};
     use sqlx::Connection;
-    let db = TestDb::sqlite("yield");
-    let url = db.url();
-    let store = Arc::new(
-        SqliteStore::connect(&url, ConnectOptions::default())
-            .await
-            .expect("connect"),
-    );
-    let mut holder =
-        sqlx::sqlite::SqliteConnection::connect_with(&sqlite_options(&url).expect("options"))
-            .await
-            .expect("connect");
+    let (_db, store, mut holder) = store_and_lock_holder("yield").await;
+    let store = Arc::new(store);
     let housekeeping_turns = |store: &SqliteStore| {
         store
             .timings()
@@ -490,4 +472,27 @@ async fn until(what: &str, done: impl Fn() -> bool) {
         assert!(Instant::now() < deadline, "{what} within {WAIT:?}");
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
+}
+
+/// A store on a fresh SQLite file, and a connection of the test's own to that file, to hold
+/// SQLite's write lock from outside the store as another process would. The [`TestDb`] is kept
+/// alive with them.
+async fn store_and_lock_holder(
+    name: &str,
+) -> (
+    TestDb,
+    banter_server::store::SqliteStore,
+    sqlx::sqlite::SqliteConnection,
+) {
+    use sqlx::Connection;
+    let db = TestDb::sqlite(name);
+    let url = db.url();
+    let store = banter_server::store::SqliteStore::connect(&url, ConnectOptions::default())
+        .await
+        .expect("connect");
+    let options = banter_server::store::sqlite::sqlite_options(&url).expect("options");
+    let holder = sqlx::sqlite::SqliteConnection::connect_with(&options)
+        .await
+        .expect("connect");
+    (db, store, holder)
 }
