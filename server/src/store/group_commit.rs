@@ -41,7 +41,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use prometheus_client::metrics::histogram::Histogram;
@@ -54,7 +54,7 @@ use super::backend::{Chore, Done, run_step};
 use super::error::map_sqlx;
 use super::queries::Queries;
 use super::sqlite::SqliteStore;
-use super::timings::WriteTimings;
+use super::timings::{WriteTimings, timed};
 use super::write_gate::{Priority, WriteGate, WriteTurn};
 use super::{Applied, Change, ObjectiveAdvance, SessionClaim, Step, StoreError};
 
@@ -519,6 +519,8 @@ impl<L: Lane> Writer<L> {
         batch: &[Queued<L>],
     ) -> Result<Vec<L::Done>, Failed> {
         self.counts.transactions.fetch_add(1, Ordering::Relaxed);
+        // A handle of its own: the transaction below borrows the lane's connection.
+        let commit_seconds = self.commit_seconds.clone();
         let conn = self.connection().await.map_err(Failed::Connection)?;
         let mut tx = conn
             .begin_with("BEGIN IMMEDIATE")
@@ -539,17 +541,17 @@ impl<L: Lane> Writer<L> {
                 }
             }
         }
-        let committing = Instant::now();
-        let committed = tx.commit().await;
-        self.commit_seconds
-            .observe(committing.elapsed().as_secs_f64());
-        committed.map_err(|e| Failed::Connection(L::commit_failed(map_sqlx(e))))?;
+        timed(&commit_seconds, tx.commit())
+            .await
+            .map_err(|e| Failed::Connection(L::commit_failed(map_sqlx(e))))?;
         Ok(done)
     }
 
     /// One job in a transaction of its own (in autocommit when it is one statement).
     async fn write_alone(&mut self, job: &L::Job) -> Result<L::Done, StoreError> {
         self.counts.transactions.fetch_add(1, Ordering::Relaxed);
+        // A handle of its own: the transaction below borrows the lane's connection.
+        let commit_seconds = self.commit_seconds.clone();
         let conn = self.connection().await?;
         if L::ONE_STATEMENT {
             return L::run(job, conn).await;
@@ -557,11 +559,9 @@ impl<L: Lane> Writer<L> {
         let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(map_sqlx)?;
         match L::run(job, &mut tx).await {
             Ok(done) => {
-                let committing = Instant::now();
-                let committed = tx.commit().await;
-                self.commit_seconds
-                    .observe(committing.elapsed().as_secs_f64());
-                committed.map_err(|e| L::commit_failed(map_sqlx(e)))?;
+                timed(&commit_seconds, tx.commit())
+                    .await
+                    .map_err(|e| L::commit_failed(map_sqlx(e)))?;
                 Ok(done)
             }
             Err(err) => {

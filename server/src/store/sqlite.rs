@@ -197,6 +197,11 @@ impl SqliteStore {
     }
 }
 
+/// A write transaction on `pool` that takes SQLite's write lock up front (see the module docs).
+async fn begin_immediate(pool: &SqlitePool) -> Result<Transaction<'static, Sqlite>, StoreError> {
+    pool.begin_with("BEGIN IMMEDIATE").await.map_err(map_sqlx)
+}
+
 /// Copies the WAL into the database every [`CHECKPOINT_EVERY`] until `closed`, on a connection
 /// of its own and without a write turn: a PASSIVE checkpoint takes no write lock, so writers go
 /// on appending to the WAL while it copies and syncs. Each checkpoint that copied anything is
@@ -325,10 +330,7 @@ impl Backend for SqliteStore {
         &self,
         _turn: &Option<WriteTurn>,
     ) -> Result<Transaction<'static, Sqlite>, StoreError> {
-        self.best_effort
-            .begin_with("BEGIN IMMEDIATE")
-            .await
-            .map_err(map_sqlx)
+        begin_immediate(&self.best_effort).await
     }
 
     /// `BEGIN IMMEDIATE`: the write lock is taken up front, so that what the transaction reads
@@ -337,10 +339,7 @@ impl Backend for SqliteStore {
         &self,
         _turn: &Option<WriteTurn>,
     ) -> Result<Transaction<'static, Sqlite>, StoreError> {
-        self.pool
-            .begin_with("BEGIN IMMEDIATE")
-            .await
-            .map_err(map_sqlx)
+        begin_immediate(&self.pool).await
     }
 
     /// Through the players' lane of the group commit: steps that arrive together share one

@@ -16,6 +16,8 @@
 //! Recording is a histogram observation (atomics, no lock on the path once the handles exist).
 //! The families are shared handles: the store records into them, `Metrics` serves them.
 
+use std::time::Instant;
+
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::Histogram;
@@ -105,4 +107,12 @@ impl WriteTimings {
     pub fn commit_of(&self, lane: &'static str) -> Histogram {
         self.commit.get_or_create(&LaneLabels { lane }).clone()
     }
+}
+
+/// Runs `work`, recording how long it took into `seconds`, whatever it returns.
+pub async fn timed<T>(seconds: &Histogram, work: impl Future<Output = T>) -> T {
+    let started = Instant::now();
+    let output = work.await;
+    seconds.observe(started.elapsed().as_secs_f64());
+    output
 }

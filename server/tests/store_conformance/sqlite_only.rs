@@ -97,11 +97,10 @@ async fn claims_in_a_storm_share_a_commit_and_one_failure_stays_its_own() {
                 .await
             }
         });
-        let deadline = Instant::now() + WAIT;
-        while store.group_commit_stats().jobs < queued_before + n {
-            assert!(Instant::now() < deadline, "the claims were not queued");
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
+        until("the claims are queued", || {
+            store.group_commit_stats().jobs >= queued_before + n
+        })
+        .await;
         sqlx::query("ROLLBACK")
             .execute(&mut *holder)
             .await
@@ -178,11 +177,10 @@ async fn steps_in_a_burst_share_a_commit_and_one_refusal_stays_its_own() {
         let n = steps.len() as u64;
         let all = futures_util::future::join_all(steps.iter().map(|s| store.apply_step(s)));
         let release = async {
-            let deadline = Instant::now() + WAIT;
-            while store.step_commit_stats().jobs < queued_before + n {
-                assert!(Instant::now() < deadline, "the steps were not queued");
-                tokio::time::sleep(Duration::from_millis(1)).await;
-            }
+            until("the steps are queued", || {
+                store.step_commit_stats().jobs >= queued_before + n
+            })
+            .await;
             sqlx::query("ROLLBACK")
                 .execute(&mut *holder)
                 .await
@@ -384,14 +382,10 @@ async fn checkpoints_run_beside_the_writers_and_best_effort_rows_skip_the_fsync(
 
     // The checkpointer ticks every 500 ms.
     let file = std::path::PathBuf::from(db.url().trim_start_matches("sqlite://"));
-    let deadline = Instant::now() + WAIT;
-    while std::fs::metadata(&file).map_or(0, |m| m.len()) < 1_200_000 {
-        assert!(
-            Instant::now() < deadline,
-            "the WAL was not copied within {WAIT:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until("the WAL is copied into the database", || {
+        std::fs::metadata(&file).map_or(0, |m| m.len()) >= 1_200_000
+    })
+    .await;
     assert!(
         timings.checkpoint.count() >= 1,
         "and the checkpoint was timed"
