@@ -17,11 +17,16 @@
 #    (16 MiB a connection) grow with it; every round's baseline is printed, so growth from round
 #    to round shows.
 #
-# Why rounds: the honest p99 of one 45 s run moves from 9 to 22 ms between runs of the same
-# build with nothing else running (its 100 bots read at the same pace, so their quest writes
-# arrive together and queue at SQLite's one writer), which is as much as the abuse adds. The
-# latency verdict compares the median of the rounds' p99s, calm against abuse; every round's
-# own ratio is printed too.
+# Why rounds: one run's p99 moves from run to run of the same build with nothing else running
+# (disk flushes, the scheduler), and a verdict on one run would be a coin toss near the limit.
+# The latency verdict is the median of the rounds' p99s, calm against abuse, and every round's
+# own ratio: both must hold.
+#
+# What is judged: the round trips of requests the bots sent before their deadline. At the
+# deadline every bot closes the conversation it was reading, all 100 in the same millisecond; that
+# herd (about 100 `close`s a run, 2 % of the messages, so it was the p99) is the harness's, not
+# a crowd of players'. It is still answered and checked (rejections, errors, rewards) and its p99
+# is printed on its own row (`wind_down_us` in banter-sim's report), outside the verdict.
 #
 # Each run's /metrics is scraped before and after it, and the report shows where the store's
 # writes spent their time in that run (SQLite: the wait for a write turn, the turns held, the
@@ -266,6 +271,15 @@ for kind in kinds:
             return "-"
         return f"{ms(statistics.median(f['p99'] for f in found))} ({found[0]['messages']})"
     rows.append((f"  p99 {kind} (msgs)", cell(calms), cell(abuses), ""))
+# The requests sent after each run's deadline (every bot closing what it was reading, in the
+# same millisecond): answered and checked like the rest, but a herd the harness makes, so not in
+# the figures above or the verdict.
+def wind_down(runs):
+    found = [run["wind_down_us"] for run in runs if run.get("wind_down_us", {}).get("messages")]
+    if not found:
+        return "-"
+    return f"{ms(statistics.median(f['p99'] for f in found))} ({found[0]['messages']})"
+rows.append(("  p99 wind-down, not judged (msgs)", wind_down(calms), wind_down(abuses), ""))
 width = [max(len(r[i]) for r in rows) for i in range(4)]
 for r in rows:
     print("  ".join(c.ljust(width[i]) for i, c in enumerate(r)).rstrip())

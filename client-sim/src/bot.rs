@@ -228,6 +228,9 @@ pub async fn run(options: BotOptions, live: Option<Arc<Live>>) -> BotReport {
                 };
             }
         };
+    // What the bots send after the deadline (closing the conversation each was reading, all in
+    // the same millisecond) is the harness's herd, not the load: measured apart.
+    session.measure_until(options.deadline);
     let mut bot = Bot {
         rng: sim_rng(options.seed),
         options,

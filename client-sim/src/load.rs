@@ -100,6 +100,7 @@ pub async fn run(options: LoadOptions) -> Result<LoadReport> {
     });
 
     let mut histogram = new_histogram()?;
+    let mut wind_down = new_histogram()?;
     let mut by_kind: std::collections::BTreeMap<String, hdrhistogram::Histogram<u64>> =
         std::collections::BTreeMap::new();
     let mut report = LoadReport {
@@ -129,6 +130,7 @@ pub async fn run(options: LoadOptions) -> Result<LoadReport> {
         }
         report.messages += m.messages;
         let _ = histogram.add(&m.round_trips);
+        let _ = wind_down.add(&m.wind_down);
         for (kind, round_trips) in m.round_trips_by_kind {
             match by_kind.get_mut(&kind) {
                 Some(merged) => {
@@ -169,6 +171,10 @@ pub async fn run(options: LoadOptions) -> Result<LoadReport> {
         0.0
     };
     report.latency_us = Latency::from_histogram(&histogram);
+    report.wind_down_us = KindLatency {
+        messages: wind_down.len(),
+        latency: Latency::from_histogram(&wind_down),
+    };
     report.latency_by_kind_us = by_kind
         .into_iter()
         .map(|(kind, h)| {

@@ -56,6 +56,19 @@ pub struct KindLatency {
     pub latency: Latency,
 }
 
+impl KindLatency {
+    /// `N msgs, p50 .., p99 .., max ..`, with `what` after the count.
+    fn summary(&self, what: &str) -> String {
+        format!(
+            "{} msgs{what}, p50 {}, p99 {}, max {}",
+            self.messages,
+            micros(self.latency.p50),
+            micros(self.latency.p99),
+            micros(self.latency.max)
+        )
+    }
+}
+
 impl Latency {
     /// The percentiles of an HDR histogram of round trips recorded in microseconds.
     pub fn from_histogram(h: &Histogram<u64>) -> Latency {
@@ -85,6 +98,9 @@ pub struct LoadReport {
     pub latency_us: Latency,
     /// The round trips by request kind (`move`, `talk`, `action AcceptQuest`, ...).
     pub latency_by_kind_us: BTreeMap<String, KindLatency>,
+    /// Requests sent after the deadline (the bots closing what they had open, all at once):
+    /// answered and checked like the rest, but not in `latency_us` or `latency_by_kind_us`.
+    pub wind_down_us: KindLatency,
     /// Requests the server refused: an honest bot must get none.
     pub rejections: u64,
     pub rejections_by_code: BTreeMap<String, u64>,
@@ -151,15 +167,12 @@ impl LoadReport {
             ("errors".into(), self.errors.to_string()),
         ];
         for (kind, k) in &self.latency_by_kind_us {
+            rows.push((format!("  {kind}"), k.summary("")));
+        }
+        if self.wind_down_us.messages > 0 {
             rows.push((
-                format!("  {kind}"),
-                format!(
-                    "{} msgs, p50 {}, p99 {}, max {}",
-                    k.messages,
-                    micros(k.latency.p50),
-                    micros(k.latency.p99),
-                    micros(k.latency.max)
-                ),
+                "wind-down (not above)".into(),
+                self.wind_down_us.summary(" sent after the deadline"),
             ));
         }
         for (code, n) in &self.rejections_by_code {

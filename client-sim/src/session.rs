@@ -74,6 +74,12 @@ pub struct Metrics {
     /// The same round trips by what was asked ([`request_kind`]), to tell which request a
     /// tail belongs to.
     pub round_trips_by_kind: BTreeMap<String, Histogram<u64>>,
+    /// Round trips of requests sent at or after the end of the measured window
+    /// ([`Session::measure_until`]): a load's bots close what they had open when its deadline
+    /// came, all in the same millisecond, which no crowd of players does. Kept apart from
+    /// `round_trips` so that herd, which the harness makes, is not read as the server's latency
+    /// (the report prints it on its own line).
+    pub wind_down: Histogram<u64>,
     /// Refusals by error code.
     pub rejections: BTreeMap<&'static str, u64>,
     /// Requests that got no answer (connection lost, timeout) and other failures.
@@ -116,6 +122,7 @@ impl Metrics {
             messages: 0,
             round_trips: new_histogram()?,
             round_trips_by_kind: BTreeMap::new(),
+            wind_down: new_histogram()?,
             rejections: BTreeMap::new(),
             errors: 0,
             error_samples: Vec::new(),
@@ -124,6 +131,24 @@ impl Metrics {
             conversations: 0,
             acknowledged: Acknowledged::default(),
         })
+    }
+
+    /// One answered request's round trip: in the latency figures (overall and by kind) if it was
+    /// sent inside the measured window, in the wind-down if not.
+    fn record(&mut self, kind: &str, micros: u64, measured: bool) -> Result<()> {
+        if !measured {
+            self.wind_down.saturating_record(micros);
+            return Ok(());
+        }
+        self.round_trips.saturating_record(micros);
+        if !self.round_trips_by_kind.contains_key(kind) {
+            self.round_trips_by_kind
+                .insert(kind.to_owned(), new_histogram()?);
+        }
+        if let Some(histogram) = self.round_trips_by_kind.get_mut(kind) {
+            histogram.saturating_record(micros);
+        }
+        Ok(())
     }
 
     /// Counts an error and keeps a sample of it.
@@ -217,6 +242,9 @@ pub struct Session {
     connection: Option<Connection>,
     connected_once: bool,
     pacer: Pacer,
+    /// Requests sent from this instant on are the wind-down, not the measured load
+    /// ([`Metrics::wind_down`]).
+    measured_until: Option<Instant>,
     /// The body's last accepted position.
     pub position: Option<Position>,
     last_move: Option<Instant>,
@@ -249,6 +277,7 @@ impl Session {
         let login = banter_client::device_login(&http, &options.device).await?;
         let mut session = Session {
             pacer: Pacer::new(options.rate_per_sec),
+            measured_until: None,
             options,
             http,
             login,
@@ -319,26 +348,26 @@ impl Session {
         self.connection.as_mut().ok_or(SimError::Closed)
     }
 
+    /// Ends the measured window at `end`: the round trips of requests sent from then on go to
+    /// [`Metrics::wind_down`], not to the latency figures (everything else, from rejections to
+    /// acknowledged rewards, still counts).
+    pub fn measure_until(&mut self, end: Instant) {
+        self.measured_until = Some(end);
+    }
+
     /// Sends one message (paced by the client's rate limit) and collects its answer. Effects
     /// update the facts; a dropped connection is reconnected on the next request.
     pub async fn request(&mut self, message: ClientMessage) -> Result<Reply> {
         self.pacer.ready().await;
         let kind = request_kind(&message);
+        let measured = self.measured_until.is_none_or(|end| Instant::now() < end);
         let connection = self.connect().await?;
         let result = connection.request(message).await;
         match result {
             Ok(reply) => {
                 self.metrics.messages += 1;
                 let micros = u64::try_from(reply.round_trip.as_micros()).unwrap_or(u64::MAX);
-                self.metrics.round_trips.saturating_record(micros.max(1));
-                if !self.metrics.round_trips_by_kind.contains_key(kind.as_ref()) {
-                    self.metrics
-                        .round_trips_by_kind
-                        .insert(kind.clone().into_owned(), new_histogram()?);
-                }
-                if let Some(histogram) = self.metrics.round_trips_by_kind.get_mut(kind.as_ref()) {
-                    histogram.saturating_record(micros.max(1));
-                }
+                self.metrics.record(&kind, micros.max(1), measured)?;
                 if let Some(live) = &self.live {
                     Live::add(&live.messages);
                 }
@@ -751,4 +780,25 @@ fn walk_error(e: banter_dialogue::WalkError) -> SimError {
 pub fn wire(graph: &DialogueGraph, step: Outgoing) -> Result<ClientMessage> {
     step.message(graph)
         .ok_or_else(|| SimError::Other(format!("{step:?} is not in the conversation's graph")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_round_trip_after_the_window_goes_to_the_wind_down_and_nowhere_else() {
+        let mut metrics = Metrics::new().expect("a histogram");
+        metrics.record("close", 12_000, false).expect("recorded");
+        assert_eq!(metrics.wind_down.len(), 1);
+        assert!(metrics.round_trips.is_empty());
+        assert!(!metrics.round_trips_by_kind.contains_key("close"));
+
+        metrics.record("close", 300, true).expect("recorded");
+        metrics.record("move", 200, true).expect("recorded");
+        assert_eq!(metrics.round_trips.len(), 2);
+        assert_eq!(metrics.round_trips_by_kind["close"].len(), 1);
+        assert_eq!(metrics.round_trips_by_kind["close"].max(), 300);
+        assert_eq!(metrics.wind_down.len(), 1, "a measured one stays out of it");
+    }
 }

@@ -48,6 +48,14 @@ async fn honest_bots_play_quests_with_no_refusal_and_no_error() {
     assert!(report.conversations > 0, "{}", report.table());
     assert!(report.quests_completed > 0, "{}", report.table());
     assert!(report.latency_us.p50 > 0 && report.latency_us.p50 <= report.latency_us.max);
+    // Every answered request is in exactly one of the figures: its kind's, or the wind-down's.
+    let by_kind: u64 = report.latency_by_kind_us.values().map(|k| k.messages).sum();
+    assert_eq!(
+        by_kind + report.wind_down_us.messages,
+        report.messages,
+        "{}",
+        report.table()
+    );
     server.stop().await.expect("clean shutdown");
 }
 
