@@ -262,23 +262,22 @@ rows = [
 for r, (c, a) in enumerate(zip(calms, abuses), 1):
     rows.append((f"  round {r} p99", ms(c["latency_us"]["p99"]), ms(a["latency_us"]["p99"]),
                  f"{a['latency_us']['p99'] / max(c['latency_us']['p99'], 1):.2f}"))
+# The median p99 of figures found in some runs, with the first one's message count.
+def p99_cell(found):
+    if not found:
+        return "-"
+    return f"{ms(statistics.median(f['p99'] for f in found))} ({found[0]['messages']})"
 # Which requests the tail belongs to: the p99 of each kind, calm and under abuse (medians).
 kinds = sorted({k for run in calms + abuses for k in run.get("latency_by_kind_us", {})})
 for kind in kinds:
     def cell(runs):
-        found = [run["latency_by_kind_us"][kind] for run in runs if kind in run.get("latency_by_kind_us", {})]
-        if not found:
-            return "-"
-        return f"{ms(statistics.median(f['p99'] for f in found))} ({found[0]['messages']})"
+        return p99_cell([run["latency_by_kind_us"][kind] for run in runs if kind in run.get("latency_by_kind_us", {})])
     rows.append((f"  p99 {kind} (msgs)", cell(calms), cell(abuses), ""))
 # The requests sent after each run's deadline (every bot closing what it was reading, in the
 # same millisecond): answered and checked like the rest, but a herd the harness makes, so not in
 # the figures above or the verdict.
 def wind_down(runs):
-    found = [run["wind_down_us"] for run in runs if run.get("wind_down_us", {}).get("messages")]
-    if not found:
-        return "-"
-    return f"{ms(statistics.median(f['p99'] for f in found))} ({found[0]['messages']})"
+    return p99_cell([run["wind_down_us"] for run in runs if run.get("wind_down_us", {}).get("messages")])
 rows.append(("  p99 wind-down, not judged (msgs)", wind_down(calms), wind_down(abuses), ""))
 width = [max(len(r[i]) for r in rows) for i in range(4)]
 for r in rows:

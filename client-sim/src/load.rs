@@ -171,19 +171,10 @@ pub async fn run(options: LoadOptions) -> Result<LoadReport> {
         0.0
     };
     report.latency_us = Latency::from_histogram(&histogram);
-    report.wind_down_us = KindLatency {
-        messages: wind_down.len(),
-        latency: Latency::from_histogram(&wind_down),
-    };
+    report.wind_down_us = KindLatency::from_histogram(&wind_down);
     report.latency_by_kind_us = by_kind
         .into_iter()
-        .map(|(kind, h)| {
-            let latency = KindLatency {
-                messages: h.len(),
-                latency: Latency::from_histogram(&h),
-            };
-            (kind, latency)
-        })
+        .map(|(kind, h)| (kind, KindLatency::from_histogram(&h)))
         .collect();
     Ok(report)
 }

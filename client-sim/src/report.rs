@@ -57,6 +57,14 @@ pub struct KindLatency {
 }
 
 impl KindLatency {
+    /// The count and percentiles of an HDR histogram of round trips in microseconds.
+    pub fn from_histogram(h: &Histogram<u64>) -> KindLatency {
+        KindLatency {
+            messages: h.len(),
+            latency: Latency::from_histogram(h),
+        }
+    }
+
     /// `N msgs, p50 .., p99 .., max ..`, with `what` after the count.
     fn summary(&self, what: &str) -> String {
         format!(
