@@ -3,7 +3,8 @@
 # `banter-sim load` run against PostgreSQL, start it again on the same database, let the bots
 # reconnect and play on, then check the database against everything the bots were told:
 # every acknowledged reward is in the ledger (with its coins), no reward is there twice, and
-# every acknowledged objective progress is stored. Exit 1 on any violation.
+# every acknowledged objective progress is stored, and every payout has its audit row (written in
+# the payout's own transaction, so a crash keeps both or neither). Exit 1 on any violation.
 #
 #   scripts/crash-under-load.sh                # 100 bots, 30 s, kill at 10 s, down 2 s
 #   BOTS=200 DURATION=60 KILLS=3 scripts/crash-under-load.sh
@@ -56,6 +57,11 @@ wait "$SERVER" 2>/dev/null || true
 psql "$PG/$DB" -tAF '|' -c "SELECT player_id, quest_id, coins FROM reward_ledger" >"$WORK/ledger.txt"
 psql "$PG/$DB" -tAF '|' -c "SELECT player_id, quest_id, objective_id, progress FROM objective_progress" \
     >"$WORK/progress.txt"
+# The audit rows of payouts: a `CompleteQuest <quest>` action, or a cutscene quest's ending (step
+# key `cutscene/<quest>`), each with the step key it was applied under.
+psql "$PG/$DB" -tAF '|' -c "SELECT player_id, CASE WHEN step_key LIKE 'cutscene/%' THEN substr(step_key, 10)
+    ELSE substr(detail, 15) END FROM audit_log WHERE step_key IS NOT NULL
+    AND (detail LIKE 'CompleteQuest %' OR step_key LIKE 'cutscene/%')" >"$WORK/audited.txt"
 
 python3 - "$WORK" <<'PY'
 import collections, json, sys
@@ -65,7 +71,10 @@ load = json.load(open(f"{work}/load.json"))
 ledger = [l.split("|") for l in open(f"{work}/ledger.txt").read().split("\n") if l]
 stored = {(p, q, o): int(v) for p, q, o, v in
           (l.split("|") for l in open(f"{work}/progress.txt").read().split("\n") if l)}
+audited = collections.Counter(tuple(l.split("|")) for l in open(f"{work}/audited.txt").read().split("\n") if l)
 paid = collections.Counter((p, q) for p, q, _ in ledger)
+unaudited = [k for k in paid if audited[k] != 1]
+audited_unpaid = [k for k in audited if k not in paid]
 coins = {(p, q): int(c) for p, q, c in ledger}
 twice = [k for k, n in paid.items() if n > 1]
 missing = [r for r in acknowledged["rewards"] if (r["player"], r["quest"]) not in paid]
@@ -81,7 +90,10 @@ summary = {
     "rewards_missing_from_ledger": len(missing), "rewards_paid_twice": len(twice),
     "rewards_with_other_coins": len(wrong),
     "progress_acknowledged": len(acknowledged["progress"]), "progress_lost": len(lost),
+    "payout_audit_rows": sum(audited.values()),
+    "payouts_without_exactly_one_audit_row": len(unaudited),
+    "payout_audit_rows_without_a_payout": len(audited_unpaid),
 }
 print(json.dumps(summary, indent=2))
-sys.exit(1 if missing or twice or wrong or lost else 0)
+sys.exit(1 if missing or twice or wrong or lost or unaudited or audited_unpaid else 0)
 PY
