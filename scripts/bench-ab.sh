@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Before/after for a server change (BENCHMARKS.md, "Find and fix"): two server binaries take
 # turns on the same machine, each serving one `banter-sim bench --rounds 1` with its server CPU
-# per message, ROUNDS times. The server runs on core 1, the client on core 0.
+# per message, ROUNDS times. The server runs on core 1, the client on core 0. Bare
+# tokio-tungstenite's echo (`banter-sim tungstenite-echo`, also on core 1) is driven as a third
+# phase of every bench, so each line also shows what the library alone costs per echoed message
+# in that run, the baseline the server's echo is held to.
 #
 #   scripts/bench-ab.sh BEFORE_BINARY AFTER_BINARY [ROUNDS] [-- extra server flags]
 #   (build each with `cargo build --release -p banter-server` from its own worktree)
@@ -11,7 +14,11 @@ BEFORE=$1 AFTER=$2 ROUNDS=${3:-2}
 shift $(( $# >= 3 ? 3 : 2 )); [ "${1:-}" = "--" ] && shift
 PORT=${PORT:-7351}
 SIM=${SIM:-${CARGO_TARGET_DIR:-target}/release/banter-sim}
+BASELINE_PORT=${BASELINE_PORT:-7353}
 WORK=$(mktemp -d /tmp/banter-ab.XXXXXX)
+taskset -c 1 "$SIM" tungstenite-echo --bind "127.0.0.1:$BASELINE_PORT" 2>"$WORK/baseline.log" &
+baseline=$!
+trap 'kill "$baseline" 2>/dev/null || true' EXIT
 for round in $(seq 1 "$ROUNDS"); do
     for side in before after; do
         binary=$BEFORE; [ "$side" = after ] && binary=$AFTER
@@ -21,15 +28,19 @@ for round in $(seq 1 "$ROUNDS"); do
         server=$!
         for _ in $(seq 100); do curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && break; sleep 0.1; done
         taskset -c 0 "$SIM" bench --url "127.0.0.1:$PORT" --connections 32 --depth 8 --seconds 5 \
-            --rounds 1 --server-pid "$server" --json >"$WORK/$side-$round.json"
+            --rounds 1 --server-pid "$server" --baseline-url "127.0.0.1:$BASELINE_PORT" \
+            --baseline-pid "$baseline" --json >"$WORK/$side-$round.json"
         kill "$server"; wait "$server" || true
         python3 - "$WORK/$side-$round.json" "$side" "$round" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 r = d["rounds"][0]
+b = r["baseline"]
 print(f"{sys.argv[2]:6} round {sys.argv[3]}: echo {d['echo_msgs_per_sec']:>9,.0f}/s  step {d['step_msgs_per_sec']:>9,.0f}/s"
       f"  ratio {d['ratio']:.2f}  server CPU echo {r['echo']['server_cpu_us_per_msg']} µs"
-      f"  step {r['step']['server_cpu_us_per_msg']} µs")
+      f"  step {r['step']['server_cpu_us_per_msg']} µs  (CPU ratio {d.get('server_cpu_ratio')});"
+      f" tokio-tungstenite {b['msgs_per_sec']:>9,.0f}/s, {b['server_cpu_us_per_msg']} µs"
+      f" (the echo does {d.get('echo_vs_tungstenite_cpu')} of its messages per core-second)")
 PY
     done
 done

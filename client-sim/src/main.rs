@@ -37,6 +37,8 @@ enum Cmd {
     /// Abuse a server (slowloris, never-reading sessions, connect churn, malformed frames,
     /// expired-token replay) at once; fails if it stops answering or admits a bad token.
     Abuse(commands::abuse::Args),
+    /// Serve bare tokio-tungstenite's echo: the baseline for `bench --baseline-url`.
+    TungsteniteEcho(commands::tungstenite_echo::Args),
 }
 
 fn main() -> ExitCode {
@@ -48,6 +50,7 @@ fn main() -> ExitCode {
         Cmd::Barks(args) => commands::barks::run(&args).map(|()| true),
         Cmd::Bench(args) => commands::bench::run(&args),
         Cmd::Abuse(args) => commands::abuse::run(&args),
+        Cmd::TungsteniteEcho(args) => commands::tungstenite_echo::run(&args),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use banter_e2e::TestServer;
 use banter_sim::abuse::{self, AbuseOptions, NoReadRequest};
-use banter_sim::bench::{self, OpenLoopOptions, ScaleOptions, Target, ThroughputOptions};
+use banter_sim::bench::{self, Baseline, OpenLoopOptions, ScaleOptions, Target, ThroughputOptions};
 use banter_sim::http::Endpoint;
 
 fn endpoint(server: &TestServer) -> Endpoint {
@@ -49,6 +49,7 @@ async fn a_tiny_throughput_bench_measures_echo_and_step_without_errors() {
         seconds: 0.3,
         rounds: 1,
         server_pid: None,
+        baseline: None,
     })
     .await
     .expect("the bench runs");
@@ -78,6 +79,59 @@ async fn a_tiny_throughput_bench_measures_echo_and_step_without_errors() {
     ] {
         assert!(json.get(key).is_some(), "{key}");
     }
+    server.stop().await.expect("clean shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tungstenite_baseline_is_driven_as_a_third_phase_and_compared_with_the_echo() {
+    let server = bench_server().await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a loopback port");
+    let baseline_addr = listener.local_addr().expect("its address");
+    tokio::spawn(bench::serve_tungstenite_echo(listener));
+    // The test server and the baseline both run in this process: its CPU time stands for both,
+    // which is enough to check the figures are taken and compared.
+    let pid = Some(std::process::id());
+    let target = target(&server, "runners-baseline");
+    let baseline = Baseline {
+        target: Target {
+            endpoint: Endpoint::parse(&baseline_addr.to_string()).expect("an address"),
+            ..target.clone()
+        },
+        pid,
+    };
+    let report = bench::throughput(ThroughputOptions {
+        target,
+        connections: 2,
+        depth: 2,
+        seconds: 0.3,
+        rounds: 1,
+        server_pid: pid,
+        baseline: Some(baseline),
+    })
+    .await
+    .expect("the bench runs");
+    let text = report.table();
+    assert_eq!(report.errors, 0, "{text}");
+    let round = &report.rounds[0];
+    let baseline = round.baseline.as_ref().expect("a baseline phase");
+    assert!(
+        baseline.messages > 0 && baseline.msgs_per_sec > 0.0,
+        "{text}"
+    );
+    let (Some(echo_cpu), Some(baseline_cpu)) = (
+        round.echo.server_cpu_us_per_msg,
+        baseline.server_cpu_us_per_msg,
+    ) else {
+        panic!("CPU per message for both: {text}");
+    };
+    assert_eq!(
+        report.echo_vs_tungstenite_cpu,
+        Some((baseline_cpu / echo_cpu * 1000.0).round() / 1000.0),
+        "{text}"
+    );
+    assert!(text.contains("tungstenite msg/s"), "{text}");
     server.stop().await.expect("clean shutdown");
 }
 

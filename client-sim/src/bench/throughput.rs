@@ -1,6 +1,9 @@
 //! Throughput: echo (the transport alone) against the validated dialogue step, with the same
 //! connections, message sizes and pipeline depth, in alternating phases; the ratio of the two is
 //! what must hold. Each connection keeps `depth` requests in flight and refills as answers come.
+//! With a [`Baseline`], a third phase drives bare tokio-tungstenite's echo
+//! ([`super::baseline`]) with the same echo messages, so the echo's own cost is measured against
+//! the library's in the same run.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -102,6 +105,36 @@ pub struct ThroughputOptions {
     pub seconds: f64,
     pub rounds: usize,
     pub server_pid: Option<u32>,
+    pub baseline: Option<Baseline>,
+}
+
+/// A bare tokio-tungstenite echo server (`banter-sim tungstenite-echo`) to drive after the
+/// echo and the step in every round.
+#[derive(Clone, Debug)]
+pub struct Baseline {
+    /// Where it listens: the target's settings (source addresses, read buffer) with this
+    /// endpoint.
+    pub target: Target,
+    /// Its process id, for its CPU time per message.
+    pub pid: Option<u32>,
+}
+
+/// Which connection a phase drives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Leg {
+    Echo,
+    Step,
+    Baseline,
+}
+
+impl Leg {
+    /// The messages it sends: the baseline gets the echo's.
+    fn phase(self) -> Phase {
+        match self {
+            Leg::Echo | Leg::Baseline => Phase::Echo,
+            Leg::Step => Phase::Step,
+        }
+    }
 }
 
 /// One phase's figures.
@@ -118,12 +151,15 @@ pub struct PhaseFigures {
     pub server_cores: Option<f64>,
 }
 
-/// One echo phase and one step phase.
+/// One echo phase and one step phase (and one baseline phase, with a [`Baseline`]).
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Round {
     pub echo: PhaseFigures,
     pub step: PhaseFigures,
     pub ratio: f64,
+    /// Bare tokio-tungstenite's echo, with the echo's messages.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<PhaseFigures>,
 }
 
 /// `banter-sim bench`'s throughput result.
@@ -143,6 +179,11 @@ pub struct ThroughputReport {
     /// `--server-pid`): the ratio the server alone would reach if the client cost nothing.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_cpu_ratio: Option<f64>,
+    /// Median over the rounds of bare tokio-tungstenite's CPU per echoed message / the echo's
+    /// (with a baseline and both pids): 1.0 when `/bench/echo` costs what the library alone
+    /// does, under 1 by the share the server adds to it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub echo_vs_tungstenite_cpu: Option<f64>,
     pub rounds: Vec<Round>,
     pub errors: u64,
     pub error_samples: Vec<String>,
@@ -166,7 +207,7 @@ fn median(values: &mut [f64]) -> f64 {
 
 /// A command to a connection task.
 struct Run {
-    phase: Phase,
+    leg: Leg,
     depth: usize,
     deadline: Instant,
     done: oneshot::Sender<Driven>,
@@ -175,52 +216,54 @@ struct Run {
 /// Echo and step, alternating, `rounds` times.
 pub async fn throughput(options: ThroughputOptions) -> Result<ThroughputReport> {
     let target = Arc::new(options.target.clone());
-    let pairs = open_all(options.connections, 32, |i| {
+    let baseline_target = Arc::new(options.baseline.as_ref().map(|b| b.target.clone()));
+    let connections = open_all(options.connections, 32, |i| {
         let target = target.clone();
+        let baseline_target = baseline_target.clone();
         async move {
             let step = step_session(&target, i).await?;
             let echo = echo_connection(&target, i).await?;
-            Ok((step, echo))
+            // The bare echo ignores the path and the token.
+            let baseline = match baseline_target.as_ref() {
+                Some(b) => Some(b.open("/bench/echo", "-", i).await?),
+                None => None,
+            };
+            Ok((step, echo, baseline))
         }
     })
     .await?;
-    let mut lanes = Vec::with_capacity(pairs.len());
-    for (mut step, mut echo) in pairs {
+    let mut lanes = Vec::with_capacity(connections.len());
+    for (mut step, mut echo, mut baseline) in connections {
         let (tx, mut rx) = mpsc::channel::<Run>(1);
         lanes.push(tx);
         tokio::spawn(async move {
             // Request ids 1..=3 went to the setup.
             let mut step_lane = Lane { lap: 0, next_id: 4 };
             let mut echo_lane = Lane { lap: 0, next_id: 4 };
+            let mut baseline_lane = Lane { lap: 0, next_id: 4 };
             while let Some(run) = rx.recv().await {
-                let driven = match run.phase {
-                    Phase::Echo => {
-                        drive(
-                            &mut echo,
-                            &mut echo_lane,
-                            Phase::Echo,
-                            run.depth,
-                            run.deadline,
-                        )
-                        .await
-                    }
-                    Phase::Step => {
-                        drive(
-                            &mut step,
-                            &mut step_lane,
-                            Phase::Step,
-                            run.depth,
-                            run.deadline,
-                        )
-                        .await
-                    }
+                let (ws, lane) = match (run.leg, baseline.as_mut()) {
+                    (Leg::Echo, _) => (&mut echo, &mut echo_lane),
+                    (Leg::Step, _) => (&mut step, &mut step_lane),
+                    (Leg::Baseline, Some(ws)) => (ws, &mut baseline_lane),
+                    // Never sent: the baseline leg runs only when every lane has its connection.
+                    (Leg::Baseline, None) => continue,
                 };
+                let driven = drive(ws, lane, run.leg.phase(), run.depth, run.deadline).await;
                 let _ = run.done.send(driven);
             }
             let _ = step.close(None).await;
             let _ = echo.close(None).await;
+            if let Some(mut ws) = baseline {
+                let _ = ws.close(None).await;
+            }
         });
     }
+    let legs: &[Leg] = if options.baseline.is_some() {
+        &[Leg::Echo, Leg::Step, Leg::Baseline]
+    } else {
+        &[Leg::Echo, Leg::Step]
+    };
 
     let mut report = ThroughputReport {
         machine: Machine::probe(),
@@ -233,15 +276,19 @@ pub async fn throughput(options: ThroughputOptions) -> Result<ThroughputReport> 
     let phase_length = Duration::from_secs_f64(options.seconds);
     for _ in 0..options.rounds {
         let mut round = Round::default();
-        for phase in [Phase::Echo, Phase::Step] {
-            let cpu_before = options.server_pid.and_then(cpu_time);
+        for &leg in legs {
+            let pid = match leg {
+                Leg::Baseline => options.baseline.as_ref().and_then(|b| b.pid),
+                Leg::Echo | Leg::Step => options.server_pid,
+            };
+            let cpu_before = pid.and_then(cpu_time);
             let started = Instant::now();
             let deadline = started + phase_length;
             let mut waits = Vec::with_capacity(lanes.len());
             for lane in &lanes {
                 let (done, wait) = oneshot::channel();
                 let run = Run {
-                    phase,
+                    leg,
                     depth: options.depth,
                     deadline,
                     done,
@@ -262,7 +309,7 @@ pub async fn throughput(options: ThroughputOptions) -> Result<ThroughputReport> 
                 }
             }
             let elapsed = started.elapsed().as_secs_f64();
-            let cpu = match (cpu_before, options.server_pid.and_then(cpu_time)) {
+            let cpu = match (cpu_before, pid.and_then(cpu_time)) {
                 (Some(a), Some(b)) => Some(b.saturating_sub(a).as_secs_f64()),
                 _ => None,
             };
@@ -275,9 +322,10 @@ pub async fn throughput(options: ThroughputOptions) -> Result<ThroughputReport> 
                     .map(|c| round_to(c * 1e6 / messages as f64, 2)),
                 server_cores: cpu.map(|c| round_to(c / elapsed, 2)),
             };
-            match phase {
-                Phase::Echo => round.echo = figures,
-                Phase::Step => round.step = figures,
+            match leg {
+                Leg::Echo => round.echo = figures,
+                Leg::Step => round.step = figures,
+                Leg::Baseline => round.baseline = Some(figures),
             }
         }
         round.ratio = if round.echo.msgs_per_sec > 0.0 {
@@ -294,31 +342,40 @@ pub async fn throughput(options: ThroughputOptions) -> Result<ThroughputReport> 
     report.echo_msgs_per_sec = median(&mut echo);
     report.step_msgs_per_sec = median(&mut step);
     report.ratio = median(&mut ratio);
-    let mut cpu_ratios: Vec<f64> = report
-        .rounds
-        .iter()
-        .filter_map(|r| {
-            Some(r.echo.server_cpu_us_per_msg? / r.step.server_cpu_us_per_msg?)
-                .filter(|x| x.is_finite())
-        })
-        .collect();
-    if !cpu_ratios.is_empty() {
-        report.server_cpu_ratio = Some(round_to(median(&mut cpu_ratios), 3));
-    }
+    report.server_cpu_ratio = median_cpu_ratio(&report.rounds, |r| {
+        Some((r.echo.server_cpu_us_per_msg?, r.step.server_cpu_us_per_msg?))
+    });
+    report.echo_vs_tungstenite_cpu = median_cpu_ratio(&report.rounds, |r| {
+        Some((
+            r.baseline.as_ref()?.server_cpu_us_per_msg?,
+            r.echo.server_cpu_us_per_msg?,
+        ))
+    });
     Ok(report)
+}
+
+/// The median over the rounds of `a / b` for the CPU figures `pick` finds, if any round has
+/// both.
+fn median_cpu_ratio(rounds: &[Round], pick: impl Fn(&Round) -> Option<(f64, f64)>) -> Option<f64> {
+    let mut ratios: Vec<f64> = rounds
+        .iter()
+        .filter_map(|r| pick(r).map(|(a, b)| a / b).filter(|x| x.is_finite()))
+        .collect();
+    (!ratios.is_empty()).then(|| round_to(median(&mut ratios), 3))
 }
 
 impl ThroughputReport {
     pub fn table(&self) -> String {
+        let with_baseline = self.rounds.iter().any(|r| r.baseline.is_some());
+        let cpu = |p: &PhaseFigures| {
+            p.server_cpu_us_per_msg
+                .map_or("-".to_owned(), |c| format!("{c:.2} µs"))
+        };
         let mut rows = Vec::new();
         for (i, r) in self.rounds.iter().enumerate() {
-            let cpu = |p: &PhaseFigures| {
-                p.server_cpu_us_per_msg
-                    .map_or("-".to_owned(), |c| format!("{c:.2} µs"))
-            };
             let cores =
                 |p: &PhaseFigures| p.server_cores.map_or("-".to_owned(), |c| format!("{c:.2}"));
-            rows.push(vec![
+            let mut row = vec![
                 format!("{}", i + 1),
                 format!("{:.0}", r.echo.msgs_per_sec),
                 format!("{:.0}", r.step.msgs_per_sec),
@@ -326,9 +383,15 @@ impl ThroughputReport {
                 cpu(&r.echo),
                 cpu(&r.step),
                 format!("{} / {}", cores(&r.echo), cores(&r.step)),
-            ]);
+            ];
+            if with_baseline {
+                let baseline = r.baseline.clone().unwrap_or_default();
+                row.push(format!("{:.0}", baseline.msgs_per_sec));
+                row.push(cpu(&baseline));
+            }
+            rows.push(row);
         }
-        rows.push(vec![
+        let mut median_row = vec![
             "median".into(),
             format!("{:.0}", self.echo_msgs_per_sec),
             format!("{:.0}", self.step_msgs_per_sec),
@@ -337,7 +400,15 @@ impl ThroughputReport {
             self.server_cpu_ratio
                 .map_or(String::new(), |r| format!("cpu ratio {r:.3}")),
             String::new(),
-        ]);
+        ];
+        if with_baseline {
+            median_row.push(String::new());
+            median_row.push(
+                self.echo_vs_tungstenite_cpu
+                    .map_or(String::new(), |r| format!("echo at {r:.3}x its rate")),
+            );
+        }
+        rows.push(median_row);
         let mut out = format!(
             "{}\n{} connections, depth {}, {} s per phase, messages of {:?} bytes\n\n",
             self.machine.line(),
@@ -346,18 +417,19 @@ impl ThroughputReport {
             self.seconds_per_phase,
             self.message_bytes
         );
-        out.push_str(&table(
-            &[
-                "round",
-                "echo msg/s",
-                "step msg/s",
-                "ratio",
-                "server cpu/echo",
-                "server cpu/step",
-                "server cores e/s",
-            ],
-            &rows,
-        ));
+        let mut header = vec![
+            "round",
+            "echo msg/s",
+            "step msg/s",
+            "ratio",
+            "server cpu/echo",
+            "server cpu/step",
+            "server cores e/s",
+        ];
+        if with_baseline {
+            header.extend(["tungstenite msg/s", "tungstenite cpu/msg"]);
+        }
+        out.push_str(&table(&header, &rows));
         out.push_str(&format!("errors: {}\n", self.errors));
         for sample in &self.error_samples {
             out.push_str(&format!("  {sample}\n"));

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
 use banter_sim::bench::{
-    OpenLoopOptions, ScaleOptions, Target, ThroughputOptions, open_loop, scale, throughput,
+    Baseline, OpenLoopOptions, ScaleOptions, Target, ThroughputOptions, open_loop, scale,
+    throughput,
 };
 use banter_sim::http::Endpoint;
 use banter_sim::load::fresh_run_id;
@@ -69,6 +70,14 @@ pub struct Args {
     /// The server's process id: its CPU time per message and its RSS per session.
     #[arg(long)]
     pub server_pid: Option<u32>,
+    /// Throughput mode: also drive bare tokio-tungstenite's echo (`banter-sim tungstenite-echo`)
+    /// at HOST:PORT in every round, with the echo's messages, to measure the echo against the
+    /// library in the same run.
+    #[arg(long)]
+    pub baseline_url: Option<String>,
+    /// That echo's process id: its CPU time per message.
+    #[arg(long, requires = "baseline_url")]
+    pub baseline_pid: Option<u32>,
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -154,6 +163,16 @@ pub fn run(args: &Args) -> Result<bool> {
         args.depth
     );
     ensure!(args.rounds >= 1, "--rounds must be at least 1");
+    let baseline = match &args.baseline_url {
+        Some(url) => Some(Baseline {
+            target: Target {
+                endpoint: Endpoint::parse(url).context("--baseline-url")?,
+                ..target.clone()
+            },
+            pid: args.baseline_pid,
+        }),
+        None => None,
+    };
     let options = ThroughputOptions {
         target,
         connections: args.connections,
@@ -161,6 +180,7 @@ pub fn run(args: &Args) -> Result<bool> {
         seconds: args.seconds,
         rounds: args.rounds,
         server_pid: args.server_pid,
+        baseline,
     };
     let report = super::runtime()?
         .block_on(throughput(options))

@@ -6,6 +6,7 @@ pub mod barks;
 pub mod bench;
 pub mod load;
 pub mod play;
+pub mod tungstenite_echo;
 
 use std::path::PathBuf;
 use std::sync::Arc;
