@@ -385,9 +385,9 @@ impl ThroughputReport {
                 format!("{} / {}", cores(&r.echo), cores(&r.step)),
             ];
             if with_baseline {
-                let baseline = r.baseline.clone().unwrap_or_default();
-                row.push(format!("{:.0}", baseline.msgs_per_sec));
-                row.push(cpu(&baseline));
+                let baseline = r.baseline.as_ref();
+                row.push(baseline.map_or("-".to_owned(), |b| format!("{:.0}", b.msgs_per_sec)));
+                row.push(baseline.map_or("-".to_owned(), cpu));
             }
             rows.push(row);
         }
