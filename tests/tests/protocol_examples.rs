@@ -800,13 +800,35 @@ async fn the_tracked_quest_stays_set_after_it_completes_until_another_is_tracked
     server.stop().await.expect("clean shutdown");
 }
 
+/// Where the player's next session lands after its connection dropped mid-scene.
+enum Elsewhere {
+    /// The server restarted (a deploy, or a crash: the same to the data).
+    Restart,
+    /// Another instance on the same database, the first one still running.
+    AnotherInstance,
+}
+
 /// docs/PROTOCOL.md, `cutscene_done`: a cutscene quest whose scene was playing when the
-/// connection dropped and the server went away (a restart; a crash or another instance look the
-/// same to the data) is picked up by the next session: `welcome` names the scene, and
-/// `cutscene_done` pays the quest, once.
+/// connection dropped and the server went away is picked up by the next session: `welcome`
+/// names the scene, and `cutscene_done` pays the quest, once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cutscene_quest_cut_off_by_a_restart_is_finished_after_reconnecting() {
     let server = TestServer::start_with(|c| c.world.talk_cooldown = Duration::ZERO).await;
+    finish_a_cutscene_cut_off(server, Elsewhere::Restart).await;
+}
+
+/// The same when the player's reconnect reaches another instance (no sticky sessions), on
+/// PostgreSQL, the first instance still up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cutscene_quest_cut_off_on_one_instance_is_finished_on_another() {
+    let server = TestServer::start_on_with(banter_e2e::Backend::Postgres, |c| {
+        c.world.talk_cooldown = Duration::ZERO;
+    })
+    .await;
+    finish_a_cutscene_cut_off(server, Elsewhere::AnotherInstance).await;
+}
+
+async fn finish_a_cutscene_cut_off(server: TestServer, elsewhere: Elsewhere) {
     let (token, player, _) = login(&server, "device-cutscene-drop").await;
     let mut client = Recorder::connect(&server, &token).await;
     assert!(!client.welcome.contains("cutscene"), "{}", client.welcome);
@@ -836,9 +858,12 @@ async fn a_cutscene_quest_cut_off_by_a_restart_is_finished_after_reconnecting() 
             }
         ]
     );
-    // The connection drops mid-scene and the server restarts.
+    // The connection drops mid-scene and the player comes back elsewhere.
     drop(client);
-    let server = server.restart().await;
+    let (server, first) = match elsewhere {
+        Elsewhere::Restart => (server.restart().await, None),
+        Elsewhere::AnotherInstance => (server.another_instance().await, Some(server)),
+    };
 
     let mut client = Recorder::connect(&server, &token).await;
     assert!(
@@ -890,4 +915,7 @@ async fn a_cutscene_quest_cut_off_by_a_restart_is_finished_after_reconnecting() 
         .await;
     assert_eq!(paid, 1, "paid once");
     server.stop().await.expect("clean shutdown");
+    if let Some(first) = first {
+        first.stop().await.expect("clean shutdown");
+    }
 }
