@@ -57,11 +57,7 @@ wait "$SERVER" 2>/dev/null || true
 psql "$PG/$DB" -tAF '|' -c "SELECT player_id, quest_id, coins FROM reward_ledger" >"$WORK/ledger.txt"
 psql "$PG/$DB" -tAF '|' -c "SELECT player_id, quest_id, objective_id, progress FROM objective_progress" \
     >"$WORK/progress.txt"
-# The audit rows of payouts: a `CompleteQuest <quest>` action, or a cutscene quest's ending (step
-# key `cutscene/<quest>`), each with the step key it was applied under.
-psql "$PG/$DB" -tAF '|' -c "SELECT player_id, CASE WHEN step_key LIKE 'cutscene/%' THEN substr(step_key, 10)
-    ELSE substr(detail, 15) END FROM audit_log WHERE step_key IS NOT NULL
-    AND (detail LIKE 'CompleteQuest %' OR step_key LIKE 'cutscene/%')" >"$WORK/audited.txt"
+psql "$PG/$DB" -tAF '|' -f scripts/sql/payout-audit-rows.sql >"$WORK/audited.txt"
 
 python3 - "$WORK" <<'PY'
 import collections, json, sys

@@ -113,9 +113,7 @@ for mode in $MODES; do
     wait "$proxy" 2>/dev/null || true
 
     psql "$PG/$db" -tAF '|' -c "SELECT player_id, quest_id FROM reward_ledger" >"$WORK/ledger-$mode.txt"
-    psql "$PG/$db" -tAF '|' -c "SELECT player_id, CASE WHEN step_key LIKE 'cutscene/%' THEN substr(step_key, 10)
-        ELSE substr(detail, 15) END FROM audit_log WHERE step_key IS NOT NULL
-        AND (detail LIKE 'CompleteQuest %' OR step_key LIKE 'cutscene/%')" >"$WORK/audited-$mode.txt"
+    psql "$PG/$db" -tAF '|' -f scripts/sql/payout-audit-rows.sql >"$WORK/audited-$mode.txt"
     python3 - "$WORK" "$mode" "$started" "$stopped" "${GRACE:-10}" <<'PY' || failed=1
 import collections, json, os, re, sys
 work, mode, started, stopped, grace = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
