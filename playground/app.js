@@ -193,7 +193,8 @@ function show() {
   if (!walk) return;
   const screen = walk.screen;
   if (screen.kind === 'ended') {
-    void closeConversation();
+    // The walk's last step sent the `close`.
+    void closeConversation(false);
     return;
   }
   if (screen.kind === 'waiting_for_jump') {
@@ -236,12 +237,13 @@ async function step(next) {
   }
 }
 
-async function closeConversation() {
+/** Leaves the conversation; `sendClose` is false when the walk's own last step sent it. */
+async function closeConversation(sendClose = true) {
   state.walk = null;
   $('choices').replaceChildren();
   $('continue').hidden = true;
   $('line').textContent = '(the conversation is over)';
-  await request({ type: 'close' });
+  if (sendClose) await request({ type: 'close' });
 }
 
 function showProfile() {

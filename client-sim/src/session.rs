@@ -644,8 +644,9 @@ impl Session {
         }
     }
 
-    /// Walks an open conversation to its end with the client rules, then closes it. A refusal
-    /// from the server stops the walk (and closes); a dropped connection is returned as is.
+    /// Walks an open conversation to its end with the client rules, which close it there. A
+    /// refusal from the server stops the walk (and closes); a dropped connection is returned as
+    /// is.
     pub async fn converse(
         &mut self,
         open: &OpenConversation,
@@ -655,6 +656,10 @@ impl Session {
         if let Err(e) = &result
             && e.is_disconnect()
         {
+            return result;
+        }
+        if matches!(result, Ok(Ending::Ended)) {
+            // The walk's last step was its `close`.
             return result;
         }
         let close = self.request(ClientMessage::Close { id: None }).await;
@@ -690,8 +695,8 @@ impl Session {
                 return Ok(Ending::Left);
             }
             driver.line(&graph, line).await;
-            let choices: Vec<VertexId> = walk.choices(&graph).collect();
             let sheet = self.facts.sheet.clone();
+            let choices: Vec<VertexId> = walk.choices(&graph, &sheet).collect();
             if !choices.is_empty() {
                 match driver.choose(&graph, &choices, &self.facts).await {
                     Pick::Choose(response) => walk
@@ -699,11 +704,12 @@ impl Session {
                         .map_err(walk_error)?,
                     Pick::Leave => return Ok(Ending::Left),
                 }
-            } else if walk.can_advance(&graph) {
+            } else if walk.can_advance(&graph, &sheet) {
                 if !driver.advance(&graph, line).await {
                     return Ok(Ending::Left);
                 }
-                walk.advance(&graph, &sheet, &mut out).map_err(walk_error)?;
+                walk.advance(&graph, line, &sheet, &mut out)
+                    .map_err(walk_error)?;
             } else {
                 return Err(SimError::Protocol(format!(
                     "line `{}` waits for a jump that never came",

@@ -3,15 +3,20 @@
 //! A [`ClientWalk`] wraps the same [`Walk`] the server keeps, so the client's idea of `R` and of
 //! the armings is the server's, and adds the one thing only a client has: the order in which
 //! messages go out. A node's actions are sent when the node is shown. A response's actions are
-//! held and sent once the player advances past the NPC's reply (by advancing, or by picking one
-//! of the reply's responses), or at once when nothing follows. A response carrying CheckQuest
-//! does not follow its `NextNode`: its actions go out at once and the client waits for the
-//! server's jump.
+//! held and sent with the player's next accepted step (an advance, or a pick), or at once when
+//! nothing follows. A response carrying CheckQuest does not follow its `NextNode`: its actions go
+//! out at once and the walk waits for the server's jump. When nothing follows, the held actions
+//! go out, then `close`.
+//!
+//! **One answer per input.** Every input is answered by the walk the server keeps, so a client
+//! refuses exactly what the server would refuse, with the same code, and accepts exactly what it
+//! would accept: a line or response shown earlier (`R` only grows) may be advanced or picked
+//! again, on screen or not.
 
 use banter_protocol::ClientMessage;
 
 use crate::condition::Facts;
-use crate::graph::{ActionIndex, DialogueGraph, VertexId, VertexKind};
+use crate::graph::{ActionIndex, DialogueGraph, VertexId};
 use crate::walk::{Shown, Walk, WalkError};
 
 /// A message the client sends, in the order it must be sent.
@@ -21,6 +26,8 @@ pub enum Outgoing {
     Choose(VertexId),
     /// The authored action at this index, sent with its type and canonical payload.
     Action(ActionIndex),
+    /// The conversation has ended: `close`.
+    Close,
 }
 
 impl Outgoing {
@@ -45,6 +52,7 @@ impl Outgoing {
                     payload: action.payload.to_string(),
                 }
             }
+            Outgoing::Close => ClientMessage::Close { id: None },
         })
     }
 }
@@ -52,11 +60,12 @@ impl Outgoing {
 /// What the client has on screen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Screen {
-    /// An NPC line, with [`ClientWalk::choices`] under it.
+    /// An NPC line, with [`ClientWalk::choices`] under it. A line that carries a CheckQuest
+    /// itself stays on screen, with no choices and no advance, until the server's jump.
     Line(VertexId),
-    /// Waiting for the server's jump after a CheckQuest.
+    /// Waiting for the server's jump after a CheckQuest response.
     Waiting,
-    /// The conversation has nothing more to show; the client closes it.
+    /// The conversation has ended and `close` was queued.
     Ended,
 }
 
@@ -95,39 +104,43 @@ impl ClientWalk {
         &self.walk
     }
 
-    /// The responses under the current line, in priority order.
-    pub fn choices<'g>(&'g self, graph: &'g DialogueGraph) -> impl Iterator<Item = VertexId> + 'g {
+    /// The responses the player may pick under the current line, in priority order: those
+    /// shown with it whose `Conditions` hold against `facts` (the facts now).
+    pub fn choices<'g>(
+        &'g self,
+        graph: &'g DialogueGraph,
+        facts: &'g dyn Facts,
+    ) -> impl Iterator<Item = VertexId> + 'g {
         let line = match self.screen {
             Screen::Line(line) => Some(line),
             _ => None,
         };
         line.into_iter()
-            .flat_map(move |line| self.walk.choices(graph, line))
+            .flat_map(move |line| self.walk.choices(graph, line, facts))
     }
 
-    /// True when the current line waits for the player to advance past it.
-    pub fn can_advance(&self, graph: &DialogueGraph) -> bool {
+    /// True when the current line waits for the player to advance past it: no choice holds
+    /// and no quest check awaits its jump.
+    pub fn can_advance(&self, graph: &DialogueGraph, facts: &dyn Facts) -> bool {
         match self.screen {
             Screen::Line(line) => {
-                self.choices(graph).next().is_none()
+                !self.walk.awaits_jump()
+                    && self.choices(graph, facts).next().is_none()
                     && graph.vertex(line).is_some_and(|v| !v.awaits_jump)
             }
             _ => false,
         }
     }
 
-    /// The player advances past the current line.
+    /// The player advances past the NPC line `line`: normally the line on screen, but any line
+    /// the walk accepts (one shown earlier shows its next line again).
     pub fn advance(
         &mut self,
         graph: &DialogueGraph,
+        line: VertexId,
         facts: &dyn Facts,
         out: &mut Vec<Outgoing>,
     ) -> Result<(), WalkError> {
-        let line = match self.screen {
-            Screen::Line(line) => line,
-            Screen::Waiting => return Err(WalkError::AwaitsJump),
-            Screen::Ended => return Err(WalkError::Closed),
-        };
         let shown = self.walk.advance(graph, line, facts)?;
         out.push(Outgoing::Advance(line));
         out.extend(self.held.drain(..).map(Outgoing::Action));
@@ -135,7 +148,22 @@ impl ClientWalk {
         Ok(())
     }
 
-    /// The player picks a response under the current line.
+    /// The player advances past the line on screen.
+    pub fn advance_current(
+        &mut self,
+        graph: &DialogueGraph,
+        facts: &dyn Facts,
+        out: &mut Vec<Outgoing>,
+    ) -> Result<(), WalkError> {
+        match self.screen {
+            Screen::Line(line) => self.advance(graph, line, facts, out),
+            Screen::Waiting => Err(WalkError::AwaitsJump),
+            Screen::Ended => Err(WalkError::Closed),
+        }
+    }
+
+    /// The player picks `response`: normally one of [`ClientWalk::choices`], but any response
+    /// the walk accepts (one shown earlier may be picked again).
     pub fn choose(
         &mut self,
         graph: &DialogueGraph,
@@ -143,22 +171,9 @@ impl ClientWalk {
         facts: &dyn Facts,
         out: &mut Vec<Outgoing>,
     ) -> Result<(), WalkError> {
-        if !self.choices(graph).any(|r| r == response) {
-            // The server's order: something never shown is not reachable; a line shown is not
-            // a response.
-            let shown_line = self.walk.is_reachable(response)
-                && graph
-                    .vertex(response)
-                    .is_some_and(|v| v.kind != VertexKind::Response);
-            return Err(if shown_line {
-                WalkError::NotAResponse
-            } else {
-                WalkError::NotReachable
-            });
-        }
         let shown = self.walk.choose(graph, response, facts)?;
         out.push(Outgoing::Choose(response));
-        // Picking a response to the reply is advancing past the reply.
+        // Picking a response is moving past the reply on screen.
         out.extend(self.held.drain(..).map(Outgoing::Action));
         let actions = graph.actions(response).map(|(i, _)| i);
         match shown {
@@ -191,6 +206,8 @@ impl ClientWalk {
             Shown::AwaitJump => Screen::Waiting,
             Shown::End => {
                 out.extend(self.held.drain(..).map(Outgoing::Action));
+                out.push(Outgoing::Close);
+                self.walk.close();
                 Screen::Ended
             }
         };

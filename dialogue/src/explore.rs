@@ -364,7 +364,7 @@ fn walk_all(
             }
             continue;
         }
-        let choices: Vec<VertexId> = walk.choices(graph, line).collect();
+        let choices: Vec<VertexId> = walk.choices(graph, line, state).collect();
         let has_responses = graph.outputs(line).iter().any(|o| {
             graph
                 .vertex(*o)

@@ -7,11 +7,17 @@
 //!
 //! - showing an NPC line adds it to `R` with every response whose `Conditions` hold, and arms the
 //!   line's actions;
-//! - `advance(n)` is valid only if `n ∈ R` is an NPC line waiting for the player; its next line
-//!   is shown;
-//! - `choose(r)` is valid only if `r ∈ R` is a response; it arms `r`'s actions, and unless `r`
-//!   carries a CheckQuest (the client then waits for the server), its next line is shown;
+//! - `advance(n)` is valid only if `n ∈ R` is an NPC line waiting for the player (no response of
+//!   it in `R` whose `Conditions` hold now); its next line is shown;
+//! - `choose(r)` is valid only if `r ∈ R` is a response whose `Conditions` hold now; it arms
+//!   `r`'s actions, and unless `r` carries a CheckQuest, its next line is shown;
+//! - a quest check waits for the server: from the moment a response carrying a CheckQuest is
+//!   chosen, or a line carrying one is shown, until the server's `jump_to`, every `advance` and
+//!   `choose` is refused with `AwaitsJump` (the client cannot know what the jump will show);
 //! - `jump_to(t)` is the server's own decision (a quest check's result) and shows `t`.
+//!
+//! `R` only grows: any line or response in it may be advanced or chosen again, on screen or not,
+//! and the client walk ([`crate::ClientWalk`]) answers every input exactly as this walk does.
 //!
 //! "The next line" passes through Branch vertices and falls through, by priority, past targets
 //! whose `Conditions` fail. An action of type `τ` with payload `p` runs only if some armed
@@ -83,6 +89,8 @@ pub struct Walk {
     reachable: Vec<VertexId>,
     /// Sorted by action index.
     armed: Vec<Arming>,
+    /// A quest check was chosen or shown and its jump has not come yet.
+    awaiting_jump: bool,
     closed: bool,
 }
 
@@ -96,6 +104,9 @@ pub struct WalkSnapshot {
     pub reachable: Vec<u32>,
     /// Each armed action's index and how many runs it has left.
     pub armed: Vec<(u32, u8)>,
+    /// A quest check waits for the server's jump (absent in snapshots from before the rule).
+    #[serde(default)]
+    pub awaiting_jump: bool,
     pub closed: bool,
 }
 
@@ -120,6 +131,7 @@ impl Walk {
                 .iter()
                 .map(|a| (a.action.0, a.remaining))
                 .collect(),
+            awaiting_jump: self.awaiting_jump,
             closed: self.closed,
         }
     }
@@ -154,6 +166,7 @@ impl Walk {
         Ok(Walk {
             reachable,
             armed,
+            awaiting_jump: snapshot.awaiting_jump,
             closed: snapshot.closed,
         })
     }
@@ -190,6 +203,12 @@ impl Walk {
         self.closed
     }
 
+    /// True from a quest check (a CheckQuest response chosen, or a line carrying one shown)
+    /// until the server's jump.
+    pub fn awaits_jump(&self) -> bool {
+        self.awaiting_jump
+    }
+
     /// Bytes this walk holds, on the heap and inline: what one open conversation costs.
     pub fn footprint(&self) -> usize {
         std::mem::size_of::<Walk>()
@@ -197,8 +216,31 @@ impl Walk {
             + self.armed.capacity() * std::mem::size_of::<Arming>()
     }
 
-    /// The responses on screen under `line`, in priority order.
+    /// The responses the player may pick under `line` now, in priority order: those in `R`
+    /// whose `Conditions` hold against `facts`. None while a quest check awaits its jump.
     pub fn choices<'g>(
+        &'g self,
+        graph: &'g DialogueGraph,
+        line: VertexId,
+        facts: &'g dyn Facts,
+    ) -> impl Iterator<Item = VertexId> + 'g {
+        let outputs = if self.awaiting_jump {
+            &[][..]
+        } else {
+            graph.outputs(line)
+        };
+        outputs.iter().copied().filter(move |&r| {
+            graph
+                .vertex(r)
+                .is_some_and(|v| v.kind == VertexKind::Response)
+                && self.is_reachable(r)
+                && graph.condition(r).is_none_or(|c| c.eval(facts))
+        })
+    }
+
+    /// Every response under `line` the player has been shown (in `R`), whatever its
+    /// `Conditions` say now, in priority order.
+    pub fn shown_responses<'g>(
         &'g self,
         graph: &'g DialogueGraph,
         line: VertexId,
@@ -226,10 +268,10 @@ impl Walk {
         if vertex.kind != VertexKind::Prompt {
             return Err(WalkError::NotALine);
         }
-        if vertex.awaits_jump {
+        if vertex.awaits_jump || self.awaiting_jump {
             return Err(WalkError::AwaitsJump);
         }
-        if self.choices(graph, line).next().is_some() {
+        if self.choices(graph, line, facts).next().is_some() {
             return Err(WalkError::AwaitsChoice);
         }
         Ok(self.follow(graph, line, facts))
@@ -250,12 +292,16 @@ impl Walk {
         if vertex.kind != VertexKind::Response {
             return Err(WalkError::NotAResponse);
         }
+        if self.awaiting_jump {
+            return Err(WalkError::AwaitsJump);
+        }
         // Authoritative: the facts may have changed since the response was shown.
         if graph.condition(response).is_some_and(|c| !c.eval(facts)) {
             return Err(WalkError::ConditionFailed);
         }
         self.arm(graph, response);
         if vertex.awaits_jump {
+            self.awaiting_jump = true;
             return Ok(Shown::AwaitJump);
         }
         Ok(self.follow(graph, response, facts))
@@ -330,6 +376,7 @@ impl Walk {
         if vertex.kind != VertexKind::Prompt {
             return Err(WalkError::BadJumpTarget);
         }
+        self.awaiting_jump = false;
         self.show(graph, target, facts);
         Ok(Shown::Line(target))
     }
@@ -362,6 +409,9 @@ impl Walk {
     fn show(&mut self, graph: &DialogueGraph, line: VertexId, facts: &dyn Facts) {
         self.insert_reachable(line);
         self.arm(graph, line);
+        if graph.vertex(line).is_some_and(|v| v.awaits_jump) {
+            self.awaiting_jump = true;
+        }
         for &r in graph.outputs(line) {
             let Some(v) = graph.vertex(r) else { continue };
             if v.kind == VertexKind::Response && graph.condition(r).is_none_or(|c| c.eval(facts)) {

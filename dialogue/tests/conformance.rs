@@ -113,7 +113,7 @@ fn payload_vectors() -> Value {
         .filter(|a| seen.insert(format!("{a:?}")))
         .map(|a| json!({ "action": canonical::action_json(a), "payload": ActionPayload::build(a) }))
         .collect();
-    let parse_cases: [(ActionType, &str); 20] = [
+    let parse_cases: Vec<(ActionType, &str)> = vec![
         (ActionType::AcceptQuest, "Quest"),
         (ActionType::AcceptQuest, "Pipe\\|Quest"),
         (ActionType::AcceptQuest, "a|b"),
@@ -134,6 +134,17 @@ fn payload_vectors() -> Value {
         (ActionType::OpenSellMenu, ""),
         (ActionType::PlayCutscene, "Scene|Quest"),
         (ActionType::ChooseRideBoat, ""),
+        // An amount is at least 1: content refuses `Amount` 0, and so does the payload.
+        (ActionType::AdvanceObjective, "Q|O|0"),
+        (ActionType::AdvanceObjective, "Q|O|1"),
+        (ActionType::AdvanceObjective, "Q|O|-1"),
+        // Several errors at once: a bad escape wins over the field count, which wins over
+        // the amount (the escapes are read first, left to right, then the fields counted,
+        // then the amount read).
+        (ActionType::AcceptQuest, "a\\x|b"),
+        (ActionType::AdvanceObjective, "Q|O|02|x|y"),
+        (ActionType::AdvanceObjective, "Q|O|0\\"),
+        (ActionType::AdvanceObjective, "Q|O|x|isle\\q"),
     ];
     let parse: Vec<Value> = parse_cases
         .iter()
@@ -296,7 +307,7 @@ fn wire(graph: &DialogueGraph, out: &mut Vec<Outgoing>) -> Vec<Value> {
         .collect()
 }
 
-fn screen(graph: &DialogueGraph, walk: &ClientWalk) -> Value {
+fn screen(graph: &DialogueGraph, walk: &ClientWalk, facts: &FactSheet) -> Value {
     let name = |v: VertexId| {
         graph
             .vertex(v)
@@ -307,8 +318,8 @@ fn screen(graph: &DialogueGraph, walk: &ClientWalk) -> Value {
         Screen::Line(line) => json!({
             "line": name(line),
             "text": graph.vertex(line).map(|v| v.text.to_string()).unwrap_or_default(),
-            "choices": walk.choices(graph).map(name).collect::<Vec<_>>(),
-            "can_advance": walk.can_advance(graph),
+            "choices": walk.choices(graph, facts).map(name).collect::<Vec<_>>(),
+            "can_advance": walk.can_advance(graph, facts),
         }),
         Screen::Waiting => json!({ "waiting_for_jump": true }),
         Screen::Ended => json!({ "ended": true }),
@@ -333,10 +344,8 @@ fn walk_code(e: &WalkError) -> &'static str {
     }
 }
 
-/// `{"advance": node}`: the player advances past `node`. [`ClientWalk`] answers for the line on
-/// screen, and while none is (waiting for a jump: `awaits_jump`; ended: `no_conversation`). A
-/// name other than the line on screen is refused as the walk the client mirrors (the server's)
-/// refuses it: `not_reachable` for a line never shown, `not_a_line` for a response.
+/// `{"advance": node}`: the player advances past `node`, by name. The client walk answers it as
+/// the server's walk does: the line on screen, or any line shown before.
 fn advance_named(
     graph: &DialogueGraph,
     walk: &mut ClientWalk,
@@ -344,15 +353,12 @@ fn advance_named(
     facts: &FactSheet,
     out: &mut Vec<Outgoing>,
 ) -> Result<(), WalkError> {
-    let named = graph.find(node).ok_or(WalkError::UnknownVertex)?;
-    match walk.screen() {
-        Screen::Line(line) if line != named => Err(walk
-            .walk()
-            .clone()
-            .advance(graph, named, facts)
-            .expect_err("the walk refuses advancing what is not on screen")),
-        _ => walk.advance(graph, facts, out),
+    // The server's order: no conversation before an unknown name.
+    if walk.walk().is_closed() {
+        return Err(WalkError::Closed);
     }
+    let named = graph.find(node).ok_or(WalkError::UnknownVertex)?;
+    walk.advance(graph, named, facts, out)
 }
 
 /// `{"choose": response}`: the player picks `response`, by name.
@@ -363,6 +369,9 @@ fn choose_named(
     facts: &FactSheet,
     out: &mut Vec<Outgoing>,
 ) -> Result<(), WalkError> {
+    if walk.walk().is_closed() {
+        return Err(WalkError::Closed);
+    }
     let named = graph.find(response).ok_or(WalkError::UnknownVertex)?;
     walk.choose(graph, named, facts, out)
 }
@@ -376,13 +385,14 @@ fn step_json(
     facts: Option<&FactSheet>,
     input: Value,
     result: Result<(), WalkError>,
+    now: &FactSheet,
 ) -> Value {
     let mut step = json!({ "input": input, "sends": wire(graph, out) });
     if let Some(facts) = facts {
         step["facts"] = json!(facts);
     }
     match result {
-        Ok(()) => step["screen"] = screen(graph, walk),
+        Ok(()) => step["screen"] = screen(graph, walk, now),
         Err(e) => step["refused"] = json!(walk_code(&e)),
     }
     step
@@ -398,6 +408,7 @@ struct Probed {
     ahead: bool,
     condition: bool,
     waiting: bool,
+    again: bool,
 }
 
 /// The facts as they would be had the player accepted, elsewhere (another session), a quest this
@@ -440,7 +451,9 @@ fn accepted_elsewhere(
 /// choice, a response on screen, the line that has not been shown yet; picking the line on
 /// screen as a response; picking a response whose conditions stopped holding (the facts changed:
 /// a quest it offers was accepted in another session); advancing or picking again while the
-/// server's jump is awaited; advancing again once the conversation has ended.
+/// server's jump is awaited; advancing again once the conversation has ended. And one input the
+/// rules accept although it is not on screen: the step that led to the line on screen, given
+/// again (`R` only grows), which shows the line again.
 fn scenario(
     name: &str,
     conversation: &str,
@@ -460,7 +473,7 @@ fn scenario(
     let mut out = Vec::new();
     let entry_id = graph.find(entry).expect("entry");
     let mut walk = ClientWalk::open(&graph, entry_id, sheet, &mut out).expect("opens");
-    let open = json!({ "sends": wire(&graph, &mut out), "screen": screen(&graph, &walk) });
+    let open = json!({ "sends": wire(&graph, &mut out), "screen": screen(&graph, &walk, sheet) });
     let mut facts = sheet.clone();
     let mut steps = Vec::new();
     let mut refused_once = false;
@@ -469,26 +482,58 @@ fn scenario(
     // the server's jump is awaited, and once the conversation has ended.
     let mut last_line: Option<VertexId> = None;
     let mut last_choice: Option<VertexId> = None;
+    // The accepted input that put the line on screen (not a jump).
+    let mut came_by: Option<Value> = None;
     for step in 0..40 {
-        // The scripted refusals this state allows, each with the code it must get.
-        let mut probes: Vec<(Value, WalkError, Option<FactSheet>)> = Vec::new();
+        // The scripted inputs this state allows, each with the answer it must get.
+        let mut probes: Vec<(Value, Result<(), WalkError>, Option<FactSheet>)> = Vec::new();
         match walk.screen() {
             Screen::Ended => break,
             Screen::Line(line) => {
                 last_line = Some(line);
-                let choices: Vec<VertexId> = walk.choices(&graph).collect();
+                // The step that led here, given again: accepted (`R` only grows), and the line
+                // is shown again with its choices as they hold now.
+                if step >= 1
+                    && !probed.again
+                    && let Some(input) = came_by.clone()
+                {
+                    let mut alone = walk.clone();
+                    let mut ignored = Vec::new();
+                    let again = match (input.get("advance"), input.get("choose")) {
+                        (Some(node), _) => advance_named(
+                            &graph,
+                            &mut alone,
+                            node.as_str().unwrap_or_default(),
+                            &facts,
+                            &mut ignored,
+                        ),
+                        (_, Some(r)) => choose_named(
+                            &graph,
+                            &mut alone,
+                            r.as_str().unwrap_or_default(),
+                            &facts,
+                            &mut ignored,
+                        ),
+                        _ => Err(WalkError::UnknownVertex),
+                    };
+                    if again.is_ok() && alone.screen() == walk.screen() {
+                        probed.again = true;
+                        probes.push((input, Ok(()), None));
+                    }
+                }
+                let choices: Vec<VertexId> = walk.choices(&graph, &facts).collect();
                 if let Some(&first) = choices.first() {
                     if !std::mem::replace(&mut probed.awaits_choice, true) {
                         probes.push((
                             json!({ "advance": vertex_name(line) }),
-                            WalkError::AwaitsChoice,
+                            Err(WalkError::AwaitsChoice),
                             None,
                         ));
                     }
                     if !std::mem::replace(&mut probed.response_as_line, true) {
                         probes.push((
                             json!({ "advance": vertex_name(first) }),
-                            WalkError::NotALine,
+                            Err(WalkError::NotALine),
                             None,
                         ));
                     }
@@ -496,7 +541,7 @@ fn scenario(
                     if !std::mem::replace(&mut probed.line_as_response, true) {
                         probes.push((
                             json!({ "choose": vertex_name(line) }),
-                            WalkError::NotAResponse,
+                            Err(WalkError::NotAResponse),
                             None,
                         ));
                     }
@@ -509,7 +554,7 @@ fn scenario(
                             probed.condition = true;
                             probes.push((
                                 json!({ "choose": vertex_name(r) }),
-                                WalkError::ConditionFailed,
+                                Err(WalkError::ConditionFailed),
                                 Some(changed),
                             ));
                         }
@@ -525,7 +570,7 @@ fn scenario(
                     probed.ahead = true;
                     probes.push((
                         json!({ "advance": vertex_name(next) }),
-                        WalkError::NotReachable,
+                        Err(WalkError::NotReachable),
                         None,
                     ));
                 }
@@ -534,14 +579,16 @@ fn scenario(
                 if !std::mem::replace(&mut probed.waiting, true) {
                     let line = last_line.expect("a line was on screen");
                     let response = last_choice.expect("a response was picked");
+                    // Until the jump, every step is refused: the check line, and the response
+                    // that asked for the check, although both are in `R`.
                     probes.push((
                         json!({ "advance": vertex_name(line) }),
-                        WalkError::AwaitsJump,
+                        Err(WalkError::AwaitsJump),
                         None,
                     ));
                     probes.push((
                         json!({ "choose": vertex_name(response) }),
-                        WalkError::NotReachable,
+                        Err(WalkError::AwaitsJump),
                         None,
                     ));
                 }
@@ -557,7 +604,7 @@ fn scenario(
                 let response = input["choose"].as_str().expect("choose");
                 choose_named(&graph, &mut walk, response, &facts, &mut out)
             };
-            assert_eq!(result, Err(expected), "{name}: {input}");
+            assert_eq!(result, expected, "{name}: {input}");
             steps.push(step_json(
                 &graph,
                 &walk,
@@ -565,6 +612,7 @@ fn scenario(
                 changed.as_ref(),
                 input,
                 result,
+                &facts,
             ));
         }
         let (input, result) = match walk.screen() {
@@ -577,9 +625,9 @@ fn scenario(
                 (json!({ "choose": bogus }), result)
             }
             Screen::Line(line) => {
-                let choices: Vec<VertexId> = walk.choices(&graph).collect();
+                let choices: Vec<VertexId> = walk.choices(&graph, &facts).collect();
                 if choices.is_empty() {
-                    if !walk.can_advance(&graph) {
+                    if !walk.can_advance(&graph, &facts) {
                         break;
                     }
                     let name = vertex_name(line);
@@ -622,7 +670,10 @@ fn scenario(
                 )
             }
         };
-        steps.push(step_json(&graph, &walk, &mut out, None, input, result));
+        came_by = (result.is_ok() && input.get("jump").is_none()).then(|| input.clone());
+        steps.push(step_json(
+            &graph, &walk, &mut out, None, input, result, &facts,
+        ));
     }
     // Past the end: the player presses on the last line again.
     if walk.screen() == Screen::Ended
@@ -638,6 +689,7 @@ fn scenario(
             None,
             json!({ "advance": name }),
             result,
+            &facts,
         ));
     }
     json!({
@@ -648,6 +700,139 @@ fn scenario(
         "open": open,
         "steps": steps,
     })
+}
+
+/// A conversation written for the rules the sample content never needs: an entry and a jump
+/// target shown whatever their `Conditions`, a line whose responses are all hidden, a line that
+/// carries `CheckQuest` itself, an `Island` that forces the amount.
+const RULES: &str = r#"{
+  "FirstNode": "Door",
+  "Speaker": "Keeper",
+  "Door": { "Text": "Who's there?", "Conditions": "coins >= 1000", "Responses": [
+    { "Text": "A rich friend.", "Conditions": "coins >= 1000", "NextNode": "Rich" },
+    { "Text": "Me, with a lamp.", "Conditions": "has(Lamp)", "NextNode": "Lamp",
+      "Actions": [ { "Type": "TrackQuest", "QuestId": "Lamp" } ] } ] },
+  "Rich": { "Text": "Come in, come in.", "Close": true },
+  "Lamp": { "Text": "Let me see it.", "NextNode": "Rich",
+    "Actions": [ { "Type": "CheckQuest", "QuestId": "Lamp", "SuccessNode": "Bright", "FailureNode": "Dim" } ] },
+  "Bright": { "Text": "Bright as day!", "Conditions": "coins >= 1000", "Close": true,
+    "Actions": [ { "Type": "AdvanceObjective", "QuestId": "Lamp", "ObjectiveId": "Shine", "Island": "gullrock" } ] },
+  "Dim": { "Text": "Dim as dusk.", "Close": true }
+}"#;
+
+/// One scenario of explicit inputs over `json_text`: each input with the facts that change
+/// before it (if any), and what the walk answers.
+fn scripted_scenario(
+    name: &str,
+    conversation: &str,
+    json_text: &str,
+    entry: &str,
+    sheet: &FactSheet,
+    inputs: Vec<(Value, Option<FactSheet>)>,
+) -> Value {
+    let (graph, diagnostics) = build_conversation(conversation, json_text);
+    assert!(diagnostics.iter().all(|d| !d.is_error()), "{diagnostics:?}");
+    let mut out = Vec::new();
+    let entry_id = graph.find(entry).expect("entry");
+    let mut walk = ClientWalk::open(&graph, entry_id, sheet, &mut out).expect("opens");
+    let open = json!({ "sends": wire(&graph, &mut out), "screen": screen(&graph, &walk, sheet) });
+    let mut facts = sheet.clone();
+    let mut steps = Vec::new();
+    for (input, changed) in inputs {
+        if let Some(changed) = &changed {
+            facts = changed.clone();
+        }
+        let result = if let Some(node) = input.get("advance").and_then(Value::as_str) {
+            advance_named(&graph, &mut walk, node, &facts, &mut out)
+        } else if let Some(response) = input.get("choose").and_then(Value::as_str) {
+            choose_named(&graph, &mut walk, response, &facts, &mut out)
+        } else {
+            let node = input["jump"].as_str().expect("an input");
+            let target = graph.find(node).expect("a jump target");
+            walk.jump(&graph, target, &facts, &mut out)
+        };
+        steps.push(step_json(
+            &graph,
+            &walk,
+            &mut out,
+            changed.as_ref(),
+            input,
+            result,
+            &facts,
+        ));
+    }
+    json!({
+        "name": name,
+        "conversation": conversation,
+        "entry": entry,
+        "facts": sheet,
+        "open": open,
+        "steps": steps,
+    })
+}
+
+/// The rules the sample content never needs, step by step over [`RULES`].
+fn rule_scenarios() -> (String, Vec<Value>) {
+    let mut diagnostics = Vec::new();
+    let file = banter_dialogue::canonical::parse_conversation(
+        "Rules.json",
+        RULES.as_bytes(),
+        &mut diagnostics,
+    )
+    .expect("parses");
+    let merged = banter_dialogue::layers::merge("Rules", &file, &[], &mut diagnostics);
+    assert!(diagnostics.iter().all(|d| !d.is_error()), "{diagnostics:?}");
+    let text = canonical::to_json(&merged);
+    let poor = facts(&[], 0, &["Dialogue.Talking"]);
+    let lamp = facts(
+        &[("Lamp", QuestStatus::Active)],
+        0,
+        &["Dialogue.Talking", "Lamp"],
+    );
+    let lamp_lost = facts(&[("Lamp", QuestStatus::Active)], 0, &["Dialogue.Talking"]);
+    let scenarios = vec![
+        scripted_scenario(
+            "Rules: the entry is shown whatever its conditions; every response hidden, the line is advanced past and the conversation ends",
+            "Rules",
+            &text,
+            "Door",
+            &poor,
+            vec![
+                (json!({ "choose": "Door_r1" }), None),
+                (json!({ "advance": "Door" }), None),
+                (json!({ "choose": "Door_r2" }), None),
+            ],
+        ),
+        scripted_scenario(
+            "Rules: the responses shown stop holding: none is a choice any more, the line is advanced past",
+            "Rules",
+            &text,
+            "Door",
+            &lamp,
+            vec![
+                (json!({ "advance": "Door" }), None),
+                (json!({ "choose": "Door_r2" }), Some(lamp_lost)),
+                (json!({ "advance": "Door" }), None),
+            ],
+        ),
+        scripted_scenario(
+            "Rules: a line carrying CheckQuest sends it when shown and waits for the jump; a jump target is shown whatever its conditions; an Island forces the amount",
+            "Rules",
+            &text,
+            "Door",
+            &lamp,
+            vec![
+                (json!({ "choose": "Door_r2" }), None),
+                (json!({ "advance": "Lamp" }), None),
+                (json!({ "choose": "Door_r2" }), None),
+                (json!({ "jump": "Bright" }), None),
+                (json!({ "advance": "Lamp" }), None),
+                (json!({ "advance": "Bright" }), None),
+                (json!({ "advance": "Bright" }), None),
+            ],
+        ),
+    ];
+    (text, scenarios)
 }
 
 fn client_walk_vectors() -> Value {
@@ -692,6 +877,9 @@ fn client_walk_vectors() -> Value {
             }
         }
     }
+    let (rules, written) = rule_scenarios();
+    conversations.insert("Rules".to_owned(), Value::String(rules));
+    scenarios.extend(written);
     json!({ "conversations": conversations, "scenarios": scenarios })
 }
 

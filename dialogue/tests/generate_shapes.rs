@@ -118,7 +118,8 @@ fn a_work_quest_accepts_then_checks_with_success_and_failure_nodes() {
     walk.choose(&graph, accept, &NoFacts, &mut out)
         .expect("choose");
     while walk.screen() != Screen::Ended {
-        walk.advance(&graph, &NoFacts, &mut out).expect("advance");
+        walk.advance_current(&graph, &NoFacts, &mut out)
+            .expect("advance");
     }
     assert_eq!(types(&graph, &out), [ActionType::AcceptQuest]);
 
@@ -164,7 +165,8 @@ fn a_talk_quest_sends_accept_before_advance_and_complete() {
     // Nothing is sent yet: the acceptance waits for the player to move past the reply.
     assert!(types(&graph, &out).is_empty());
     while walk.screen() != Screen::Ended {
-        walk.advance(&graph, &NoFacts, &mut out).expect("advance");
+        walk.advance_current(&graph, &NoFacts, &mut out)
+            .expect("advance");
     }
     assert_eq!(
         types(&graph, &out),
@@ -189,7 +191,8 @@ fn an_interrupted_talk_quest_resumes_from_its_check_node() {
     let check = graph.find("Story_Check").expect("check");
     let mut walk = ClientWalk::open(&graph, check, &NoFacts, &mut out).expect("open");
     while walk.screen() != Screen::Ended {
-        walk.advance(&graph, &NoFacts, &mut out).expect("advance");
+        walk.advance_current(&graph, &NoFacts, &mut out)
+            .expect("advance");
     }
     assert_eq!(
         types(&graph, &out),

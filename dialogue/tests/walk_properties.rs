@@ -5,6 +5,8 @@
 //!   payloads, actions replayed past their arming, actions of another conversation) are always
 //!   rejected and change nothing.
 //! - Over any message sequence, the executions of each authored action never exceed its armings.
+//! - The client walk and the server's walk give the same answer to every input, honest or not:
+//!   a client refuses exactly what the server would refuse, with the same code.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -251,6 +253,10 @@ fn play_honest(
                             pending_jump.extend(check_targets(graph, ran));
                         })
                 }
+                Outgoing::Close => {
+                    server.close();
+                    Ok(())
+                }
             };
             result.map_err(|e| format!("honest {message:?} rejected: {e}"))?;
         }
@@ -268,14 +274,14 @@ fn play_honest(
         match client.screen() {
             Screen::Ended | Screen::Waiting => break,
             Screen::Line(_) => {
-                let choices: Vec<VertexId> = client.choices(graph).collect();
+                let choices: Vec<VertexId> = client.choices(graph, facts).collect();
                 if !choices.is_empty() {
                     client
                         .choose(graph, choices[pick % choices.len()], facts, &mut out)
                         .map_err(|e| e.to_string())?;
-                } else if client.can_advance(graph) {
+                } else if client.can_advance(graph, facts) {
                     client
-                        .advance(graph, facts, &mut out)
+                        .advance_current(graph, facts, &mut out)
                         .map_err(|e| e.to_string())?;
                 } else {
                     break; // a line awaiting a jump whose check target is dangling
@@ -448,4 +454,106 @@ fn forged_messages_are_rejected_and_executions_never_exceed_armings() {
             Ok(())
         })
         .expect("forged play");
+}
+
+/// Inputs a player (or a buggy client) gives, named without regard to what is on screen.
+#[derive(Clone, Debug)]
+enum Input {
+    Advance(u32),
+    Choose(u32),
+    /// The server's answer to a pending quest check: one of its two targets.
+    Jump(bool),
+}
+
+fn input() -> impl Strategy<Value = Input> {
+    prop_oneof![
+        (0u32..80).prop_map(Input::Advance),
+        (0u32..80).prop_map(Input::Choose),
+        any::<bool>().prop_map(Input::Jump),
+    ]
+}
+
+/// The client walk answers every input as the server's walk answers the message it sends: the
+/// same refusal code, or acceptance with the same walk after it (the client's sends replayed on
+/// the server, in order, are all accepted).
+#[test]
+fn the_client_walk_and_the_server_answer_every_input_alike() {
+    let mut runner = TestRunner::new(Config::with_cases(CASES));
+    let strategy = (
+        any_graph(),
+        world(),
+        any::<usize>(),
+        prop::collection::vec(input(), 1..60),
+    );
+    runner
+        .run(&strategy, |(graph, facts, start, inputs)| {
+            let g = &*graph;
+            let first = entry(g, start);
+            let mut out = Vec::new();
+            let mut client = ClientWalk::open(g, first, &facts, &mut out).expect("opens");
+            let (mut server, _) = Walk::open(g, first, &facts).expect("opens");
+            let mut pending: Vec<VertexId> = Vec::new();
+            let deliver = |server: &mut Walk,
+                           pending: &mut Vec<VertexId>,
+                           out: &mut Vec<Outgoing>|
+             -> Result<(), TestCaseError> {
+                for message in out.drain(..) {
+                    let result = match message {
+                        Outgoing::Advance(v) => server.advance(g, v, &facts).map(|_| ()),
+                        Outgoing::Choose(r) => server.choose(g, r, &facts).map(|_| ()),
+                        Outgoing::Action(i) => {
+                            let a = g.action(i).expect("an authored action");
+                            server
+                                .take_action(g, a.action_type, &a.payload)
+                                .map(|ran| pending.extend(check_targets(g, ran)))
+                        }
+                        Outgoing::Close => {
+                            server.close();
+                            Ok(())
+                        }
+                    };
+                    prop_assert!(result.is_ok(), "the server refused {message:?}: {result:?}");
+                }
+                Ok(())
+            };
+            deliver(&mut server, &mut pending, &mut out)?;
+            for input in inputs {
+                match input {
+                    Input::Advance(v) => {
+                        let v = VertexId(v);
+                        let mut alone = server.clone();
+                        let expected = alone.advance(g, v, &facts).map(|_| ());
+                        let got = client.advance(g, v, &facts, &mut out);
+                        prop_assert_eq!(got, expected, "advance {:?}", v);
+                    }
+                    Input::Choose(r) => {
+                        let r = VertexId(r);
+                        let mut alone = server.clone();
+                        let expected = alone.choose(g, r, &facts).map(|_| ());
+                        let got = client.choose(g, r, &facts, &mut out);
+                        prop_assert_eq!(got, expected, "choose {:?}", r);
+                    }
+                    Input::Jump(success) => {
+                        if pending.len() != 2 {
+                            pending.clear();
+                            continue;
+                        }
+                        let target = pending[usize::from(!success)];
+                        pending.clear();
+                        let expected = server.jump_to(g, target, &facts).map(|_| ());
+                        let got = client.jump(g, target, &facts, &mut out);
+                        prop_assert_eq!(got, expected, "jump {:?}", target);
+                    }
+                }
+                deliver(&mut server, &mut pending, &mut out)?;
+                // The armings differ by design (the client sends actions, the server spends
+                // them); what is shown, awaited and closed may not.
+                let mirror = client.walk();
+                prop_assert_eq!(mirror.reachable(), server.reachable(), "R drifted apart");
+                prop_assert_eq!(mirror.awaits_jump(), server.awaits_jump());
+                prop_assert_eq!(mirror.is_closed(), server.is_closed());
+            }
+            Ok(())
+        })
+        .expect("client and server agree");
 }

@@ -82,7 +82,7 @@ fn opening_shows_the_entry_line_and_its_responses_whose_conditions_hold() {
     );
     assert!(walk.is_reachable(id(&g, "Greet_r3")));
     assert!(!walk.is_reachable(id(&g, "Accepted")));
-    let choices: Vec<_> = walk.choices(&g, id(&g, "Greet")).collect();
+    let choices: Vec<_> = walk.choices(&g, id(&g, "Greet"), &NoFacts).collect();
     assert_eq!(choices, vec![id(&g, "Greet_r1"), id(&g, "Greet_r3")]);
 
     let rich = Walk::open(&g, id(&g, "Greet"), &Rich(150))
@@ -301,7 +301,9 @@ fn the_client_sends_node_actions_on_show_and_response_actions_after_the_reply() 
         "AcceptQuest is held until the player advances past the reply"
     );
     out.clear();
-    client.advance(&g, &NoFacts, &mut out).expect("advance");
+    client
+        .advance_current(&g, &NoFacts, &mut out)
+        .expect("advance");
     assert_eq!(
         out,
         vec![
@@ -329,7 +331,17 @@ fn the_client_waits_for_the_jump_after_a_check_quest_response() {
         ]
     );
     assert_eq!(client.screen(), Screen::Waiting);
-    assert!(!client.can_advance(&g));
+    assert!(!client.can_advance(&g, &NoFacts));
+    // Until the jump, the walk (the server's, and so the client's) refuses every step, even a
+    // response that is still in `R`.
+    assert_eq!(
+        client.choose(&g, id(&g, "Check_r1"), &NoFacts, &mut out),
+        Err(WalkError::AwaitsJump)
+    );
+    assert_eq!(
+        client.advance(&g, id(&g, "Check"), &NoFacts, &mut out),
+        Err(WalkError::AwaitsJump)
+    );
     out.clear();
     client
         .jump(&g, id(&g, "Paid"), &NoFacts, &mut out)
@@ -391,4 +403,76 @@ fn a_snapshot_takes_the_walk_back_exactly_and_a_tampered_one_is_refused() {
         Walk::restore(&g, &stockpiled),
         Err(banter_dialogue::SnapshotError::OverArmed { .. })
     ));
+}
+
+#[test]
+fn a_response_shown_earlier_may_be_picked_again_and_a_line_advanced_again() {
+    let g = graph();
+    let mut out = Vec::new();
+    let mut client = ClientWalk::open(&g, id(&g, "Greet"), &NoFacts, &mut out).expect("opens");
+    client
+        .choose(&g, id(&g, "Greet_r3"), &NoFacts, &mut out)
+        .expect("chosen");
+    // `Greet_r1` is no longer on screen, but it is in `R`: the server accepts it, so the
+    // client does too, and the held actions go out with it.
+    out.clear();
+    client
+        .choose(&g, id(&g, "Greet_r1"), &NoFacts, &mut out)
+        .expect("picked again");
+    assert_eq!(out.first(), Some(&Outgoing::Choose(id(&g, "Greet_r1"))));
+    assert_eq!(client.screen(), Screen::Line(id(&g, "Accepted")));
+}
+
+#[test]
+fn a_line_whose_responses_all_fail_now_is_advanced_past_and_ends_the_conversation() {
+    let (g, diagnostics) = build_conversation(
+        "Purse",
+        r#"{ "FirstNode": "Offer", "Offer": { "Text": "Buy a lamp?", "Responses": [
+            { "Text": "Here's 100.", "Conditions": "coins >= 100", "NextNode": "Sold" } ] },
+            "Sold": { "Text": "A fine lamp.", "Close": true } }"#,
+    );
+    assert!(diagnostics.iter().all(|d| !d.is_error()), "{diagnostics:?}");
+    let offer = id(&g, "Offer");
+    let (mut walk, _) = Walk::open(&g, offer, &Rich(150)).expect("opens");
+    assert_eq!(
+        walk.clone().advance(&g, offer, &Rich(150)),
+        Err(WalkError::AwaitsChoice)
+    );
+    // The player spent the coins elsewhere: the response shown with the line no longer holds,
+    // so it is not a choice, picking it is refused, and the line waits for nothing: advancing
+    // past it is accepted (no soft lock) and, a line with responses having no other exit, ends
+    // the conversation.
+    assert_eq!(walk.choices(&g, offer, &Rich(0)).count(), 0);
+    assert_eq!(
+        walk.choose(&g, id(&g, "Offer_r1"), &Rich(0)),
+        Err(WalkError::ConditionFailed)
+    );
+    assert_eq!(walk.advance(&g, offer, &Rich(0)), Ok(Shown::End));
+    // Shown to a poor player in the first place, the line has no choice at all: the same.
+    let (mut poor, _) = Walk::open(&g, offer, &Rich(0)).expect("opens");
+    assert_eq!(poor.advance(&g, offer, &Rich(0)), Ok(Shown::End));
+}
+
+#[test]
+fn the_end_of_the_walk_sends_the_held_actions_then_close() {
+    let g = graph();
+    let mut out = Vec::new();
+    let mut client = ClientWalk::open(&g, id(&g, "Greet"), &NoFacts, &mut out).expect("opens");
+    client
+        .choose(&g, id(&g, "Greet_r1"), &NoFacts, &mut out)
+        .expect("chosen");
+    client
+        .advance_current(&g, &NoFacts, &mut out)
+        .expect("advance");
+    out.clear();
+    client
+        .advance_current(&g, &NoFacts, &mut out)
+        .expect("advance past the last line");
+    assert_eq!(out.last(), Some(&Outgoing::Close));
+    assert_eq!(client.screen(), Screen::Ended);
+    assert_eq!(
+        client.advance(&g, id(&g, "Bye"), &NoFacts, &mut out),
+        Err(WalkError::Closed),
+        "closed: no_conversation, as the server answers after `close`"
+    );
 }

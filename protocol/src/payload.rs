@@ -218,11 +218,11 @@ fn take<const N: usize>(fields: &[String]) -> Option<[String; N]> {
     <[String; N]>::try_from(fields.to_vec()).ok()
 }
 
-/// A decimal `u32` without sign or leading zeros, so only one spelling of each number parses.
+/// A decimal `u32` from 1 up, without sign or leading zeros, so only one spelling of each amount
+/// parses, and an amount of 0 (which content refuses) never does.
 fn parse_amount(text: &str) -> Option<u32> {
-    let canonical = !text.is_empty()
-        && text.bytes().all(|b| b.is_ascii_digit())
-        && (text == "0" || !text.starts_with('0'));
+    let canonical =
+        !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) && !text.starts_with('0');
     if canonical { text.parse().ok() } else { None }
 }
 

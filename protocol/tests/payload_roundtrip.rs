@@ -22,7 +22,8 @@ fn action() -> impl Strategy<Value = Action> {
         (
             ident(),
             ident(),
-            proptest::option::of((any::<u32>(), proptest::option::of(ident())))
+            // Amounts start at 1: content refuses 0, and so does the payload.
+            proptest::option::of((1u32..=u32::MAX, proptest::option::of(ident())))
         )
             .prop_map(
                 |(quest_id, objective_id, amount)| Action::AdvanceObjective {

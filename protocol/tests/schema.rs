@@ -71,3 +71,38 @@ fn every_object_in_the_server_schema_refuses_additional_properties() {
         }
     }
 }
+
+/// The server never sends `null` (PROTOCOL.md section 3): no property of the server schema
+/// allows it, so a strict client may refuse `null` anywhere in what the server sends.
+#[test]
+fn the_server_schema_never_allows_null() {
+    let (_, text) = json_schemas()
+        .into_iter()
+        .find(|(name, _)| *name == "server-message.schema.json")
+        .expect("the server schema");
+    let schema: serde_json::Value = serde_json::from_str(&text).expect("the schema is JSON");
+    fn walk(pointer: &str, value: &serde_json::Value) {
+        match value {
+            serde_json::Value::Object(map) => {
+                assert_ne!(
+                    map.get("type"),
+                    Some(&serde_json::json!("null")),
+                    "{pointer} is null"
+                );
+                if let Some(serde_json::Value::Array(types)) = map.get("type") {
+                    assert!(!types.contains(&serde_json::json!("null")), "{pointer}");
+                }
+                for (key, inner) in map {
+                    walk(&format!("{pointer}/{key}"), inner);
+                }
+            }
+            serde_json::Value::Array(items) => {
+                for (i, inner) in items.iter().enumerate() {
+                    walk(&format!("{pointer}/{i}"), inner);
+                }
+            }
+            _ => {}
+        }
+    }
+    walk("", &schema);
+}

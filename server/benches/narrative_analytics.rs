@@ -86,7 +86,7 @@ async fn record_steps(
                 4 => break Ending::WalkedAway,
                 _ => {}
             }
-            let choices: Vec<_> = walk.choices(graph, line).collect();
+            let choices: Vec<_> = walk.shown_responses(graph, line).collect();
             let shown = if choices.is_empty() {
                 walk.advance(graph, line, &NoFacts)
             } else {

@@ -525,7 +525,7 @@ impl Player {
                     .open
                     .as_mut()
                     .ok_or("no conversation is open: `talk` first")?;
-                let choices: Vec<_> = open.walk.choices(&open.graph).collect();
+                let choices: Vec<_> = open.walk.choices(&open.graph, &self.facts).collect();
                 let chosen = choices.iter().copied().find(|v| {
                     open.graph
                         .vertex(*v)
@@ -559,7 +559,10 @@ impl Player {
                     .as_mut()
                     .ok_or("no conversation is open: `talk` first")?;
                 let mut out = Vec::new();
-                match open.walk.advance(&open.graph, &self.facts, &mut out) {
+                match open
+                    .walk
+                    .advance_current(&open.graph, &self.facts, &mut out)
+                {
                     Ok(()) => self.send_walked(out).await,
                     Err(e) => {
                         self.refused = Some(crate::session::walk_code(&e).to_owned());
@@ -568,8 +571,14 @@ impl Player {
                 }
             }
             Step::Close => {
-                self.open = None;
-                self.send(ClientMessage::Close { id: None }).await;
+                // A walk that reached its end has sent its `close` already.
+                let ended = self
+                    .open
+                    .take()
+                    .is_some_and(|open| matches!(open.walk.screen(), Screen::Ended));
+                if !ended {
+                    self.send(ClientMessage::Close { id: None }).await;
+                }
                 Ok(())
             }
             Step::CutsceneDone(scene) => {
@@ -613,7 +622,7 @@ impl Player {
             }
             Step::ExpectChoices(n) => {
                 let open = self.open.as_ref().ok_or("no conversation is open")?;
-                let shown = open.walk.choices(&open.graph).count();
+                let shown = open.walk.choices(&open.graph, &self.facts).count();
                 if shown == *n {
                     Ok(())
                 } else {

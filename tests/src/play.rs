@@ -89,8 +89,8 @@ impl Client {
         seen
     }
 
-    /// Talks to `npc` and plays the conversation to its end with the client rules, always
-    /// taking the first response offered and following the server's jumps. The entry node and
+    /// Talks to `npc` and plays the conversation to its end with the client rules (which close
+    /// it there), always taking the first response offered and following the server's jumps. The entry node and
     /// every message the server sent on the way.
     pub async fn play_through(&mut self, npc: &str) -> (String, Vec<ServerMessage>) {
         let (graph, entry, facts) = self.open_conversation(npc).await;
@@ -112,19 +112,18 @@ impl Client {
             }
             match walk.screen() {
                 Screen::Ended => break,
-                _ if walk.can_advance(&graph) => {
-                    walk.advance(&graph, &facts, &mut out).expect("advance");
+                _ if walk.can_advance(&graph, &facts) => {
+                    walk.advance_current(&graph, &facts, &mut out)
+                        .expect("advance");
                 }
                 _ => {
-                    let choice = walk.choices(&graph).next().expect("a choice");
+                    let choice = walk.choices(&graph, &facts).next().expect("a choice");
                     walk.choose(&graph, choice, &facts, &mut out)
                         .expect("choose");
                 }
             }
         }
-        self.request(ClientMessage::Close { id: None })
-            .await
-            .expect("closed");
+        // The walk's last step was its `close`.
         (entry, seen)
     }
 }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use banter_dialogue::{ClientWalk, Screen};
 use banter_e2e::{Backend, TestServer};
-use banter_protocol::{ClientMessage, Effect, ServerMessage};
+use banter_protocol::{Effect, ServerMessage};
 
 const PIM: [f64; 3] = [-640.0, 2.0, 910.0];
 
@@ -25,18 +25,16 @@ async fn a_player_talks_to_pim_hears_the_tale_and_is_paid_once(backend: Backend)
     let mut effects = client.send_queued(&graph, &mut out).await;
 
     // Say yes, then advance through the tale until the conversation ends.
-    let yes = walk.choices(&graph).next().expect("a choice");
+    let yes = walk.choices(&graph, &facts).next().expect("a choice");
     walk.choose(&graph, yes, &facts, &mut out).expect("choose");
     effects.extend(client.send_queued(&graph, &mut out).await);
     while walk.screen() != Screen::Ended {
-        assert!(walk.can_advance(&graph), "{:?}", walk.screen());
-        walk.advance(&graph, &facts, &mut out).expect("advance");
+        assert!(walk.can_advance(&graph, &facts), "{:?}", walk.screen());
+        walk.advance_current(&graph, &facts, &mut out)
+            .expect("advance");
+        // The last step the walk queues is its `close`.
         effects.extend(client.send_queued(&graph, &mut out).await);
     }
-    client
-        .request(ClientMessage::Close { id: None })
-        .await
-        .expect("closed");
 
     let kinds: Vec<&Effect> = effects
         .iter()

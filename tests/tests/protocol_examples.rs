@@ -266,8 +266,8 @@ impl Recorder {
     }
 
     /// One step of the client rules: advances past the line on screen or picks the first
-    /// response offered, sends what follows, and follows the server's jumps. Closes the
-    /// conversation once it has ended. Every message received.
+    /// response offered, sends what follows, and follows the server's jumps. The walk closes
+    /// the conversation once it has ended. Every message received.
     async fn step(
         &mut self,
         graph: &DialogueGraph,
@@ -275,10 +275,14 @@ impl Recorder {
         facts: &FactSheet,
     ) -> Vec<ServerMessage> {
         let mut out = Vec::new();
-        if walk.can_advance(graph) {
-            walk.advance(graph, facts, &mut out).expect("advance");
+        if walk.can_advance(graph, facts) {
+            walk.advance_current(graph, facts, &mut out)
+                .expect("advance");
         } else {
-            let choice = walk.choices(graph).next().expect("a response to pick");
+            let choice = walk
+                .choices(graph, facts)
+                .next()
+                .expect("a response to pick");
             walk.choose(graph, choice, facts, &mut out).expect("choose");
         }
         let mut received = Vec::new();
@@ -291,9 +295,6 @@ impl Recorder {
                 }
             }
             received.extend(replies);
-        }
-        if walk.screen() == Screen::Ended {
-            received.extend(self.request(ClientMessage::Close { id: None }).await);
         }
         received
     }

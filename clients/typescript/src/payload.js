@@ -52,7 +52,7 @@ function escapeField(/** @type {string} */ field) {
  * @param {Action} action
  * @returns {string}
  * @throws {PayloadError} `unknown_action` for a type outside the protocol, `bad_action` for a
- *   missing or non-string field, `bad_amount` for an amount that is not a whole number from 0 to
+ *   missing or non-string field, `bad_amount` for an amount that is not a whole number from 1 to
  *   4294967295.
  */
 export function buildPayload(action) {
@@ -99,8 +99,8 @@ export function buildPayload(action) {
       const amount = record.Amount ?? null;
       if (amount !== null || island !== undefined) {
         const n = amount ?? 1;
-        if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n > MAX_AMOUNT) {
-          throw new PayloadError('bad_amount', `${type}: Amount must be a whole number from 0 to ${MAX_AMOUNT}, got ${describe(n)}`, {
+        if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > MAX_AMOUNT) {
+          throw new PayloadError('bad_amount', `${type}: Amount must be a whole number from 1 to ${MAX_AMOUNT}, got ${describe(n)}`, {
             action: type,
             field: 3,
             value: String(n),
@@ -156,9 +156,9 @@ function split(action, payload) {
   return fields;
 }
 
-/** A decimal u32 without sign or leading zeros, so only one spelling of each number parses. */
+/** A decimal u32 from 1 up, without sign or leading zeros: one spelling per amount, never 0. */
 function parseAmount(/** @type {string} */ text) {
-  if (!/^(0|[1-9][0-9]*)$/.test(text) || text.length > 10) return undefined;
+  if (!/^[1-9][0-9]*$/.test(text) || text.length > 10) return undefined;
   const n = Number(text);
   return n <= MAX_AMOUNT ? n : undefined;
 }
@@ -171,8 +171,9 @@ function parseAmount(/** @type {string} */ text) {
  * @param {string} payload
  * @returns {Action}
  * @throws {PayloadError} `field_count` (wrong number of `|`-separated fields), `bad_escape` (a `\`
- *   not followed by `|` or `\`), `bad_amount` (not a canonical whole number from 0 to
- *   4294967295), `unknown_action` (a type outside the protocol).
+ *   not followed by `|` or `\`), `bad_amount` (not a canonical whole number from 1 to
+ *   4294967295), `unknown_action` (a type outside the protocol). When several apply, the first
+ *   bad escape (left to right) wins, then the field count, then the amount.
  */
 export function parsePayload(type, payload) {
   if (!isActionType(type)) {

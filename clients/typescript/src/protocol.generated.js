@@ -145,7 +145,7 @@
  *
  * @typedef {object} WelcomeMessage
  * @property {"welcome"} type
- * @property {string | null} [cutscene] - A cutscene quest's scene still playing when the player's previous session ended (a
+ * @property {string} [cutscene] - A cutscene quest's scene still playing when the player's previous session ended (a
  *   dropped connection, a server restart, another instance): the player is in that
  *   cutscene now. Play it (or skip it) and send `cutscene_done` with this scene; its
  *   quest is paid once. Absent: no cutscene.
@@ -154,7 +154,7 @@
  *   that predates locales.
  * @property {string[]} [locales] - Every locale the content can be read in (the source first, the pseudo-locale last).
  * @property {string} player
- * @property {[number, number, number] | null} [position] - Where the world remembers the player's body (a reconnect within the server's memory
+ * @property {[number, number, number]} [position] - Where the world remembers the player's body (a reconnect within the server's memory
  *   of it): the next `move` must start from here, not teleport. Absent: spawn anywhere.
  * @property {Profile} profile
  * @property {number} protocol
@@ -188,13 +188,13 @@
  *
  * @typedef {object} OpenedMessage
  * @property {"opened"} type
- * @property {string | null} [content]
+ * @property {string} [content]
  * @property {string} conversation
  * @property {string} entry
  * @property {FactSheet} facts
  * @property {string} hash
  * @property {NpcRef} npc
- * @property {string | null} [speaker]
+ * @property {string} [speaker]
  */
 
 /**
@@ -259,7 +259,7 @@
  * @typedef {object} ErrorMessage
  * @property {"error"} type
  * @property {ErrorCode} code
- * @property {number | null} [id]
+ * @property {number} [id]
  * @property {string} message
  * @property {boolean} retryable
  */
@@ -454,7 +454,7 @@
  * @typedef {object} Profile
  * @property {number} coins
  * @property {number} experience
- * @property {string | null} [tracked_quest]
+ * @property {string} [tracked_quest]
  * @property {number} tutorial_stage
  */
 

@@ -11,7 +11,7 @@ import { ConnectionError } from './errors.js';
 export * from './protocol.generated.js';
 
 /**
- * @import { ClientMessage, ServerMessage, AdvanceMessage, ChooseMessage, ActionMessage }
+ * @import { ClientMessage, ServerMessage, AdvanceMessage, ChooseMessage, ActionMessage, CloseMessage }
  *   from './protocol.generated.js'
  */
 
@@ -31,7 +31,7 @@ export const RETRYABLE_CODES = Object.freeze(
 /**
  * A message the client walk queues, as JSON without an id (exactly what the conformance
  * vectors compare).
- * @typedef {Omit<AdvanceMessage, "id"> | Omit<ChooseMessage, "id"> | Omit<ActionMessage, "id">} WalkMessage
+ * @typedef {Omit<AdvanceMessage, "id"> | Omit<ChooseMessage, "id"> | Omit<ActionMessage, "id"> | Omit<CloseMessage, "id">} WalkMessage
  */
 
 /**

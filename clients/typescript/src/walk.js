@@ -8,12 +8,16 @@
 // `ClientWalk` adds what only a client has: the screen, and the order in which messages go out.
 //
 // - Showing a line sends its node actions at once, in order.
-// - A response's actions are held until the player moves past the NPC's reply (by advancing, or
-//   by picking one of the reply's responses), or go out at once when nothing follows it.
+// - A response's actions are held until the player's next accepted step (advancing, or picking a
+//   response), or go out at once when nothing follows it.
 // - A response or line carrying `CheckQuest` does not follow its `NextNode`: the client sends the
-//   action and waits for the server's `jump`.
+//   action and waits for the server's `jump`; until it comes, every step is refused
+//   (`awaits_jump`), on the server too.
 // - Advancing past a final line (`Close`, or no exit) still sends the `advance` and the held
-//   actions; only then has the conversation ended, and the client sends `close`.
+//   actions; only then has the conversation ended, and the step's last message is `close`.
+// - One answer per input: every step is answered by the server's walk, so the client refuses
+//   exactly what the server would, with the same code, and accepts what it would accept (a line
+//   or response shown earlier may be advanced or picked again: R only grows).
 
 import { evaluate } from './condition.js';
 import { WalkRefusal } from './errors.js';
@@ -86,6 +90,8 @@ export class Walk {
     this.reachable = new Set();
     /** Runs left per authored action index. @type {Map<number, number>} */
     this.armed = new Map();
+    /** A quest check was chosen or shown and its jump has not come yet. */
+    this.awaitingJump = false;
     this.closed = false;
   }
 
@@ -109,12 +115,23 @@ export class Walk {
   }
 
   /**
-   * The responses on screen under `line`, in priority order: those shown with it (R only grows,
-   * so a response shown once stays offered).
+   * The responses the player may pick under `line` now, in priority order: those in R whose
+   * `Conditions` hold against `facts`. None while a quest check awaits its jump.
+   * @param {number} line
+   * @param {Facts | FactSheet} facts
+   * @returns {number[]}
+   */
+  choices(line, facts) {
+    if (this.awaitingJump) return [];
+    return this.shownResponses(line).filter((r) => conditionHolds(/** @type {Vertex} */ (this.graph.vertex(r)), facts));
+  }
+
+  /**
+   * Every response under `line` the player has been shown (in R), whatever its conditions say now.
    * @param {number} line
    * @returns {number[]}
    */
-  choices(line) {
+  shownResponses(line) {
     return (this.graph.vertex(line)?.outputs ?? []).filter((r) => this.graph.vertex(r)?.kind === 'response' && this.reachable.has(r));
   }
 
@@ -133,8 +150,8 @@ export class Walk {
     const v = this.vertexFor(line);
     if (!this.reachable.has(line)) throw new WalkRefusal('not_reachable', 'the player has not been shown this', v.name);
     if (v.kind !== 'line') throw new WalkRefusal('not_a_line', 'not an NPC line', v.name);
-    if (v.awaitsJump) throw new WalkRefusal('awaits_jump', "this line waits for the server's jump", v.name);
-    if (this.choices(line).length > 0) throw new WalkRefusal('awaits_choice', 'this line waits for the player to pick a response', v.name);
+    if (v.awaitsJump || this.awaitingJump) throw new WalkRefusal('awaits_jump', "this line waits for the server's jump", v.name);
+    if (this.choices(line, facts).length > 0) throw new WalkRefusal('awaits_choice', 'this line waits for the player to pick a response', v.name);
     return this.follow(line, facts);
   }
 
@@ -149,9 +166,13 @@ export class Walk {
     const v = this.vertexFor(response);
     if (!this.reachable.has(response)) throw new WalkRefusal('not_reachable', 'the player has not been shown this', v.name);
     if (v.kind !== 'response') throw new WalkRefusal('not_a_response', 'not a response', v.name);
+    if (this.awaitingJump) throw new WalkRefusal('awaits_jump', "waiting for the server's jump after a quest check", v.name);
     if (!conditionHolds(v, facts)) throw new WalkRefusal('condition_failed', "the response's conditions do not hold", v.name);
     this.arm(v);
-    if (v.awaitsJump) return { kind: 'await_jump' };
+    if (v.awaitsJump) {
+      this.awaitingJump = true;
+      return { kind: 'await_jump' };
+    }
     return this.follow(response, facts);
   }
 
@@ -164,6 +185,7 @@ export class Walk {
   jumpTo(target, facts) {
     const v = this.vertexFor(target);
     if (v.kind !== 'line') throw new WalkRefusal('internal', 'a jump must target an NPC line', v.name);
+    this.awaitingJump = false;
     this.show(v, facts);
     return { kind: 'line', line: target };
   }
@@ -238,6 +260,7 @@ export class Walk {
   show(line, facts) {
     this.reachable.add(line.id);
     this.arm(line);
+    if (line.awaitsJump) this.awaitingJump = true;
     for (const r of line.outputs) {
       const v = this.graph.vertex(r);
       if (v && v.kind === 'response' && conditionHolds(v, facts)) this.reachable.add(r);
@@ -326,10 +349,13 @@ export class ClientWalk {
     return this.state === 'line' ? this.graph.vertex(this.lineId) : undefined;
   }
 
-  /** The responses under the current line, in priority order. @returns {Vertex[]} */
+  /**
+   * The responses the player may pick under the current line, in priority order: those shown
+   * with it whose conditions hold against the current `facts`. @returns {Vertex[]}
+   */
   choiceVertices() {
     if (this.state !== 'line') return [];
-    return this.walk.choices(this.lineId).map((r) => /** @type {Vertex} */ (this.graph.vertex(r)));
+    return this.walk.choices(this.lineId, this.facts).map((r) => /** @type {Vertex} */ (this.graph.vertex(r)));
   }
 
   /** The names of the responses under the current line (`<node>_r<i>`). */
@@ -341,41 +367,41 @@ export class ClientWalk {
   get canAdvance() {
     if (this.state !== 'line') return false;
     const line = this.graph.vertex(this.lineId);
-    return this.walk.choices(this.lineId).length === 0 && line !== undefined && !line.awaitsJump;
+    return !this.walk.awaitingJump && this.choiceVertices().length === 0 && line !== undefined && !line.awaitsJump;
   }
 
-  /** True after a `CheckQuest`, until `jump`. */
+  /** True after a `CheckQuest` (a response picked, or a line carrying one shown), until `jump`. */
   get waitingForJump() {
-    return this.state === 'waiting_for_jump' || (this.state === 'line' && this.graph.vertex(this.lineId)?.awaitsJump === true && this.walk.choices(this.lineId).length === 0);
+    return this.walk.awaitingJump;
   }
 
-  /** True once nothing follows: send `close`. */
+  /** True once nothing follows: the last step's messages ended with `close`. */
   get ended() {
     return this.state === 'ended';
   }
 
   /**
-   * The player advances past the current line. `node`, if given, must be that line's name: a
-   * client that names another line is out of step with its own screen. While no line is on
-   * screen the state answers (`awaits_jump` while waiting for the jump, `no_conversation` once
-   * ended), as in `ClientWalk::advance` (dialogue/src/client.rs); another name is refused as the
-   * server's walk refuses it: `not_reachable` if never shown, `not_a_line` for a response.
+   * The player advances past `node` (by default the line on screen). Answered by the server's
+   * walk: any line shown before may be advanced again, and every refusal has the server's code
+   * (`awaits_jump` while a quest check waits, `no_conversation` once ended).
    * @param {string} [node]
    * @returns {WalkMessage[]} `advance`, the held response actions, then the next line's actions
+   *   (and `close` if nothing follows)
    */
   advance(node) {
+    let line;
     if (node !== undefined) {
       const named = this.graph.find(node);
+      if (this.walk.closed) throw new WalkRefusal('no_conversation', 'the conversation is closed', node);
       if (!named) throw new WalkRefusal('unknown_vertex', 'no node or response of that name in this conversation', node);
-      if (this.state === 'line' && named.id !== this.lineId) {
-        if (!this.walk.isReachable(named.id)) throw new WalkRefusal('not_reachable', 'the player has not been shown this', node);
-        if (named.kind !== 'line') throw new WalkRefusal('not_a_line', 'not an NPC line', node);
-        throw new WalkRefusal('not_reachable', `not the line on screen (${/** @type {Vertex} */ (this.line).name} is)`, node);
-      }
+      line = named.id;
+    } else if (this.state === 'line') {
+      line = this.lineId;
+    } else if (this.state === 'ended') {
+      throw new WalkRefusal('no_conversation', 'the conversation is closed');
+    } else {
+      throw new WalkRefusal('awaits_jump', "waiting for the server's jump after a quest check");
     }
-    if (this.state === 'waiting_for_jump') throw new WalkRefusal('awaits_jump', "waiting for the server's jump after a CheckQuest");
-    if (this.state === 'ended') throw new WalkRefusal('no_conversation', 'the conversation has ended: send close');
-    const line = this.lineId;
     const shown = this.walk.advance(line, this.facts);
     /** @type {WalkMessage[]} */
     const sends = [{ type: 'advance', node: /** @type {Vertex} */ (this.graph.vertex(line)).name }];
@@ -385,25 +411,21 @@ export class ClientWalk {
   }
 
   /**
-   * The player picks a response under the current line.
+   * The player picks a response: normally one of `choices`, but any response the server's walk
+   * accepts (one shown earlier may be picked again).
    * @param {string} response  its name, `<node>_r<i>`
    * @returns {WalkMessage[]} `choose`, the held actions, then this response's actions if nothing
-   *   follows it or it carries a `CheckQuest`, then the next line's actions
+   *   follows it or it carries a `CheckQuest`, then the next line's actions (and `close` if
+   *   nothing follows)
    */
   choose(response) {
     const v = this.graph.find(response);
+    if (this.walk.closed) throw new WalkRefusal('no_conversation', 'the conversation is closed', response);
     if (!v) throw new WalkRefusal('unknown_vertex', 'no node or response of that name in this conversation', response);
-    if (this.state !== 'line' || !this.walk.choices(this.lineId).includes(v.id)) {
-      // The server's order: something never shown is not reachable; a line shown is not a response.
-      if (v.kind !== 'response' && this.walk.reachable.has(v.id)) {
-        throw new WalkRefusal('not_a_response', 'an NPC line, not a response', response);
-      }
-      throw new WalkRefusal('not_reachable', 'not one of the responses on screen', response);
-    }
     const shown = this.walk.choose(v.id, this.facts);
     /** @type {WalkMessage[]} */
     const sends = [{ type: 'choose', response: v.name }];
-    // Picking a response to the reply is advancing past the reply.
+    // Picking a response is moving past the reply on screen.
     this.sendHeld(sends);
     if (shown.kind === 'line') this.held.push(...v.actions.map((a) => a.index));
     else for (const a of v.actions) sends.push(actionMessage(a.type, a.payload));
@@ -446,6 +468,8 @@ export class ClientWalk {
       this.state = 'waiting_for_jump';
     } else {
       this.sendHeld(sends);
+      sends.push({ type: 'close' });
+      this.walk.close();
       this.state = 'ended';
     }
   }

@@ -45,7 +45,7 @@ test('build(parse(s)) === s for canonical payloads of every type', () => {
     AcceptQuest: ['Q', 'Pipe\\|Quest', '日本'],
     CheckQuest: ['Q|A|B', 'Q||'],
     CompleteQuest: ['Back\\\\slash'],
-    AdvanceObjective: ['Q|O', 'Q|O|0', 'Q|O|4294967295|isle\\|x'],
+    AdvanceObjective: ['Q|O', 'Q|O|1', 'Q|O|4294967295|isle\\|x'],
     TrackQuest: ['T'],
     OpenShop: ['S'],
     OpenSellMenu: [''],
@@ -82,11 +82,12 @@ test('a lone backslash is bad_escape, with its position', () => {
   }
 });
 
-test('amounts are strict: no sign, no leading zero, no fraction, at most 2^32-1', () => {
-  for (const bad of ['02', '+2', '-2', '2.0', '', '1e3', '4294967296', '99999999999', ' 1', '١']) {
+test('amounts are strict: from 1, no sign, no leading zero, no fraction, at most 2^32-1', () => {
+  for (const bad of ['0', '00', '02', '+2', '-2', '2.0', '', '1e3', '4294967296', '99999999999', ' 1', '١']) {
     refuses(() => parsePayload('AdvanceObjective', `Q|O|${bad}`), 'bad_amount');
   }
-  assert.deepEqual(parsePayload('AdvanceObjective', 'Q|O|0'), { Type: 'AdvanceObjective', QuestId: 'Q', ObjectiveId: 'O', Amount: 0 });
+  assert.deepEqual(parsePayload('AdvanceObjective', 'Q|O|1'), { Type: 'AdvanceObjective', QuestId: 'Q', ObjectiveId: 'O', Amount: 1 });
+  refuses(() => buildPayload({ Type: 'AdvanceObjective', QuestId: 'Q', ObjectiveId: 'O', Amount: 0 }), 'bad_amount');
   refuses(() => buildPayload({ Type: 'AdvanceObjective', QuestId: 'Q', ObjectiveId: 'O', Amount: 1.5 }), 'bad_amount');
   refuses(() => buildPayload({ Type: 'AdvanceObjective', QuestId: 'Q', ObjectiveId: 'O', Amount: -1 }), 'bad_amount');
   refuses(() => buildPayload({ Type: 'AdvanceObjective', QuestId: 'Q', ObjectiveId: 'O', Amount: 2 ** 32 }), 'bad_amount');

@@ -25,10 +25,8 @@ test("Pim's conversation sends exactly the frames recorded from a real server (P
   assert.equal(walk.ended, false, 'a Close line is still a line: advance past it');
   sent.push(...walk.advance());
   assert.equal(walk.ended, true);
-  const expected = ['pim-choose', 'pim-advance-1', 'pim-advance-2', 'pim-advance-3']
-    .flatMap(recordedClientFrames)
-    .filter((m) => m.type !== 'close');
-  assert.deepEqual(sent, expected);
+  const expected = ['pim-choose', 'pim-advance-1', 'pim-advance-2', 'pim-advance-3'].flatMap(recordedClientFrames);
+  assert.deepEqual(sent, expected, 'the last step ends with the close');
 });
 
 test('a response action is held until the player advances past a final Close line (Fennick)', () => {
@@ -40,6 +38,7 @@ test('a response action is held until the player advances past a final Close lin
     { type: 'advance', node: 'CopperSnappers_Accepted' },
     { type: 'action', action: 'AcceptQuest', payload: 'CopperSnappers' },
     { type: 'action', action: 'TrackQuest', payload: 'CopperSnappers' },
+    { type: 'close' },
   ]);
   assert.equal(walk.ended, true);
   refuses(() => walk.advance(), 'no_conversation');
@@ -58,14 +57,16 @@ test("a CheckQuest response goes out at once and the walk waits for the server's
   assert.equal(walk.waitingForJump, true);
   refuses(() => walk.advance(), 'awaits_jump');
   refuses(() => walk.advance('CopperSnappers_Check'), 'awaits_jump');
-  refuses(() => walk.choose('CopperSnappers_Check_r2'), 'not_reachable');
+  // Until the jump every step is refused, as the server refuses it, even a response still in R.
+  refuses(() => walk.choose('CopperSnappers_Check_r2'), 'awaits_jump');
+  refuses(() => walk.choose('CopperSnappers_Check_r1'), 'awaits_jump');
   assert.deepEqual(walk.jump('CopperSnappers_NotYet'), []);
   assert.deepEqual(walk.choices, ['CopperSnappers_NotYet_r1', 'CopperSnappers_NotYet_r2']);
   // The recorded exchange: a response with no next line ends the conversation at once.
-  assert.deepEqual(walk.choose('CopperSnappers_NotYet_r1'), [{ type: 'choose', response: 'CopperSnappers_NotYet_r1' }]);
+  assert.deepEqual(walk.choose('CopperSnappers_NotYet_r1'), [{ type: 'choose', response: 'CopperSnappers_NotYet_r1' }, { type: 'close' }]);
   assert.equal(walk.ended, true);
-  const recordedSends = recordedClientFrames('fennick-check').filter((m) => m.type === 'choose' || m.type === 'action');
-  assert.deepEqual(recordedSends.map((m) => m.type), ['choose', 'action', 'choose']);
+  const recordedSends = recordedClientFrames('fennick-check').filter((m) => m.type !== 'talk');
+  assert.deepEqual(recordedSends.map((m) => m.type), ['choose', 'action', 'choose', 'close']);
 });
 
 test('a jump shows the line whatever its conditions and sends its node actions', () => {
@@ -116,6 +117,7 @@ test('responses whose conditions fail are not offered; facts are checked again o
   assert.deepEqual(walk.choices, ['Hi_r1', 'Hi_r2']);
   walk.facts = freshFacts({ coins: 0 });
   refuses(() => walk.choose('Hi_r1'), 'condition_failed');
+  assert.deepEqual(walk.choices, ['Hi_r2'], 'the choices are those that hold now');
   const poor = ClientWalk.open(graph, 'Hi', freshFacts()).walk;
   assert.deepEqual(poor.choices, ['Hi_r2']);
   refuses(() => poor.choose('Hi_r1'), 'not_reachable');
@@ -166,6 +168,41 @@ test('an unknown entry is refused', () => {
   const graph = buildGraph({ A: { Text: 'a' } });
   refuses(() => ClientWalk.open(graph, 'B', freshFacts()), 'unknown_vertex');
   const { walk } = ClientWalk.open(graph, 'A', freshFacts());
-  assert.deepEqual(walk.advance(), [{ type: 'advance', node: 'A' }], 'a line with no exit is still advanced past');
+  assert.deepEqual(walk.advance(), [{ type: 'advance', node: 'A' }, { type: 'close' }], 'a line with no exit is still advanced past');
   assert.equal(walk.ended, true);
+});
+
+test('a response shown earlier may be picked again, and a line advanced again, as the server accepts them', () => {
+  const graph = buildGraph({
+    Hi: { Text: 'h', Responses: [{ Text: 'tale', NextNode: 'Tale' }, { Text: 'bye', NextNode: 'Bye' }] },
+    Tale: { Text: 't', NextNode: 'End' },
+    End: { Text: 'e', Actions: [{ Type: 'OpenShop', Shop: 'S' }], Responses: [{ Text: 'again', NextNode: 'Hi' }] },
+    Bye: { Text: 'b', Close: true },
+  });
+  const { walk } = ClientWalk.open(graph, 'Hi', freshFacts());
+  walk.choose('Hi_r1');
+  walk.advance();
+  assert.equal(walk.line.name, 'End');
+  // Tale is no longer on screen but is in R: advancing it again shows End again.
+  assert.deepEqual(walk.advance('Tale'), [{ type: 'advance', node: 'Tale' }, { type: 'action', action: 'OpenShop', payload: 'S' }]);
+  // Hi_r2 was shown with Hi and never picked: it may still be.
+  assert.deepEqual(walk.choose('Hi_r2'), [{ type: 'choose', response: 'Hi_r2' }]);
+  assert.equal(walk.line.name, 'Bye');
+});
+
+test("a line carrying CheckQuest itself stays on screen and waits for the jump", () => {
+  const graph = buildGraph({
+    Look: { Text: 'let me see', Actions: [{ Type: 'CheckQuest', QuestId: 'Q', SuccessNode: 'Yes', FailureNode: 'No' }], NextNode: 'No' },
+    Yes: { Text: 'y', Close: true },
+    No: { Text: 'n', Close: true },
+  });
+  const { walk, sends } = ClientWalk.open(graph, 'Look', freshFacts());
+  assert.deepEqual(sends, [{ type: 'action', action: 'CheckQuest', payload: 'Q|Yes|No' }]);
+  assert.equal(walk.screen.kind, 'line');
+  assert.equal(walk.canAdvance, false);
+  assert.equal(walk.waitingForJump, true);
+  refuses(() => walk.advance(), 'awaits_jump');
+  walk.jump('No');
+  assert.equal(walk.waitingForJump, false);
+  assert.equal(walk.line.name, 'No');
 });

@@ -169,7 +169,7 @@ impl ConversationTally {
         self.last_line = Some(line);
         let on_line = graph.actions(line).map(|(index, _)| index);
         let on_responses = walk
-            .choices(graph, line)
+            .shown_responses(graph, line)
             .flat_map(|response| graph.actions(response).map(|(index, _)| index));
         for index in on_line.chain(on_responses) {
             if accepted_quest(graph, index).is_some() {

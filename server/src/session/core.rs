@@ -118,6 +118,10 @@ pub struct SessionCore {
     cutscene: Option<String>,
     /// The cutscene quest whose reward lands when `cutscene` is reported done.
     cutscene_quest: Option<String>,
+    /// The quest the playing scene belongs to, which cannot be abandoned until the scene is
+    /// reported done: the cutscene quest, or the quest a conversation's `PlayCutscene` names
+    /// (its `QuestId`, else the active quest whose `Cutscene` the scene is).
+    scene_quest: Option<String>,
     /// Conversations (and cutscene quests) this session opened, for their unique names.
     opened: u64,
     /// How many times this session abandoned each quest: part of an abandon's step key, so an
@@ -178,6 +182,7 @@ impl SessionCore {
             last_talk: memory.last_talk,
             cutscene: None,
             cutscene_quest: None,
+            scene_quest: None,
             opened: 0,
             abandoned: HashMap::new(),
             audited_in_store: false,
@@ -244,6 +249,7 @@ impl SessionCore {
             .find_map(|quest| Some((quest.cutscene.clone()?, quest.id.clone())));
         if let Some((scene, quest)) = playing {
             self.cutscene = Some(scene);
+            self.scene_quest = Some(quest.clone());
             self.cutscene_quest = Some(quest);
         }
     }
@@ -510,7 +516,7 @@ impl SessionCore {
     /// session abandoned it before: the same request sent again after `outcome_unknown` is
     /// applied at most once and answered with what it did.
     async fn on_abandon_quest(&mut self, quest: &str) -> Result<(), Refusal> {
-        if self.cutscene_quest.as_deref() == Some(quest) {
+        if self.scene_quest.as_deref() == Some(quest) {
             return Err(quests::EngineError::QuestState(format!(
                 "quest `{quest}` is in its cutscene: send `cutscene_done` first"
             ))
@@ -761,6 +767,7 @@ impl SessionCore {
         self.remember();
         self.cutscene = Some(scene.clone());
         self.cutscene_quest = Some(quest.id.clone());
+        self.scene_quest = Some(quest.id.clone());
         self.story.enter(&mut self.machine, StoryState::Cutscene);
         let profile = quests::profile(&self.record);
         let locale = self.served_locale();
@@ -840,6 +847,7 @@ impl SessionCore {
     fn end_cutscene(&mut self) {
         self.cutscene = None;
         self.cutscene_quest = None;
+        self.scene_quest = None;
         self.story.clear(&mut self.machine);
     }
 
@@ -1081,6 +1089,16 @@ impl SessionCore {
             open.tally.jumped(&graph, &open.walk, target, now);
         }
         if let Some(scene) = &outcome.cutscene {
+            self.scene_quest = match &authored {
+                banter_protocol::Action::PlayCutscene {
+                    quest_id: Some(quest),
+                    ..
+                } => Some(quest.clone()),
+                _ => quests::active_quests(&self.record, &library.content)
+                    .into_iter()
+                    .find(|q| q.cutscene.as_deref() == Some(scene.as_str()))
+                    .map(|q| q.id.clone()),
+            };
             self.cutscene = Some(scene.clone());
             self.cutscene_quest = None;
             self.story.enter(&mut self.machine, StoryState::Cutscene);

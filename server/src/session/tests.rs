@@ -21,6 +21,7 @@ use crate::testing::{app_on, sample_content, sample_copy};
 
 const PIM: Position = [-640.0, 2.0, 910.0];
 const INES: Position = [868.0, 22.0, 258.0];
+const FENNICK: Position = [14.0, 3.0, -38.5];
 const MS: Duration = Duration::from_millis(1);
 
 /// One session of `player`, driven with a fake clock.
@@ -459,6 +460,50 @@ async fn a_cutscene_quest_makes_the_player_busy_until_done_and_pays_once() {
         ),
         (1, 1, 1, 0)
     );
+}
+
+/// A cutscene quest cannot be abandoned while its scene plays, however the scene started: from
+/// the talk that accepted the quest, restored in a later session, or from the giver's
+/// `PlayCutscene` action in the check conversation (which once forgot the quest it names).
+#[tokio::test]
+async fn a_cutscene_quest_is_not_abandoned_mid_scene_however_the_scene_started() {
+    let (app, _db) = app_on("session-core", sample_content()).await;
+    let abandon = |p: &mut Player| ClientMessage::AbandonQuest {
+        id: p.id(),
+        quest: "LanternsOfGullRock".into(),
+    };
+    // From the talk.
+    let mut first = Player::new(&app, "stubborn", 1).await;
+    let spawn = first.move_to(INES);
+    first.ok(spawn).await;
+    let talk = first.talk("Keeper Ines");
+    first.ok(talk).await;
+    let give_up = abandon(&mut first);
+    assert_eq!(first.code(give_up).await, ErrorCode::QuestState);
+    drop(first);
+    // Restored in the next session: the welcome names the scene, the player is not busy.
+    let mut next = Player::new(&app, "stubborn", 2).await;
+    let give_up = abandon(&mut next);
+    assert_eq!(next.code(give_up).await, ErrorCode::QuestState);
+    // From the giver's check conversation, whose `PlayCutscene` names the quest.
+    next.after(Duration::from_secs(2));
+    let entry = next.open("Keeper Ines", INES).await;
+    assert_eq!(entry, "Lanterns_Check");
+    let advance = next.advance("Lanterns_Check");
+    next.ok(advance).await;
+    let play = next.action(&Action::PlayCutscene {
+        scene: "LanternLighting".into(),
+        quest_id: Some("LanternsOfGullRock".into()),
+    });
+    next.ok(play).await;
+    let give_up = abandon(&mut next);
+    assert_eq!(next.code(give_up).await, ErrorCode::QuestState);
+    // Once the scene is reported done, the quest may be given up again.
+    let done = next.cutscene_done("LanternLighting");
+    next.ok(done).await;
+    let give_up = abandon(&mut next);
+    next.ok(give_up).await;
+    assert_eq!(app.store.ledger_count("LanternsOfGullRock").await, Ok(0));
 }
 
 #[tokio::test]
@@ -1017,6 +1062,50 @@ async fn server_verdict_vectors_are_current() {
         step(0, advance("PimsTideTale_Tale")),
         step(0, plain_action(ActionType::AcceptQuest, "PimsTideTale")),
     ];
+    // Every input a client walk refuses, and the ones it accepts off screen, as the server
+    // answers them (conformance/client_walk.json gives the client's side of the same rules).
+    let walk_answers = vec![
+        step(0, plain_move(FENNICK)),
+        step(0, plain_talk("Grandpa Fennick")),
+        step(0, advance("CopperSnappers_Accepted")),
+        step(0, choose("CopperSnappers_Greet_r99")),
+        step(0, choose("CopperSnappers_Greet_r2")),
+        step(0, advance("CopperSnappers_Declined")),
+        // Fennick_Hello is on screen; its first response shows the greeting again.
+        step(0, choose("Fennick_Hello_r1")),
+        step(0, choose("CopperSnappers_Greet_r1")),
+        // The held AcceptQuest, sent early: the quest is active from here on.
+        step(0, plain_action(ActionType::AcceptQuest, "CopperSnappers")),
+        // In R, but its condition (the quest available) no longer holds.
+        step(0, choose("Fennick_Hello_r1")),
+        // A line shown earlier, advanced again: Fennick_Hello is shown again.
+        step(0, advance("CopperSnappers_Declined")),
+        step(0, advance("Fennick_Hello")),
+        // A response shown earlier, not on screen, picked again.
+        step(0, choose("CopperSnappers_Greet_r2")),
+        step(0, advance("CopperSnappers_Declined")),
+        step(0, ClientMessage::Close { id: None }),
+        step(0, advance("CopperSnappers_Declined")),
+        step(1600, plain_talk("Grandpa Fennick")),
+        step(0, choose("CopperSnappers_Check_r1")),
+        // Until the check's jump, every step is refused, even what is in R.
+        step(0, advance("CopperSnappers_Check")),
+        step(0, choose("CopperSnappers_Check_r2")),
+        step(0, choose("CopperSnappers_Check_r1")),
+        step(
+            0,
+            plain_action(
+                ActionType::CheckQuest,
+                "CopperSnappers|CopperSnappers_Complete|CopperSnappers_NotYet",
+            ),
+        ),
+        step(0, advance("CopperSnappers_NotYet")),
+        step(0, choose("CopperSnappers_NotYet_r2")),
+        step(0, choose("CopperSnappers_Check_r2")),
+        step(0, advance("CopperSnappers_Patience")),
+        step(0, ClientMessage::Close { id: None }),
+        step(0, choose("CopperSnappers_Check_r2")),
+    ];
     let scenarios = serde_json::Value::Array(vec![
         record(
             &app,
@@ -1038,6 +1127,13 @@ async fn server_verdict_vectors_are_current() {
             "a quest abandoned from the log and taken again",
             "conformance-quest-log",
             quest_log,
+        )
+        .await,
+        record(
+            &app,
+            "the client walk's refusals and what it accepts off screen, answered by the server",
+            "conformance-walk",
+            walk_answers,
         )
         .await,
     ]);
@@ -1067,6 +1163,9 @@ async fn server_verdict_vectors_are_current() {
         "not_a_line",
         "not_a_response",
         "awaits_choice",
+        "awaits_jump",
+        "condition_failed",
+        "unknown_vertex",
         "quest_state",
     ] {
         assert!(
