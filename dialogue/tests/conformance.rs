@@ -376,6 +376,28 @@ fn choose_named(
     walk.choose(graph, named, facts, out)
 }
 
+/// One input as the vectors write it (`advance`, `choose` or the server's `jump`), given to the
+/// client walk.
+fn give(
+    graph: &DialogueGraph,
+    walk: &mut ClientWalk,
+    input: &Value,
+    facts: &FactSheet,
+    out: &mut Vec<Outgoing>,
+) -> Result<(), WalkError> {
+    let name = |key: &str| input.get(key).and_then(Value::as_str);
+    if let Some(node) = name("advance") {
+        advance_named(graph, walk, node, facts, out)
+    } else if let Some(response) = name("choose") {
+        choose_named(graph, walk, response, facts, out)
+    } else {
+        let target = name("jump")
+            .and_then(|node| graph.find(node))
+            .ok_or(WalkError::UnknownVertex)?;
+        walk.jump(graph, target, facts, out)
+    }
+}
+
 /// One step as the vectors write it: the facts if they just changed, the input, what was sent,
 /// and the screen after it or the code it was refused with.
 fn step_json(
@@ -498,24 +520,7 @@ fn scenario(
                     && let Some(input) = came_by.clone()
                 {
                     let mut alone = walk.clone();
-                    let mut ignored = Vec::new();
-                    let again = match (input.get("advance"), input.get("choose")) {
-                        (Some(node), _) => advance_named(
-                            &graph,
-                            &mut alone,
-                            node.as_str().unwrap_or_default(),
-                            &facts,
-                            &mut ignored,
-                        ),
-                        (_, Some(r)) => choose_named(
-                            &graph,
-                            &mut alone,
-                            r.as_str().unwrap_or_default(),
-                            &facts,
-                            &mut ignored,
-                        ),
-                        _ => Err(WalkError::UnknownVertex),
-                    };
+                    let again = give(&graph, &mut alone, &input, &facts, &mut Vec::new());
                     if again.is_ok() && alone.screen() == walk.screen() {
                         probed.again = true;
                         probes.push((input, Ok(()), None));
@@ -598,12 +603,7 @@ fn scenario(
             if let Some(changed) = &changed {
                 facts = changed.clone();
             }
-            let result = if let Some(node) = input.get("advance").and_then(Value::as_str) {
-                advance_named(&graph, &mut walk, node, &facts, &mut out)
-            } else {
-                let response = input["choose"].as_str().expect("choose");
-                choose_named(&graph, &mut walk, response, &facts, &mut out)
-            };
+            let result = give(&graph, &mut walk, &input, &facts, &mut out);
             assert_eq!(result, expected, "{name}: {input}");
             steps.push(step_json(
                 &graph,
@@ -742,15 +742,7 @@ fn scripted_scenario(
         if let Some(changed) = &changed {
             facts = changed.clone();
         }
-        let result = if let Some(node) = input.get("advance").and_then(Value::as_str) {
-            advance_named(&graph, &mut walk, node, &facts, &mut out)
-        } else if let Some(response) = input.get("choose").and_then(Value::as_str) {
-            choose_named(&graph, &mut walk, response, &facts, &mut out)
-        } else {
-            let node = input["jump"].as_str().expect("an input");
-            let target = graph.find(node).expect("a jump target");
-            walk.jump(&graph, target, &facts, &mut out)
-        };
+        let result = give(&graph, &mut walk, &input, &facts, &mut out);
         steps.push(step_json(
             &graph,
             &walk,
