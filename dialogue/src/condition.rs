@@ -262,8 +262,8 @@ impl fmt::Display for Token {
     }
 }
 
-const OPERATORS: [&str; 13] = [
-    "&&", "||", "==", "!=", "<=", ">=", "<", ">", "!", "(", ")", ",", "-",
+const OPERATORS: [&str; 12] = [
+    "&&", "||", "==", "!=", "<=", ">=", "<", ">", "!", "(", ")", ",",
 ];
 
 fn tokenize(text: &str) -> Result<Vec<(usize, Token)>, ConditionError> {
@@ -282,14 +282,29 @@ fn tokenize(text: &str) -> Result<Vec<(usize, Token)>, ConditionError> {
                 i += 1;
             }
             tokens.push((start, Token::Name(text[start..i].to_owned())));
-        } else if c.is_ascii_digit() {
+        } else if c.is_ascii_digit() || c == b'-' {
+            // An integer: an optional `-` directly followed by decimal digits (leading zeros
+            // allowed), within the 64-bit signed range. A `-` not followed at once by a digit
+            // (`- 5`, `--5`) is an error: the language has no subtraction.
             let start = i;
+            i += usize::from(c == b'-');
+            let digits = i;
             while i < bytes.len() && bytes[i].is_ascii_digit() {
                 i += 1;
             }
+            if i == digits {
+                return Err(ConditionError {
+                    position: start,
+                    message: "a `-` must be followed at once by a digit".to_owned(),
+                });
+            }
             let n = text[start..i].parse::<i64>().map_err(|_| ConditionError {
                 position: start,
-                message: "number too large".to_owned(),
+                message: format!(
+                    "number out of the 64-bit signed range ({} to {})",
+                    i64::MIN,
+                    i64::MAX
+                ),
             })?;
             tokens.push((start, Token::Int(n)));
         } else if let Some(op) = OPERATORS.iter().find(|op| text[i..].starts_with(**op)) {
@@ -471,14 +486,12 @@ impl Parser<'_> {
     }
 
     fn value(&mut self) -> Result<Value, ConditionError> {
-        let negative = self.eat_op("-");
         match self.peek() {
             Some((_, Token::Int(i))) => {
-                let i = if negative { -*i } else { *i };
+                let i = *i;
                 self.at += 1;
                 Ok(Value::Int(i))
             }
-            _ if negative => self.fail("expected a number after `-`"),
             Some((_, Token::Name(n))) if n == "progress" => {
                 self.at += 1;
                 self.expect_op("(")?;

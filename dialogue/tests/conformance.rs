@@ -195,31 +195,141 @@ fn payload_vectors_are_current_and_replay() {
 // Visible graphemes and typewriter prefixes.
 
 fn text_vectors() -> Value {
-    let texts = [
-        "Hello there.",
-        "<b>Bold</b> and <i>italic</i>",
-        "<font color=\"#fff\">hi</font>",
-        "<color=\"a>b\">x</color>",
-        "Fish &amp; chips &lt;3 &#39;ok&#x27; &nbsp;end",
-        "&foo; &amp no entity &#xD800;",
-        "a < b > c, <3",
-        "e\u{301}te\u{301} cafe\u{301}",
-        "<b>e&#x301;</b>",
-        "しーっ！ヤドカリを数えてるの。",
-        "<color=#f00>赤い</color>魚",
-        "مَرْحَبًا يا بيم",
-        "👨‍👩‍👧 🇯🇵 👍🏽",
-        "line<br/>break\nnewline",
-        "<!-- a comment -->visible",
-        "",
+    // Each text with the rule it shows (docs/CONTENT.md, "Rich text").
+    let texts: [(&str, &str); 43] = [
+        ("Hello there.", "plain text: one grapheme a character"),
+        (
+            "<b>Bold</b> and <i>italic</i>",
+            "tags draw nothing; the last prefix keeps the closing tag",
+        ),
+        ("<font color=\"#fff\">hi</font>", "a tag with an attribute"),
+        (
+            "<color=\"a>b\">x</color>",
+            "a double-quoted value right after `=` may hold `>`",
+        ),
+        (
+            "<color='a>b'>x</color>",
+            "a single-quoted value right after `=` may hold `>`",
+        ),
+        (
+            "<i'm>x",
+            "a quote not right after `=` is an ordinary byte: the tag ends at the first `>`",
+        ),
+        (
+            "<color=\"a>b",
+            "an unclosed quoted value: not a tag, the `<` is visible",
+        ),
+        (
+            "<b>bold <i>both</b> plain",
+            "a closing tag closes the nearest open tag of its name and those opened after it",
+        ),
+        (
+            "<B>x</b>",
+            "tag names match case-insensitively when balancing",
+        ),
+        (
+            "</b>x",
+            "a closing tag that matches nothing is ignored when balancing",
+        ),
+        (
+            "<color=#f00>red</color>",
+            "a tag's name ends at the first character that is not a letter, digit, `-`, `_` or `:`",
+        ),
+        (
+            "a<x/>b<br>c<br />d",
+            "self-closing tags and `<br>` open nothing",
+        ),
+        ("<!-- a comment -->visible", "a comment is invisible"),
+        (
+            "a<!-- never closed",
+            "an unterminated comment is not a comment: its `<` and the rest are visible",
+        ),
+        ("<!---->x", "an empty comment"),
+        (
+            "Fish &amp; chips &lt;3 &#39;ok&#x27; &nbsp;end",
+            "an entity is one character",
+        ),
+        ("&amp;&lt;&gt;&quot;&apos;&nbsp;", "the six named entities"),
+        (
+            "&AMP; &Amp;",
+            "entity names are case-sensitive: `&AMP;` is five visible characters",
+        ),
+        (
+            "&foo; &amp no entity &#xD800;",
+            "an unknown name, a missing `;`, a surrogate: not entities, their `&` visible",
+        ),
+        (
+            "&#65;&#x41;&#X41;",
+            "decimal and hex numeric references, `x` or `X`",
+        ),
+        (
+            "&#0065;&#x0041;",
+            "leading zeros count toward the digit limit",
+        ),
+        (
+            "&#1114111;&#x10FFFF;",
+            "the largest code point: 7 decimal or 6 hex digits",
+        ),
+        ("&#1114112;&#x110000;", "above U+10FFFF: not an entity"),
+        (
+            "&#11141110;&#x0010FFFF;",
+            "more than 7 decimal or 6 hex digits: not an entity",
+        ),
+        ("&#0;&#x0;", "NUL is refused: not an entity"),
+        (
+            "&#xDFFF;&#55296;",
+            "surrogates are refused in hex and decimal",
+        ),
+        ("&#;&#x;&#x41", "no digits, or no `;`: not an entity"),
+        ("&#65x;", "a non-digit before the `;`: not an entity"),
+        ("a < b > c, <3", "a lone `<` or `>` is visible"),
+        ("x<y", "a `<` with no `>` after it is visible"),
+        (
+            "a <1b>",
+            "a `<` must be followed by a letter (or `/` and a letter) to open a tag",
+        ),
+        ("<<b>x</b>", "a `<` before another `<` is visible"),
+        (
+            "e\u{301}te\u{301} cafe\u{301}",
+            "a combining accent joins its letter: one grapheme",
+        ),
+        (
+            "<b>e&#x301;</b>",
+            "references are decoded before graphemes are counted",
+        ),
+        (
+            "e<b>&#x301;</b>",
+            "a tag inside a cluster does not split it",
+        ),
+        (
+            "しーっ！ヤドカリを数えてるの。",
+            "CJK: one grapheme a character",
+        ),
+        ("<color=#f00>赤い</color>魚", "CJK with tags"),
+        ("مَرْحَبًا يا بيم", "Arabic with vowel marks"),
+        (
+            "👨‍👩‍👧 🇯🇵 👍🏽",
+            "a ZWJ family, a flag and a skin tone are one grapheme each",
+        ),
+        (
+            "line<br/>break\nnewline",
+            "a line break is a grapheme; `<br/>` is a tag",
+        ),
+        ("cr\r\nlf", "CR LF is one grapheme"),
+        (
+            "<b><i>x</i></b>",
+            "nested tags: balanced prefixes close innermost first",
+        ),
+        ("", "the empty line"),
     ];
     Value::Array(
         texts
             .iter()
-            .map(|text| {
+            .map(|(text, rule)| {
                 let n = visible_graphemes(text);
                 json!({
                     "text": text,
+                    "rule": rule,
                     "visible": n,
                     "prefixes": (0..=n).map(|k| prefix(text, k)).collect::<Vec<_>>(),
                     "balanced_prefixes": (0..=n).map(|k| balanced_prefix(text, k)).collect::<Vec<_>>(),
@@ -257,37 +367,197 @@ fn condition_vectors() -> Value {
         120,
         &["Dialogue.Talking", "PostReveal"],
     );
-    let conditions = [
-        "true",
-        "false",
-        "coins >= 100",
-        "coins < 100",
-        "experience == 40",
-        "tutorial_stage != 3",
-        "quest(CopperSnappers) == completed",
-        "quest(LostReel) == active",
-        "quest(VoyageToMistral) == available",
-        "quest(VoyageToMistral) != available",
-        "has(PostReveal)",
-        "!has(Afk)",
-        "has(PostReveal) && coins >= 200",
-        "has(Afk) || coins >= 100",
-        "(coins >= 100 && !has(Afk)) || false",
-        "progress(CopperSnappers, Catch) >= 2",
-        "progress(CopperSnappers, Catch) < 2",
-        "3 > 2",
-        "coins >=",
-        "quest(X) == nonsense",
-        "has(",
-        "coins >= 1 &&",
-    ];
-    let cases: Vec<Value> = conditions
+    // Each case with what it shows. The groups: atoms, precedence and grouping, integers,
+    // whitespace, the bounds, and one case (at least) of every error class.
+    let nest = |n: usize| format!("{}true{}", "(".repeat(n), ")".repeat(n));
+    let nots = |n: usize| format!("{}true", "!".repeat(n));
+    let padded = |bytes: usize| {
+        let core = "coins >= 100";
+        format!("{core}{}", " ".repeat(bytes - core.len()))
+    };
+    let mut cases: Vec<(String, &str)> = [
+        ("true", "a constant"),
+        ("false", "a constant"),
+        ("coins >= 100", "a counter against an integer"),
+        ("coins < 100", "a counter against an integer"),
+        ("experience == 40", "a counter against an integer"),
+        ("tutorial_stage != 3", "a counter against an integer"),
+        ("100 <= coins", "the integer may come first"),
+        ("coins > experience", "two counters compared"),
+        ("3 > 2", "two integers compared"),
+        ("quest(CopperSnappers) == completed", "a quest status"),
+        ("quest(LostReel) == active", "a quest status"),
+        (
+            "quest(VoyageToMistral) == available",
+            "a quest the sheet leaves out is available",
+        ),
+        (
+            "quest(VoyageToMistral) != available",
+            "a quest the sheet leaves out is available",
+        ),
+        (
+            "quest(VoyageToMistral) == unavailable",
+            "a quest the sheet leaves out is available",
+        ),
+        ("has(PostReveal)", "a tag in facts.has"),
+        ("has(Dialogue.Talking)", "a state name with a dot"),
+        ("has(Afk)", "a name not in facts.has is false"),
+        ("!has(Afk)", "negation"),
+        (
+            "progress(CopperSnappers, Catch) >= 2",
+            "an objective's progress",
+        ),
+        (
+            "progress(CopperSnappers, Catch) < 2",
+            "an objective's progress",
+        ),
+        (
+            "progress(Nothing, Here) == 0",
+            "progress the sheet leaves out is 0",
+        ),
+        ("has(PostReveal) && coins >= 200", "and"),
+        ("has(Afk) || coins >= 100", "or"),
+        ("(coins >= 100 && !has(Afk)) || false", "grouping"),
+        (
+            "true || false && false",
+            "&& binds tighter than ||: true || (false && false)",
+        ),
+        ("(true || false) && false", "parentheses override it"),
+        ("!true || true", "! binds tighter than ||: (!true) || true"),
+        ("!(true || true)", "! of a group"),
+        ("!!true", "! may repeat"),
+        (
+            "false && true || true",
+            "left to right at each level: (false && true) || true",
+        ),
+        ("true && true && false", "a chain of &&"),
+        ("false || false || true", "a chain of ||"),
+        (
+            "coins == -5",
+            "a negative integer: `-` directly before the digits",
+        ),
+        ("-5 < 0", "a negative integer first"),
+        ("0 == -0", "-0 is 0"),
+        ("007 == 7", "leading zeros are allowed"),
+        (
+            "9223372036854775807 > 0",
+            "the largest 64-bit signed integer",
+        ),
+        (
+            "-9223372036854775808 < 0",
+            "the smallest 64-bit signed integer",
+        ),
+        (
+            "coins > -9223372036854775808",
+            "the smallest 64-bit signed integer",
+        ),
+        ("9223372036854775808 > 0", "error: one above the largest"),
+        ("-9223372036854775809 < 0", "error: one below the smallest"),
+        (
+            "coins == - 5",
+            "error: a `-` must be followed at once by a digit",
+        ),
+        (
+            "coins == --5",
+            "error: a `-` must be followed at once by a digit",
+        ),
+        (
+            "coins == 5-",
+            "error: a `-` must be followed at once by a digit",
+        ),
+        ("coins == 1.5", "error: no fractions"),
+        ("coins == 1e3", "error: no exponents"),
+        ("coins == +5", "error: no `+` sign"),
+        (
+            "  coins\t>=\n100\r ",
+            "whitespace: space, tab, line feed, carriage return anywhere between tokens",
+        ),
+        ("has( PostReveal )", "whitespace inside the parentheses"),
+        (
+            "quest (LostReel) == active",
+            "whitespace between a keyword and its `(`",
+        ),
+        ("coins>=100&&has(PostReveal)", "no whitespace at all"),
+        (
+            "coins\u{a0}>= 100",
+            "error: a no-break space is not whitespace",
+        ),
+        (
+            "coins\u{b}>= 100",
+            "error: a vertical tab is not whitespace",
+        ),
+        ("coins > = 100", "error: an operator is never split"),
+        ("", "error: an empty condition"),
+        ("   ", "error: only whitespace"),
+        ("!", "error: a lone !"),
+        ("()", "error: empty parentheses"),
+        ("(true", "error: an unclosed parenthesis"),
+        ("true)", "error: trailing input"),
+        ("true true", "error: trailing input"),
+        ("coins", "error: a counter alone is not a condition"),
+        ("coins >=", "error: a comparison without its right side"),
+        ("1 < 2 < 3", "error: comparisons do not chain"),
+        ("coins >= 1 &&", "error: && without its right side"),
+        ("|| true", "error: || without its left side"),
+        ("coins = 100", "error: `=` is not an operator"),
+        ("coins >= 100 & true", "error: `&` is not an operator"),
+        ("gold >= 100", "error: an unknown counter"),
+        ("Coins >= 100", "error: names are case-sensitive"),
+        ("quest(X) == nonsense", "error: an unknown quest status"),
+        ("quest(X) == Active", "error: statuses are lower case"),
+        (
+            "quest(X) > active",
+            "error: a quest compares only with == or !=",
+        ),
+        ("quest(X)", "error: a quest without its comparison"),
+        (
+            "has(PostReveal) == true",
+            "error: has(...) is a condition, not a value",
+        ),
+        ("has(", "error: an unclosed has("),
+        ("has()", "error: has needs a name"),
+        ("has(1abc)", "error: a name starts with a letter or _"),
+        ("has(a-b)", "error: `-` is not part of a name"),
+        (
+            "progress(CopperSnappers) >= 1",
+            "error: progress takes a quest and an objective",
+        ),
+        (
+            "progress(CopperSnappers, Catch)",
+            "error: a value alone is not a condition",
+        ),
+        ("coins >= 100 # note", "error: no comments"),
+        ("TRUE", "error: constants are lower case"),
+        ("has(Über)", "error: names are ASCII"),
+    ]
+    .into_iter()
+    .map(|(text, why)| (text.to_owned(), why))
+    .collect();
+    cases.extend([
+        (nest(32), "32 nested parentheses: the deepest allowed"),
+        (nest(33), "error: 33 nested parentheses"),
+        (nots(32), "32 `!` in a row: each counts toward the depth"),
+        (nots(33), "error: 33 `!` in a row"),
+        (format!("!{}", nest(31)), "`!` and `(` count together: 32"),
+        (format!("!{}", nest(32)), "error: `!` and `(` together: 33"),
+        (padded(1024), "1,024 bytes: the longest allowed"),
+        (padded(1025), "error: 1,025 bytes"),
+    ]);
+    let cases: Vec<Value> = cases
         .iter()
-        .map(|text| match Condition::parse(text) {
-            Ok(condition) => json!({ "condition": text, "holds": condition.eval(&sheet) }),
-            Err(_) => json!({ "condition": text, "error": true }),
+        .map(|(text, why)| match Condition::parse(text) {
+            Ok(condition) => {
+                json!({ "condition": text, "holds": condition.eval(&sheet), "why": why })
+            }
+            Err(_) => json!({ "condition": text, "error": true, "why": why }),
         })
         .collect();
+    // The cases say what they show; a wrong label would teach the wrong rule.
+    for case in &cases {
+        let is_error = case.get("error").is_some();
+        let labelled = case["why"].as_str().is_some_and(|w| w.starts_with("error"));
+        assert_eq!(is_error, labelled, "{case}");
+    }
     json!({ "facts": sheet, "cases": cases })
 }
 

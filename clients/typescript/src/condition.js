@@ -96,7 +96,7 @@ function asFacts(facts) {
 /** @typedef {{ at: number, kind: "name", text: string } | { at: number, kind: "int", value: bigint } | { at: number, kind: "op", text: string }} Token */
 
 // Longest first where one is a prefix of another, as the reference tries them.
-const OPERATORS = ['&&', '||', '==', '!=', '<=', '>=', '<', '>', '!', '(', ')', ',', '-'];
+const OPERATORS = ['&&', '||', '==', '!=', '<=', '>=', '<', '>', '!', '(', ')', ','];
 
 /** ASCII whitespace as Rust's `u8::is_ascii_whitespace`: space, tab, LF, FF, CR (not VT). */
 function isSpace(/** @type {string} */ c) {
@@ -126,11 +126,17 @@ function tokenize(text) {
       const start = i;
       while (i < text.length && /[A-Za-z0-9_.]/.test(text[i])) i++;
       tokens.push({ at: start, kind: 'name', text: text.slice(start, i) });
-    } else if (/[0-9]/.test(c)) {
+    } else if (/[0-9]/.test(c) || c === '-') {
+      // An optional `-` directly followed by digits, within the 64-bit signed range.
       const start = i;
+      if (c === '-') i++;
+      const digits = i;
       while (i < text.length && /[0-9]/.test(text[i])) i++;
+      if (i === digits) throw new ConditionError(text, start, 'a `-` must be followed at once by a digit');
       const value = BigInt(text.slice(start, i));
-      if (value > I64_MAX) throw new ConditionError(text, start, 'number too large');
+      if (value > I64_MAX || value < -I64_MAX - 1n) {
+        throw new ConditionError(text, start, `number out of the 64-bit signed range (${-I64_MAX - 1n} to ${I64_MAX})`);
+      }
       tokens.push({ at: start, kind: 'int', value });
     } else {
       const op = OPERATORS.find((o) => text.startsWith(o, i));
@@ -278,13 +284,11 @@ class Parser {
 
   /** @returns {Value} */
   value() {
-    const negative = this.eatOp('-');
     const t = this.peek();
     if (t && t.kind === 'int') {
       this.at++;
-      return { kind: 'int', value: negative ? -t.value : t.value };
+      return { kind: 'int', value: t.value };
     }
-    if (negative) return this.fail('expected a number after `-`');
     if (t && t.kind === 'name' && t.text === 'progress') {
       this.at++;
       this.expectOp('(');
