@@ -1,5 +1,6 @@
 //! The HTTP surface: health, readiness, metrics, device login, the WebSocket upgrade, and the
-//! operator's content reload. One error type with one mapping to status codes.
+//! operator's content reload. Every error is an [`ApiError`] (`api_error.rs`), the extractors'
+//! rejections included.
 
 use std::sync::Arc;
 
@@ -12,127 +13,12 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::{Deserialize, Serialize};
 
+use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::ws::rejection::WebSocketUpgradeRejection;
+
+use crate::api_error::ApiError;
 use crate::app::{SharedApp, unix_now};
 use crate::auth::{self, AuthError};
-
-/// Every way an HTTP request fails, and the status each maps to.
-#[derive(Debug, thiserror::Error)]
-pub enum ApiError {
-    #[error("unauthorized: {0}")]
-    Unauthorized(AuthError),
-    #[error("forbidden")]
-    Forbidden,
-    #[error("bad request: {0}")]
-    BadRequest(String),
-    #[error("content refused: {0}")]
-    ContentRefused(String),
-    #[error("server at capacity")]
-    AtCapacity,
-    /// A request about a player the store has never seen.
-    #[error("{0}")]
-    UnknownPlayer(String),
-    /// Anything else asked for by name that does not exist (a conversation, a file).
-    #[error("{0}")]
-    NotFound(String),
-    #[error("{0}")]
-    Duplicate(String),
-    /// The store's own text is logged under the reference; the client sees only the reference.
-    #[error("the store is unavailable; nothing was applied, retry later (ref {reference})")]
-    StoreUnavailable { reference: String },
-    #[error("something went wrong on the server; nothing was applied (ref {reference})")]
-    Internal { reference: String },
-}
-
-/// The one mapping from analytics queries to HTTP errors (the endpoint and the playground).
-impl From<crate::analytics::QueryError> for ApiError {
-    fn from(e: crate::analytics::QueryError) -> ApiError {
-        match e {
-            crate::analytics::QueryError::Bad(why) => ApiError::BadRequest(why),
-            crate::analytics::QueryError::UnknownConversation(_) => {
-                ApiError::NotFound(e.to_string())
-            }
-            crate::analytics::QueryError::Store(e) => e.into(),
-        }
-    }
-}
-
-impl From<AuthError> for ApiError {
-    fn from(e: AuthError) -> ApiError {
-        ApiError::Unauthorized(e)
-    }
-}
-
-/// The one mapping from store errors to HTTP errors: the caller's own mistakes are said plainly,
-/// everything else is logged with a reference and answered without its text.
-impl From<crate::store::StoreError> for ApiError {
-    fn from(e: crate::store::StoreError) -> ApiError {
-        use crate::store::StoreError;
-        match e {
-            StoreError::InvalidInput(_) | StoreError::InvalidAmount { .. } => {
-                ApiError::BadRequest(e.to_string())
-            }
-            StoreError::UnknownPlayer(_) => ApiError::UnknownPlayer(e.to_string()),
-            StoreError::DuplicateEvent { .. } => ApiError::Duplicate(e.to_string()),
-            // An event whose COMMIT's outcome is unknown: the game server retries with the same
-            // event id, which applies at most once and answers `duplicate` if the first landed.
-            StoreError::Unavailable(_) | StoreError::OutcomeUnknown(_) => {
-                ApiError::StoreUnavailable {
-                    reference: crate::incident::report_outage("http", &e),
-                }
-            }
-            StoreError::QuestState { .. }
-            | StoreError::StepApplied { .. }
-            | StoreError::AlreadyPaid { .. }
-            | StoreError::Config(_)
-            | StoreError::Migration(_)
-            | StoreError::Corrupt(_)
-            | StoreError::Database(_) => ApiError::Internal {
-                reference: crate::incident::report("http", &e),
-            },
-        }
-    }
-}
-
-impl From<crate::events::EventError> for ApiError {
-    fn from(e: crate::events::EventError) -> ApiError {
-        use crate::events::EventError;
-        match e {
-            EventError::UnknownPlayer(_) => ApiError::UnknownPlayer(e.to_string()),
-            EventError::Duplicate(_) => ApiError::Duplicate(e.to_string()),
-            EventError::Store(store) => ApiError::from(store),
-        }
-    }
-}
-
-#[derive(Serialize)]
-struct ErrorBody {
-    error: &'static str,
-    message: String,
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let (status, error) = match &self {
-            ApiError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "unauthorized"),
-            ApiError::Forbidden => (StatusCode::FORBIDDEN, "forbidden"),
-            ApiError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
-            ApiError::ContentRefused(_) => (StatusCode::UNPROCESSABLE_ENTITY, "content_refused"),
-            ApiError::AtCapacity => (StatusCode::SERVICE_UNAVAILABLE, "at_capacity"),
-            ApiError::UnknownPlayer(_) => (StatusCode::NOT_FOUND, "unknown_player"),
-            ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
-            ApiError::Duplicate(_) => (StatusCode::CONFLICT, "duplicate"),
-            ApiError::StoreUnavailable { .. } => {
-                (StatusCode::SERVICE_UNAVAILABLE, "store_unavailable")
-            }
-            ApiError::Internal { .. } => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
-        };
-        let body = ErrorBody {
-            error,
-            message: self.to_string(),
-        };
-        (status, Json(body)).into_response()
-    }
-}
 
 pub fn router(app: SharedApp) -> Router {
     let mut router = Router::new()
@@ -154,7 +40,10 @@ pub fn router(app: SharedApp) -> Router {
     if app.config.playground {
         router = crate::playground::routes(router);
     }
-    router.with_state(app)
+    router
+        .fallback(crate::api_error::no_route)
+        .method_not_allowed_fallback(crate::api_error::wrong_method)
+        .with_state(app)
 }
 
 async fn healthz() -> &'static str {
@@ -242,10 +131,10 @@ struct AuditRow {
 async fn audit_trail(
     State(app): State<SharedApp>,
     headers: HeaderMap,
-    query: Result<Query<AuditQuery>, axum::extract::rejection::QueryRejection>,
+    query: Result<Query<AuditQuery>, QueryRejection>,
 ) -> Result<Json<Vec<AuditRow>>, ApiError> {
     require_service_key(&app, &headers)?;
-    let Query(query) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    let Query(query) = query?;
     crate::store::check_id("player", &query.player)
         .map_err(|e| ApiError::BadRequest(e.to_string()))?;
     let limit = query.limit.unwrap_or(100).clamp(1, 1000);
@@ -273,13 +162,10 @@ async fn audit_trail(
 async fn analytics_report(
     State(app): State<SharedApp>,
     headers: HeaderMap,
-    query: Result<
-        Query<crate::analytics::AnalyticsQuery>,
-        axum::extract::rejection::QueryRejection,
-    >,
+    query: Result<Query<crate::analytics::AnalyticsQuery>, QueryRejection>,
 ) -> Result<Json<crate::analytics::Answer>, ApiError> {
     require_service_key(&app, &headers)?;
-    let Query(query) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    let Query(query) = query?;
     let library = app.content.current();
     let answer = crate::analytics::answer(app.store.as_ref(), Some(&library), &query).await?;
     Ok(Json(answer))
@@ -302,9 +188,9 @@ pub struct TokenResponse {
 /// production, where tokens come from the game's own account service.
 async fn device_login(
     State(app): State<SharedApp>,
-    body: Result<Json<DeviceLogin>, axum::extract::rejection::JsonRejection>,
+    body: Result<Json<DeviceLogin>, JsonRejection>,
 ) -> Result<Json<TokenResponse>, ApiError> {
-    let Json(body) = body.map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    let Json(body) = body?;
     if !auth::valid_device_id(&body.device_id) {
         return Err(ApiError::BadRequest(
             "device_id must be 8 to 128 printable ASCII characters".into(),
@@ -332,9 +218,11 @@ struct UpgradeQuery {
 async fn upgrade(
     State(app): State<SharedApp>,
     headers: HeaderMap,
-    Query(query): Query<UpgradeQuery>,
-    ws: WebSocketUpgrade,
+    query: Result<Query<UpgradeQuery>, QueryRejection>,
+    ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Result<Response, ApiError> {
+    let ws = ws?;
+    let Query(query) = query?;
     let locale = query
         .locale
         .as_deref()
@@ -408,9 +296,11 @@ fn configure(app: &SharedApp, ws: WebSocketUpgrade) -> WebSocketUpgrade {
 async fn bench_echo(
     State(app): State<SharedApp>,
     headers: HeaderMap,
-    Query(query): Query<UpgradeQuery>,
-    ws: WebSocketUpgrade,
+    query: Result<Query<UpgradeQuery>, QueryRejection>,
+    ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Result<Response, ApiError> {
+    let ws = ws?;
+    let Query(query) = query?;
     admit(&app, &headers, query)?;
     let tracker = app.sessions.clone();
     let shutdown = app.shutdown.clone();
@@ -458,8 +348,10 @@ fn bearer(headers: &HeaderMap) -> Option<String> {
         .get(header::AUTHORIZATION)?
         .to_str()
         .ok()?
-        .strip_prefix("Bearer ")
-        .map(str::to_owned)
+        .split_once(' ')
+        // RFC 7235: the scheme is matched without regard to case.
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("Bearer"))
+        .map(|(_, token)| token.trim_start_matches(' ').to_owned())
 }
 
 /// Operators and the trusted game server present the service key; player tokens never satisfy
@@ -497,10 +389,10 @@ struct ReloadQuery {
 async fn reload(
     State(app): State<SharedApp>,
     headers: HeaderMap,
-    query: Result<Query<ReloadQuery>, axum::extract::rejection::QueryRejection>,
+    query: Result<Query<ReloadQuery>, QueryRejection>,
 ) -> Result<Json<Reloaded>, ApiError> {
     require_service_key(&app, &headers)?;
-    let Query(query) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    let Query(query) = query?;
     let options = crate::reload::ReloadOptions { force: query.force };
     crate::reload::reload(&app, options)
         .await
@@ -522,10 +414,10 @@ pub struct EventApplied {
 async fn game_event(
     State(app): State<SharedApp>,
     headers: HeaderMap,
-    body: Result<Json<crate::events::GameEventBody>, axum::extract::rejection::JsonRejection>,
+    body: Result<Json<crate::events::GameEventBody>, JsonRejection>,
 ) -> Result<Json<EventApplied>, ApiError> {
     require_service_key(&app, &headers)?;
-    let Json(body) = body.map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    let Json(body) = body?;
     let event = body.validate().map_err(ApiError::BadRequest)?;
     let library = app.content.current();
     let applied = crate::events::apply(app.store.as_ref(), &library.content, &event).await?;

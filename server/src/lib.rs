@@ -6,6 +6,7 @@
 //! entry is [`run`]: tests start it on `127.0.0.1:0` and stop it with their own signal.
 
 pub mod analytics;
+pub mod api_error;
 pub mod app;
 pub mod audit;
 pub mod auth;

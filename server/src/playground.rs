@@ -15,16 +15,17 @@
 use std::collections::HashSet;
 
 use axum::Router;
+use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, Query, State};
-use axum::http::{StatusCode, header};
+use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde::{Deserialize, Serialize};
 
 use banter_dialogue::{DialogueGraph, VertexKind};
 
+use crate::api_error::ApiError;
 use crate::app::SharedApp;
-use crate::http::ApiError;
 
 /// The page and its own assets.
 const PAGE: [(&str, &str, &str); 3] = [
@@ -104,7 +105,12 @@ pub fn routes(router: Router<SharedApp>) -> Router<SharedApp> {
         .route("/playground/", get(|| async { asset("index.html") }))
         .route(
             "/playground/{file}",
-            get(|Path(file): Path<String>| async move { asset(&file) }),
+            get(|file: Result<Path<String>, PathRejection>| async move {
+                match file {
+                    Ok(Path(file)) => asset(&file),
+                    Err(e) => ApiError::from(e).into_response(),
+                }
+            }),
         )
         .route("/playground/client/{file}", get(client_module))
         .route("/playground/api/world", get(world))
@@ -114,18 +120,30 @@ pub fn routes(router: Router<SharedApp>) -> Router<SharedApp> {
 fn asset(file: &str) -> Response {
     match PAGE.iter().find(|(name, _, _)| *name == file) {
         Some((_, kind, body)) => ([(header::CONTENT_TYPE, *kind)], *body).into_response(),
-        None => (StatusCode::NOT_FOUND, "no such playground file").into_response(),
+        None => ApiError::NotFound(format!(
+            "no playground file `{}`",
+            banter_protocol::quoted_input(file)
+        ))
+        .into_response(),
     }
 }
 
-async fn client_module(Path(file): Path<String>) -> Response {
+async fn client_module(file: Result<Path<String>, PathRejection>) -> Response {
+    let Path(file) = match file {
+        Ok(file) => file,
+        Err(e) => return ApiError::from(e).into_response(),
+    };
     match CLIENT.iter().find(|(name, _)| *name == file) {
         Some((_, body)) => (
             [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
             *body,
         )
             .into_response(),
-        None => (StatusCode::NOT_FOUND, "no such client module").into_response(),
+        None => ApiError::NotFound(format!(
+            "no client module `{}`",
+            banter_protocol::quoted_input(&file)
+        ))
+        .into_response(),
     }
 }
 
@@ -207,20 +225,22 @@ struct GraphQuery {
 /// `GET /playground/api/graph/{conversation}.svg`.
 async fn graph_svg(
     State(app): State<SharedApp>,
-    Path(file): Path<String>,
+    file: Result<Path<String>, PathRejection>,
     headers: axum::http::HeaderMap,
     query: Result<Query<GraphQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Response, ApiError> {
-    let Query(query) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    let Path(file) = file?;
+    let Query(query) = query?;
     let name = file
         .strip_suffix(".svg")
         .ok_or_else(|| ApiError::NotFound("ask for <conversation>.svg".into()))?;
     let library = app.content.current();
-    let graph = library
-        .content
-        .conversation(name)
-        .cloned()
-        .ok_or_else(|| ApiError::NotFound(format!("no conversation `{name}`")))?;
+    let graph = library.content.conversation(name).cloned().ok_or_else(|| {
+        ApiError::NotFound(format!(
+            "no conversation `{}`",
+            banter_protocol::quoted_input(name)
+        ))
+    })?;
     if graph.len() > MAX_DRAWN_VERTICES {
         return Err(ApiError::BadRequest(format!(
             "`{name}` has {} vertices; the playground draws at most {MAX_DRAWN_VERTICES}",

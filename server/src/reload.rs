@@ -20,8 +20,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::api_error::ApiError;
 use crate::app::SharedApp;
-use crate::http::ApiError;
 use crate::served::{ContentErrors, ContentVersion};
 
 /// How a reload was asked for.

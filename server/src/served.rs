@@ -63,14 +63,14 @@ fn content_hash(json: &str) -> String {
 impl ContentVersion {
     /// The locale a player asking for `asked` is served (the first of its fallback chain the
     /// content has), or `None` for the source language.
+    ///
+    /// The same lookup as [`Published::for_locale`], which picks the text: a string table's tag
+    /// or the pseudo-locale's (`en-XA-u-nu-latn` is served, and named, `en-XA`).
     pub fn served_locale(&self, asked: &Locale) -> Option<Locale> {
-        if asked.is_pseudo() {
-            return Some(asked.clone());
-        }
         asked
             .fallback_chain()
             .into_iter()
-            .find(|tag| self.content.locales.tables.contains_key(tag))
+            .find(|tag| tag.is_pseudo() || self.content.locales.tables.contains_key(tag))
     }
 }
 

@@ -334,3 +334,140 @@ async fn pt_br_reads_pt_br_then_pt_then_the_source() {
     assert_eq!(text("Pim_Bye"), pt, "from pt");
     assert_eq!(text("Pim_Ines"), source("Pim_Ines"), "from the source");
 }
+
+/// The locale a `set_locale` is answered with (its `locale_set`).
+async fn set_locale(client: &mut Client, locale: &str) -> Result<String, Refused> {
+    let reply = client
+        .request(ClientMessage::SetLocale {
+            id: None,
+            locale: locale.into(),
+        })
+        .await?;
+    Ok(reply
+        .messages
+        .iter()
+        .find_map(|m| match m {
+            ServerMessage::LocaleSet { locale } => Some(locale.clone()),
+            _ => None,
+        })
+        .expect("a locale_set before the ack"))
+}
+
+#[tokio::test]
+async fn set_locale_and_the_upgrade_take_the_same_bcp47_tags_and_name_the_locale_served() {
+    let server = TestServer::start().await;
+    // The pseudo-locale with an extension is served, and named, `en-XA`: at the upgrade and
+    // after `set_locale` alike.
+    let (mut client, welcome) =
+        player_in(&server, "device-locale-bcp47", Some("en-xa-u-nu-latn")).await;
+    let ServerMessage::Welcome { locale, .. } = welcome else {
+        panic!("expected welcome, got {welcome:?}");
+    };
+    assert_eq!(locale, "en-XA");
+    let opened = client.talk("Pim").await.expect("talk");
+    assert!(
+        opened.content.expect("content").contains('['),
+        "pseudo text"
+    );
+    client.close_conversation().await.expect("closed");
+    for (asked, served) in [
+        ("ja-JP", "ja"),
+        ("EN-xa-U-NU-LATN", "en-XA"),
+        ("pt-BR", "en"),
+        ("ar-u-nu-arab", "ar"),
+    ] {
+        assert_eq!(
+            set_locale(&mut client, asked).await.as_deref(),
+            Ok(served),
+            "{asked}"
+        );
+    }
+    // What the upgrade refuses with `400`, `set_locale` refuses with `bad_locale`, and the
+    // locale in force stays.
+    for bad in ["pt_BR", "en-US-GB", "ja-", "en-u", "x-private", "ja JP"] {
+        let refused = set_locale(&mut client, bad).await.expect_err(bad);
+        assert_eq!(refused.code, ErrorCode::BadLocale, "{bad}");
+    }
+    let reply = client
+        .request(ClientMessage::FetchConversation {
+            id: None,
+            conversation: "Pim".into(),
+        })
+        .await
+        .expect("fetched");
+    let Some(ServerMessage::Conversation { content, .. }) = reply.messages.first() else {
+        panic!("expected conversation, got {:?}", reply.messages);
+    };
+    assert!(
+        content
+            .chars()
+            .any(|c| ('\u{0600}'..='\u{06ff}').contains(&c)),
+        "still Arabic after the refusals: {content}"
+    );
+}
+
+#[tokio::test]
+async fn a_conversation_resumed_in_another_locale_carries_that_locales_hash() {
+    let server = TestServer::start().await;
+    let token = server.login("device-locale-resume").await;
+    let mut english = server
+        .connect_query(&format!("token={token}"))
+        .await
+        .expect("upgrade accepted");
+    let ServerMessage::Welcome { resume_token, .. } = english.recv().await else {
+        panic!("expected welcome");
+    };
+    english.move_to(NEAR_PIM).await.expect("spawned");
+    let opened = english.talk("Pim").await.expect("talk");
+    english
+        .choose("PimsTideTale_Greet_r1")
+        .await
+        .expect("chosen");
+    drop(english);
+
+    let mut japanese = server
+        .connect_query(&format!("token={token}&locale=ja"))
+        .await
+        .expect("upgrade accepted");
+    let ServerMessage::Welcome { locale, .. } = japanese.recv().await else {
+        panic!("expected welcome");
+    };
+    assert_eq!(locale, "ja");
+    let reply = japanese
+        .request(ClientMessage::Resume {
+            id: None,
+            token: resume_token,
+        })
+        .await
+        .expect("resumed");
+    let resumed_hash = reply
+        .messages
+        .iter()
+        .find_map(|m| match m {
+            ServerMessage::Resumed { hash, .. } => Some(hash.clone()),
+            _ => None,
+        })
+        .expect("resumed");
+    assert_ne!(
+        resumed_hash, opened.hash,
+        "the Japanese text has its own hash"
+    );
+    // fetch_conversation answers that hash's content: the open conversation in Japanese.
+    let reply = japanese
+        .request(ClientMessage::FetchConversation {
+            id: None,
+            conversation: "Pim".into(),
+        })
+        .await
+        .expect("fetched");
+    let Some(ServerMessage::Conversation { hash, content, .. }) = reply.messages.first() else {
+        panic!("expected conversation, got {:?}", reply.messages);
+    };
+    assert_eq!(*hash, resumed_hash);
+    assert!(content.contains("ヤドカリ"), "{content}");
+    // The walk is where it was: the armed AcceptQuest is still armed.
+    japanese
+        .action(ActionType::AcceptQuest, "PimsTideTale")
+        .await
+        .expect("still armed");
+}

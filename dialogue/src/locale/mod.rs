@@ -39,58 +39,119 @@ pub const FOLDER: &str = "locales";
 /// The settings file in [`FOLDER`].
 pub const SETTINGS_FILE: &str = "locales.json";
 
-/// A BCP 47 language tag, as a client states it: a 2 or 3 letter language, then subtags of 1 to
-/// 8 letters or digits (`ja`, `pt-BR`, `zh-Hant-TW`). Kept as written, compared without case.
+/// A BCP 47 language tag (RFC 5646), as a client states it: `ja`, `pt-BR`, `zh-Hant-TW`,
+/// `en-XA-u-nu-latn`. Normalized to the RFC's case conventions, compared as normalized.
+///
+/// Accepted: the `langtag` production of RFC 5646, well-formed, with `-` as the only separator:
+/// a language (2 or 3 letters, optionally followed by up to three 3-letter extended language
+/// subtags; the 4- to 8-letter languages the RFC reserves for future registration are refused,
+/// no language has one), then optionally a script (4 letters), a region (2 letters or 3
+/// digits), variants (5 to 8 letters or digits, or a digit then 3 letters or digits; none
+/// repeated), extensions (a singleton other than `x`, then subtags of 2 to 8 letters or digits;
+/// no singleton repeated) and a private-use part (`x`, then subtags of 1 to 8 letters or
+/// digits). At most [`Locale::MAX_LEN`] bytes. Refused: anything else, among them underscores
+/// (`pt_BR`), a repeated region (`en-US-GB`), empty subtags, non-ASCII, and the RFC's
+/// grandfathered and private-use-only tags (`i-klingon`, `x-whatever`).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Locale(String);
 
 /// A locale tag that is not BCP 47.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "`{0}` is not a BCP 47 language tag (a language such as `ja`, then optional subtags such as `-BR`)"
+    "`{0}` is not a BCP 47 language tag (a language such as `ja`, then optional subtags such as `-BR`, separated by `-`)"
 )]
 pub struct BadLocale(pub String);
 
 impl Locale {
     /// The longest tag accepted; real tags are far shorter.
-    pub const MAX_LEN: usize = 35;
+    pub const MAX_LEN: usize = 64;
 
-    /// Parses a tag, normalizing case (`pt-br` → `pt-BR`, `zh-hant` → `zh-Hant`).
+    /// Parses a tag, normalizing case: the language and every other subtag lower case, a
+    /// script title case, a region upper case (`pt-br` → `pt-BR`, `zh-hant` → `zh-Hant`).
     pub fn parse(tag: &str) -> Result<Locale, BadLocale> {
-        let bad = || BadLocale(tag.chars().take(Self::MAX_LEN + 1).collect());
-        if tag.is_empty() || tag.len() > Self::MAX_LEN {
+        let bad = || BadLocale(banter_protocol::quoted_input(tag));
+        if tag.is_empty() || tag.len() > Self::MAX_LEN || !tag.is_ascii() {
             return Err(bad());
         }
-        let mut parts = tag.split(['-', '_']);
-        let language = parts.next().ok_or_else(bad)?;
-        if !(2..=3).contains(&language.len()) && language != "qps" {
+        let parts: Vec<&str> = tag.split('-').collect();
+        let alpha = |p: &str| p.bytes().all(|b| b.is_ascii_alphabetic());
+        let digit = |p: &str| p.bytes().all(|b| b.is_ascii_digit());
+        let alnum = |p: &str| p.bytes().all(|b| b.is_ascii_alphanumeric());
+        if parts
+            .iter()
+            .any(|p| p.is_empty() || p.len() > 8 || !alnum(p))
+        {
             return Err(bad());
         }
-        if !language.bytes().all(|b| b.is_ascii_alphabetic()) {
+        let mut out: Vec<String> = Vec::with_capacity(parts.len());
+        let mut at = 0;
+        let language = parts[0];
+        if !alpha(language) || !(2..=3).contains(&language.len()) {
             return Err(bad());
         }
-        let mut out = language.to_ascii_lowercase();
-        for part in parts {
-            if part.is_empty() || part.len() > 8 || !part.bytes().all(|b| b.is_ascii_alphanumeric())
-            {
+        out.push(language.to_ascii_lowercase());
+        at += 1;
+        {
+            let mut extlangs = 0;
+            while extlangs < 3 && parts.get(at).is_some_and(|p| p.len() == 3 && alpha(p)) {
+                out.push(parts[at].to_ascii_lowercase());
+                at += 1;
+                extlangs += 1;
+            }
+        }
+        if let Some(script) = parts.get(at).filter(|p| p.len() == 4 && alpha(p)) {
+            let lower = script.to_ascii_lowercase();
+            out.push(format!(
+                "{}{}",
+                &lower[..1].to_ascii_uppercase(),
+                &lower[1..]
+            ));
+            at += 1;
+        }
+        if let Some(region) = parts
+            .get(at)
+            .filter(|p| (p.len() == 2 && alpha(p)) || (p.len() == 3 && digit(p)))
+        {
+            out.push(region.to_ascii_uppercase());
+            at += 1;
+        }
+        let variants_from = out.len();
+        while let Some(variant) = parts.get(at).filter(|p| {
+            (5..=8).contains(&p.len()) || (p.len() == 4 && p.as_bytes()[0].is_ascii_digit())
+        }) {
+            let variant = variant.to_ascii_lowercase();
+            if out[variants_from..].contains(&variant) {
                 return Err(bad());
             }
-            out.push('-');
-            match part.len() {
-                // A region: upper case.
-                2 if part.bytes().all(|b| b.is_ascii_alphabetic()) => {
-                    out.push_str(&part.to_ascii_uppercase())
-                }
-                // A script: title case.
-                4 if part.bytes().all(|b| b.is_ascii_alphabetic()) => {
-                    let lower = part.to_ascii_lowercase();
-                    out.push_str(&lower[..1].to_ascii_uppercase());
-                    out.push_str(&lower[1..]);
-                }
-                _ => out.push_str(&part.to_ascii_lowercase()),
+            out.push(variant);
+            at += 1;
+        }
+        let mut singletons: Vec<u8> = Vec::new();
+        while let Some(singleton) = parts.get(at).filter(|p| p.len() == 1) {
+            let s = singleton.as_bytes()[0].to_ascii_lowercase();
+            at += 1;
+            out.push(char::from(s).to_string());
+            let min = if s == b'x' { 1 } else { 2 };
+            let from = at;
+            while parts
+                .get(at)
+                .is_some_and(|p| p.len() >= min && (s == b'x' || p.len() > 1))
+            {
+                out.push(parts[at].to_ascii_lowercase());
+                at += 1;
+            }
+            if at == from || singletons.contains(&s) {
+                return Err(bad());
+            }
+            singletons.push(s);
+            if s == b'x' {
+                break;
             }
         }
-        Ok(Locale(out))
+        if at != parts.len() {
+            return Err(bad());
+        }
+        Ok(Locale(out.join("-")))
     }
 
     pub fn as_str(&self) -> &str {
@@ -418,7 +479,7 @@ mod tests {
 
     #[test]
     fn tags_are_bcp47_normalized_and_fall_back_to_shorter_ones() {
-        let tag = Locale::parse("pt_br").expect("the test input is valid");
+        let tag = Locale::parse("pt-br").expect("the test input is valid");
         assert_eq!(tag.as_str(), "pt-BR");
         assert_eq!(
             tag.fallback_chain()
@@ -442,8 +503,43 @@ mod tests {
             "1a",
             "ja-JP-toolongsubtag",
             "ja JP",
+            "pt_BR",
+            "en-US-GB",
+            "en-XA-XB",
+            "de-1996-1996",
+            "en-u-nu-latn-u-ca-gregory",
+            "en-u",
+            "en-a-b",
+            "en-x",
+            "x-private",
+            "i-klingon",
+            "ja-Jpan-Kana",
+            "日本",
+            "ja-\u{e9}",
+            "ja-JP-",
+            "-ja",
         ] {
             assert!(Locale::parse(bad).is_err(), "{bad:?}");
+        }
+        for (good, normalized) in [
+            ("ja", "ja"),
+            ("JA-jp", "ja-JP"),
+            ("en-XA", "en-XA"),
+            ("en-xa-u-nu-latn", "en-XA-u-nu-latn"),
+            ("en-Latn-XA", "en-Latn-XA"),
+            ("es-419", "es-419"),
+            ("zh-yue-HK", "zh-yue-HK"),
+            ("sl-rozaj-biske", "sl-rozaj-biske"),
+            ("de-CH-1901", "de-CH-1901"),
+            ("en-US-x-twain", "en-US-x-twain"),
+            ("en-a-bbb-x-a-ccc", "en-a-bbb-x-a-ccc"),
+            ("qps-ploc", "qps-Ploc"),
+        ] {
+            assert_eq!(
+                Locale::parse(good).map(|l| l.as_str().to_owned()),
+                Ok(normalized.to_owned()),
+                "{good:?}"
+            );
         }
         assert!(Locale::parse(&"a".repeat(1000)).is_err());
     }

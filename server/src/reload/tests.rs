@@ -149,7 +149,7 @@ async fn a_shrinking_reload_is_refused_unless_forced_and_changes_nothing() {
     };
     let refused = reload_with(&app, ReloadOptions::default(), shrunk).await;
     match refused {
-        Err(crate::http::ApiError::ContentRefused(why)) => {
+        Err(crate::api_error::ApiError::ContentRefused(why)) => {
             assert!(why.contains("NPCs would go"), "{why}");
         }
         other => panic!("expected a refusal, got {:?}", other.map(|_| ())),

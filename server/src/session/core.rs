@@ -492,7 +492,12 @@ impl SessionCore {
                 Ok(())
             }
             ClientMessage::FetchConversation { conversation, .. } => {
-                let library = self.app.content.current();
+                // The open conversation's own version (the one its `opened` or `resumed` hash
+                // names), else the version served now.
+                let library = match &self.conversation {
+                    Some(open) if open.name == *conversation => open.library.clone(),
+                    _ => self.app.content.current(),
+                };
                 let published = library
                     .conversations
                     .get(conversation)

@@ -21,11 +21,16 @@ pub struct Refusal {
 }
 
 impl Refusal {
+    /// The message is bounded ([`banter_protocol::bounded_message`]): a parser's text may quote
+    /// what the client sent, and a client never gets back more than a short prefix of it.
     fn new(code: ErrorCode, message: impl Into<String>) -> Refusal {
-        Refusal {
-            code,
-            message: message.into(),
-        }
+        let message = message.into();
+        let message = if message.len() <= banter_protocol::QUOTED_INPUT_CHARS {
+            message
+        } else {
+            banter_protocol::bounded_message(&message)
+        };
+        Refusal { code, message }
     }
 
     /// Logs an internal failure and refuses with `internal` and the log's reference.
