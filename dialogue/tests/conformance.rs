@@ -17,7 +17,7 @@ use banter_dialogue::canonical;
 use banter_dialogue::check;
 use banter_dialogue::text::{balanced_prefix, prefix, visible_graphemes};
 use banter_dialogue::{
-    ClientWalk, Condition, DialogueGraph, Outgoing, Screen, VertexId, WalkError,
+    ClientWalk, Condition, DialogueGraph, Outgoing, Screen, VertexId, VertexKind, WalkError,
     build_conversation, next_line,
 };
 use banter_protocol::{Action, ActionPayload, ActionType, FactSheet, QuestStatus};
@@ -106,6 +106,29 @@ fn payload_vectors() -> Value {
         Action::OpenShop {
             shop: "日本の店".into(),
         },
+        // An `Amount` without an `Island` is written when the content states it, 1 included:
+        // only an absent `Amount` (and no `Island`) leaves the field out.
+        Action::AdvanceObjective {
+            quest_id: "Q".into(),
+            objective_id: "O".into(),
+            amount: Some(banter_protocol::ObjectiveAmount {
+                amount: 1,
+                island: None,
+            }),
+        },
+        Action::AdvanceObjective {
+            quest_id: "Q".into(),
+            objective_id: "O".into(),
+            amount: Some(banter_protocol::ObjectiveAmount {
+                amount: 3,
+                island: None,
+            }),
+        },
+        Action::AdvanceObjective {
+            quest_id: "Q".into(),
+            objective_id: "O".into(),
+            amount: None,
+        },
     ]);
     let mut seen = std::collections::BTreeSet::new();
     let build: Vec<Value> = actions
@@ -145,6 +168,24 @@ fn payload_vectors() -> Value {
         (ActionType::AdvanceObjective, "Q|O|02|x|y"),
         (ActionType::AdvanceObjective, "Q|O|0\\"),
         (ActionType::AdvanceObjective, "Q|O|x|isle\\q"),
+        // `OpenSellMenu` takes only the empty payload: anything else is `field_count`, even a
+        // single non-empty field; a bad escape still comes first.
+        (ActionType::OpenSellMenu, "x"),
+        (ActionType::OpenSellMenu, "|"),
+        (ActionType::OpenSellMenu, "\\|"),
+        (ActionType::OpenSellMenu, " "),
+        (ActionType::OpenSellMenu, "\\x"),
+        // An empty field is an empty identifier: it parses (content never authors one, so such
+        // a payload matches no armed action). A `CheckQuest`'s empty nodes are left out of the
+        // action, as content leaves out a missing node.
+        (ActionType::AcceptQuest, ""),
+        (ActionType::OpenShop, ""),
+        (ActionType::CheckQuest, "||"),
+        (ActionType::CheckQuest, "Q|Ok|"),
+        (ActionType::AdvanceObjective, "|"),
+        (ActionType::AdvanceObjective, "Q|O|1|"),
+        (ActionType::PlayCutscene, "Scene|"),
+        (ActionType::PlayCutscene, ""),
     ];
     let parse: Vec<Value> = parse_cases
         .iter()
@@ -196,7 +237,7 @@ fn payload_vectors_are_current_and_replay() {
 
 fn text_vectors() -> Value {
     // Each text with the rule it shows (docs/CONTENT.md, "Rich text").
-    let texts: [(&str, &str); 43] = [
+    let texts: &[(&str, &str)] = &[
         ("Hello there.", "plain text: one grapheme a character"),
         (
             "<b>Bold</b> and <i>italic</i>",
@@ -238,6 +279,10 @@ fn text_vectors() -> Value {
         (
             "a<x/>b<br>c<br />d",
             "self-closing tags and `<br>` open nothing",
+        ),
+        (
+            "<x/\t\n>a<y/\u{feff}>b<z/\u{85}>c",
+            "a tag is self-closing when its last character before `>` that is not ASCII whitespace (space, tab, line feed, form feed, carriage return) is `/`: other spaces (U+FEFF, U+0085) are part of the tag, so `<y/\u{feff}>` and `<z/\u{85}>` open `y` and `z`",
         ),
         ("<!-- a comment -->visible", "a comment is invisible"),
         (
@@ -321,6 +366,58 @@ fn text_vectors() -> Value {
             "nested tags: balanced prefixes close innermost first",
         ),
         ("", "the empty line"),
+        (
+            "<a x= \"1>\">a</a><b x=\t'2>'>b</b><i x=\n\"3>\">c</i><u x=\u{c}\r \"4>\">d</u>",
+            "space, tab, line feed, form feed and carriage return may come between `=` and the quote",
+        ),
+        (
+            "<font color =  \"a>b\">x</font>",
+            "whitespace before the `=` too: the quote follows `=` once whitespace is skipped",
+        ),
+        (
+            "<a x=\u{b}\"1>\">y</a>",
+            "a vertical tab is not whitespace: the quote is an ordinary byte and the tag ends at the first `>`",
+        ),
+        (
+            "<a x=\u{a0}\"1>\">y</a>",
+            "a no-break space is not whitespace: the quote is an ordinary byte and the tag ends at the first `>`",
+        ),
+        (
+            "<color=\"a<b\">x</color>",
+            "inside a quoted value a `<` is an ordinary byte: only the closing quote ends the value",
+        ),
+        (
+            "<color='a<b>c'>x</color>",
+            "inside a quoted value `<` and `>` are both ordinary bytes",
+        ),
+        (
+            "a<!-- <b>x</b>",
+            "an unterminated `<!--` is text, and scanning goes on after its `<`: later tags are still tags",
+        ),
+        (
+            "a<!--x-->b<!-- c<i>d</i>",
+            "a comment closes at its first `-->`; a later unterminated `<!--` is text, its tags still tags",
+        ),
+        (
+            "<b></b>",
+            "no visible grapheme: the one prefix (0) is the whole source, tags included",
+        ),
+        (
+            "<b><i>",
+            "no visible grapheme and tags left open: the one prefix is the whole source, balanced closes them",
+        ),
+        (
+            "<!-- only a comment --><br/>",
+            "no visible grapheme: a comment and a tag alone, the one prefix is the whole source",
+        ),
+        (
+            "<B>hi</b>",
+            "an appended closing tag spells the name as its opening tag does",
+        ),
+        (
+            "<Color=#f00><I>hey</I></COLOR>",
+            "appended closing tags spell each name as written, innermost first",
+        ),
     ];
     Value::Array(
         texts
@@ -540,6 +637,48 @@ fn condition_vectors() -> Value {
         (nots(33), "error: 33 `!` in a row"),
         (format!("!{}", nest(31)), "`!` and `(` count together: 32"),
         (format!("!{}", nest(32)), "error: `!` and `(` together: 33"),
+        (
+            format!("{}has(PostReveal){}", "(".repeat(32), ")".repeat(32)),
+            "the `(` of has(...) does not count toward the depth: 32 groups around it are allowed",
+        ),
+        (
+            format!("{}has(PostReveal){}", "(".repeat(33), ")".repeat(33)),
+            "error: 33 grouping parentheses around has(...)",
+        ),
+        (
+            format!(
+                "{}quest(LostReel) == active{}",
+                "(".repeat(32),
+                ")".repeat(32)
+            ),
+            "the `(` of quest(...) does not count toward the depth",
+        ),
+        (
+            format!(
+                "{}progress(CopperSnappers, Catch) >= 2{}",
+                "(".repeat(32),
+                ")".repeat(32)
+            ),
+            "the `(` of progress(...) does not count toward the depth",
+        ),
+        (
+            format!("{}!has(Afk){}", "(".repeat(31), ")".repeat(31)),
+            "31 groups and a `!` before has(...): 32",
+        ),
+        (
+            format!("{}!has(Afk){}", "(".repeat(32), ")".repeat(32)),
+            "error: 32 groups and a `!` before has(...): 33",
+        ),
+        (
+            format!(
+                "{}true{} && {}true{}",
+                "(".repeat(32),
+                ")".repeat(32),
+                "(".repeat(32),
+                ")".repeat(32)
+            ),
+            "the depth is how deep, not how many: two groups of 32 side by side are allowed",
+        ),
         (padded(1024), "1,024 bytes: the longest allowed"),
         (padded(1025), "error: 1,025 bytes"),
     ]);
@@ -974,11 +1113,12 @@ fn scenario(
 
 /// A conversation written for the rules the sample content never needs: an entry and a jump
 /// target shown whatever their `Conditions`, a line whose responses are all hidden, a line that
-/// carries `CheckQuest` itself, an `Island` that forces the amount.
+/// carries `CheckQuest` itself, an `Island` that forces the amount, and a `Text` with markup (the
+/// screen's `text` is the source as written, not decoded).
 const RULES: &str = r#"{
   "FirstNode": "Door",
   "Speaker": "Keeper",
-  "Door": { "Text": "Who's there?", "Conditions": "coins >= 1000", "Responses": [
+  "Door": { "Text": "Who&apos;s <i>there</i>?", "Conditions": "coins >= 1000", "Responses": [
     { "Text": "A rich friend.", "Conditions": "coins >= 1000", "NextNode": "Rich" },
     { "Text": "Me, with a lamp.", "Conditions": "has(Lamp)", "NextNode": "Lamp",
       "Actions": [ { "Type": "TrackQuest", "QuestId": "Lamp" } ] } ] },
@@ -1066,6 +1206,17 @@ fn rule_scenarios() -> (String, Vec<Value>) {
             ],
         ),
         scripted_scenario(
+            "Rules: a response that starts holding after its line was shown is not in R: not a choice, not_reachable if picked, and the line is advanced past",
+            "Rules",
+            &text,
+            "Door",
+            &poor,
+            vec![
+                (json!({ "choose": "Door_r2" }), Some(lamp.clone())),
+                (json!({ "advance": "Door" }), None),
+            ],
+        ),
+        scripted_scenario(
             "Rules: the responses shown stop holding: none is a choice any more, the line is advanced past",
             "Rules",
             &text,
@@ -1078,7 +1229,7 @@ fn rule_scenarios() -> (String, Vec<Value>) {
             ],
         ),
         scripted_scenario(
-            "Rules: a line carrying CheckQuest sends it when shown and waits for the jump; a jump target is shown whatever its conditions; an Island forces the amount",
+            "Rules: a line carrying CheckQuest sends it when shown and waits for the jump; a jump target is shown whatever its conditions; an Island forces the amount; the response action held before the jump goes out with the next accepted step after it",
             "Rules",
             &text,
             "Door",
@@ -1095,6 +1246,53 @@ fn rule_scenarios() -> (String, Vec<Value>) {
         ),
     ];
     (text, scenarios)
+}
+
+/// Names that are not a line or a response of the conversation, over a sample conversation with
+/// a `NextNode` list: the reserved keys `FirstNode` and `Speaker` and the empty name are no
+/// vertex (`unknown_vertex`); the hidden vertex of a `NextNode` list is one, never shown
+/// (`not_reachable`), named `<node>_b<n>`; a target the list skipped is `not_reachable`.
+fn name_scenarios(content: &banter_dialogue::content::Content) -> Vec<Value> {
+    let conversation = "Marisol";
+    let merged = content.merged.get(conversation).expect("Marisol");
+    let text = canonical::to_json(merged);
+    let (graph, _) = build_conversation(conversation, &text);
+    let picked = graph.find("Marisol_Hello_r3").expect("Marisol_Hello_r3");
+    let branch = graph
+        .outputs(picked)
+        .iter()
+        .find_map(|&v| graph.vertex(v).filter(|v| v.kind == VertexKind::Branch))
+        .map(|v| v.name.to_string())
+        .expect("Marisol_Hello_r3 leads to a NextNode list");
+    // docs/PROTOCOL.md section 8.2 names this branch as its example of the generated name.
+    let protocol = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/PROTOCOL.md"),
+    )
+    .expect("docs/PROTOCOL.md");
+    assert!(
+        protocol.contains(&format!("the branch `{branch}`")),
+        "docs/PROTOCOL.md section 8.2 should name Marisol_Hello_r3's branch `{branch}`"
+    );
+    let fresh = facts(&[], 0, &["Dialogue.Talking"]);
+    vec![scripted_scenario(
+        "Names: FirstNode, Speaker and the empty name are no vertex (unknown_vertex); a NextNode list is a hidden vertex <node>_b<n>, never shown (not_reachable); a target the list skipped is not_reachable",
+        conversation,
+        &text,
+        "Marisol_Hello",
+        &fresh,
+        vec![
+            (json!({ "advance": "FirstNode" }), None),
+            (json!({ "choose": "FirstNode" }), None),
+            (json!({ "advance": "Speaker" }), None),
+            (json!({ "choose": "Speaker" }), None),
+            (json!({ "advance": "" }), None),
+            (json!({ "choose": "Marisol_Hello_r3" }), None),
+            (json!({ "advance": branch }), None),
+            (json!({ "choose": branch }), None),
+            (json!({ "advance": "Marisol_Premium" }), None),
+            (json!({ "advance": "Marisol_Regular" }), None),
+        ],
+    )]
 }
 
 fn client_walk_vectors() -> Value {
@@ -1142,6 +1340,7 @@ fn client_walk_vectors() -> Value {
     let (rules, written) = rule_scenarios();
     conversations.insert("Rules".to_owned(), Value::String(rules));
     scenarios.extend(written);
+    scenarios.extend(name_scenarios(&content));
     json!({ "conversations": conversations, "scenarios": scenarios })
 }
 

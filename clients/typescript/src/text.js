@@ -328,7 +328,7 @@ function balance(shown) {
     if (closing) {
       const at = open.findLastIndex((o) => o.toLowerCase() === lower);
       if (at >= 0) open.length = at;
-    } else if (!inner.trimEnd().endsWith('/') && !VOID_TAGS.includes(lower)) {
+    } else if (!inner.replace(/[ \t\n\f\r]+$/, '').endsWith('/') && !VOID_TAGS.includes(lower)) {
       open.push(name);
     }
   }

@@ -404,7 +404,9 @@ pub fn balanced_prefix(text: &str, visible: usize) -> String {
             if let Some(at) = open.iter().rposition(|o| o.eq_ignore_ascii_case(name)) {
                 open.truncate(at);
             }
-        } else if !inner.trim_end().ends_with('/')
+        } else if !inner
+            .trim_end_matches(|c: char| c.is_ascii_whitespace())
+            .ends_with('/')
             && !VOID_TAGS.iter().any(|v| v.eq_ignore_ascii_case(name))
         {
             open.push(name);
