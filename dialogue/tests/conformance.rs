@@ -129,6 +129,24 @@ fn payload_vectors() -> Value {
             objective_id: "O".into(),
             amount: None,
         },
+        // A `CheckQuest` missing `SuccessNode` or `FailureNode` (content refuses it:
+        // "CheckQuest needs both SuccessNode and FailureNode") is read with the missing node
+        // empty, and its payload writes an empty field: `Q||`, `Q|Ok|`, `Q||No`.
+        Action::CheckQuest {
+            quest_id: "Q".into(),
+            success_node: String::new(),
+            failure_node: String::new(),
+        },
+        Action::CheckQuest {
+            quest_id: "Q".into(),
+            success_node: "Ok".into(),
+            failure_node: String::new(),
+        },
+        Action::CheckQuest {
+            quest_id: "Q".into(),
+            success_node: String::new(),
+            failure_node: "No".into(),
+        },
     ]);
     let mut seen = std::collections::BTreeSet::new();
     let build: Vec<Value> = actions
@@ -418,6 +436,46 @@ fn text_vectors() -> Value {
             "<Color=#f00><I>hey</I></COLOR>",
             "appended closing tags spell each name as written, innermost first",
         ),
+        (
+            "a<BR>b<Br/>c<bR >d<br>e",
+            "`br` opens nothing in any case: `<BR>`, `<Br/>`, `<bR >`, `<br>`",
+        ),
+        (
+            "<hr>a<img src=\"x.png\">b",
+            "`br` is the only name that never takes a closing tag: `<hr>` and `<img>` open tags that balanced prefixes close",
+        ),
+        (
+            "<h1>T</h1><bé>xy</bé>",
+            "a tag's name is a run of ASCII letters, digits, `-`, `_` and `:`: `<h1>` is `h1`, `<bé>` is `b` and is closed by `</b>`",
+        ),
+        (
+            "<é>x</é>",
+            "a tag begins with an ASCII letter after `<` or `</`: `<é>` and `</é>` are text",
+        ),
+        (
+            "a</ b>c",
+            "`</` must be followed at once by an ASCII letter: `</ b>` is text",
+        ),
+        (
+            "<!-->x",
+            "`-->` is searched from the end of `<!--`: `<!-->` is not a comment, its `<` and `>` are visible",
+        ),
+        (
+            "<!--->x",
+            "`-->` is searched from the end of `<!--`: `<!--->` is not a comment",
+        ),
+        (
+            "<!-->a-->b",
+            "`<!-->` does not close at its own `>`: the comment runs to the first `-->` after `<!--`",
+        ),
+        (
+            "<b>x</b title=\"a>b\">y",
+            "a closing tag is read by the same rules: a value quoted after `=` may hold `>`",
+        ),
+        (
+            "<b>x</b/>y",
+            "a closing tag is never self-closing: `</b/>` closes `b`",
+        ),
     ];
     Value::Array(
         texts
@@ -626,6 +684,55 @@ fn condition_vectors() -> Value {
         ("coins >= 100 # note", "error: no comments"),
         ("TRUE", "error: constants are lower case"),
         ("has(Über)", "error: names are ASCII"),
+        (
+            "has(true)",
+            "a NAME may spell a keyword: has(true) asks for the tag `true`",
+        ),
+        (
+            "!has(false) && !has(has)",
+            "a NAME may spell a keyword: has(false), has(has)",
+        ),
+        (
+            "quest(has) == available",
+            "a NAME may spell a keyword: the quest `has`, absent, is available",
+        ),
+        (
+            "progress(coins, true) == 0",
+            "a NAME may spell a counter or a keyword: progress(coins, true) is absent, so 0",
+        ),
+        (
+            "true == true",
+            "error: true and false are conditions, not values",
+        ),
+        (
+            "coins!=5",
+            "operators are read longest first: `!=` before `!`",
+        ),
+        (
+            "coins<=120",
+            "operators are read longest first: `<=` before `<`",
+        ),
+        (
+            "coins>=120&&!has(Afk)",
+            "operators are read longest first: `>=` before `>`, `&&` then `!`",
+        ),
+        (
+            "coins<-5",
+            "`<` then `-5`: a `-` before a digit starts a number",
+        ),
+        (
+            "coins !== 120",
+            "error: `!=` is read first, then a lone `=`",
+        ),
+        (
+            "coins <== 120",
+            "error: `<=` is read first, then a lone `=`",
+        ),
+        ("coins <> 120", "error: `<` then `>`: there is no `<>`"),
+        (
+            "coins =< 120",
+            "error: `=` is not an operator: there is no `=<`",
+        ),
     ]
     .into_iter()
     .map(|(text, why)| (text.to_owned(), why))
@@ -1248,6 +1355,92 @@ fn rule_scenarios() -> (String, Vec<Value>) {
     (text, scenarios)
 }
 
+/// A conversation for how branches are numbered and what a `CheckQuest` response with a
+/// `NextNode` does. The node names sort differently by UTF-8 bytes (`Done` < `Start` < `after` <
+/// `Ｎｅｔ` < `🐟`) than by UTF-16 code units (`🐟` before `Ｎｅｔ`) or case-insensitively
+/// (`after` first), and both `Ｎｅｔ` and `🐟` carry a list, so each order numbers the branches
+/// differently. `Start_r1`'s one-name list is a branch; `Start_r2`'s plain name is not.
+const BRANCHES: &str = r#"{
+  "FirstNode": "Start",
+  "Speaker": "Sorter",
+  "Start": { "Text": "Which way?", "Responses": [
+    { "Text": "After you.", "NextNode": ["after"] },
+    { "Text": "By the net.", "NextNode": "Ｎｅｔ" },
+    { "Text": "Check my catch.", "NextNode": "Done",
+      "Actions": [ { "Type": "CheckQuest", "QuestId": "Catch", "SuccessNode": "🐟", "FailureNode": "Done" } ] } ] },
+  "after": { "Text": "After me, then.", "NextNode": ["Ｎｅｔ"] },
+  "Ｎｅｔ": { "Text": "A net.", "NextNode": ["🐟", "Done"] },
+  "🐟": { "Text": "A fish!", "NextNode": ["Done"] },
+  "Done": { "Text": "Done.", "Close": true }
+}"#;
+
+/// Branch numbering and a `CheckQuest` response with a `NextNode`, step by step over
+/// [`BRANCHES`].
+fn branch_scenarios() -> (String, Vec<Value>) {
+    let mut diagnostics = Vec::new();
+    let file = banter_dialogue::canonical::parse_conversation(
+        "Branches.json",
+        BRANCHES.as_bytes(),
+        &mut diagnostics,
+    )
+    .expect("parses");
+    let merged = banter_dialogue::layers::merge("Branches", &file, &[], &mut diagnostics);
+    assert!(diagnostics.iter().all(|d| !d.is_error()), "{diagnostics:?}");
+    let text = canonical::to_json(&merged);
+    // The numbers the scenario names: vertices 1 to 5 are the nodes in UTF-8 byte order, 6 to 8
+    // `Start`'s responses, then the branches of `Start_r1`, `after`, `Ｎｅｔ` and `🐟`.
+    let (graph, _) = build_conversation("Branches", &text);
+    let branches: Vec<String> = graph
+        .vertices()
+        .filter(|(_, v)| v.kind == VertexKind::Branch)
+        .map(|(_, v)| v.name.to_string())
+        .collect();
+    assert_eq!(
+        branches,
+        ["Start_b9", "after_b10", "Ｎｅｔ_b11", "🐟_b12"],
+        "the branches of BRANCHES"
+    );
+    let fresh = facts(&[], 0, &["Dialogue.Talking"]);
+    let scenarios = vec![
+        scripted_scenario(
+            "Branches: a one-name NextNode list is a branch (Start_b9), a plain NextNode is not (no Start_b10); branches are numbered after the nodes sorted by the UTF-8 bytes of their names (Ｎｅｔ before 🐟, Start before after)",
+            "Branches",
+            &text,
+            "Start",
+            &fresh,
+            vec![
+                (json!({ "advance": "Start_b9" }), None),
+                (json!({ "advance": "Start_b10" }), None),
+                (json!({ "choose": "after_b10" }), None),
+                (json!({ "advance": "Ｎｅｔ_b11" }), None),
+                (json!({ "advance": "🐟_b12" }), None),
+                (json!({ "advance": "🐟_b11" }), None),
+                (json!({ "choose": "Start_r1" }), None),
+                (json!({ "advance": "after" }), None),
+                (json!({ "advance": "Ｎｅｔ" }), None),
+                (json!({ "advance": "🐟" }), None),
+                (json!({ "advance": "Done" }), None),
+            ],
+        ),
+        scripted_scenario(
+            "Branches: a response carrying CheckQuest waits for the jump whether or not it has a NextNode: no line on screen, its NextNode never shown (not_reachable), then the jump's line",
+            "Branches",
+            &text,
+            "Start",
+            &fresh,
+            vec![
+                (json!({ "choose": "Start_r3" }), None),
+                (json!({ "advance": "Done" }), None),
+                (json!({ "advance": "Start" }), None),
+                (json!({ "jump": "🐟" }), None),
+                (json!({ "advance": "🐟" }), None),
+                (json!({ "advance": "Done" }), None),
+            ],
+        ),
+    ];
+    (text, scenarios)
+}
+
 /// Names that are not a line or a response of the conversation, over a sample conversation with
 /// a `NextNode` list: the reserved keys `FirstNode` and `Speaker` and the empty name are no
 /// vertex (`unknown_vertex`); the hidden vertex of a `NextNode` list is one, never shown
@@ -1339,6 +1532,9 @@ fn client_walk_vectors() -> Value {
     }
     let (rules, written) = rule_scenarios();
     conversations.insert("Rules".to_owned(), Value::String(rules));
+    scenarios.extend(written);
+    let (branches, written) = branch_scenarios();
+    conversations.insert("Branches".to_owned(), Value::String(branches));
     scenarios.extend(written);
     scenarios.extend(name_scenarios(&content));
     json!({ "conversations": conversations, "scenarios": scenarios })
