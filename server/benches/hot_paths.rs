@@ -11,8 +11,9 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use banter_protocol::{ActionType, ErrorCode};
-use banter_server::audit::{AuditConfig, AuditLog};
+use banter_server::audit::AuditLog;
 use banter_server::auth::TokenKey;
+use banter_server::config::AuditConfig;
 use banter_server::metrics::Metrics;
 use criterion::{Criterion, criterion_group, criterion_main};
 

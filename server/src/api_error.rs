@@ -9,7 +9,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
-use crate::auth::AuthError;
+use crate::auth::{AuthError, ServiceKeyError};
 
 /// Every way an HTTP request fails, and the status each maps to.
 #[derive(Debug, thiserror::Error)]
@@ -64,6 +64,15 @@ impl From<crate::analytics::QueryError> for ApiError {
 impl From<AuthError> for ApiError {
     fn from(e: AuthError) -> ApiError {
         ApiError::Unauthorized(e)
+    }
+}
+
+impl From<ServiceKeyError> for ApiError {
+    fn from(e: ServiceKeyError) -> ApiError {
+        match e {
+            ServiceKeyError::Missing => ApiError::Unauthorized(AuthError::Missing),
+            ServiceKeyError::Wrong => ApiError::Forbidden,
+        }
     }
 }
 

@@ -2,7 +2,6 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -25,9 +24,11 @@ pub struct App {
     /// Which players' conversations this process parked, with the content version each opened
     /// with (the walk itself is in the store).
     pub parked: crate::resume::ParkingLot<Arc<crate::served::ContentVersion>>,
-    pub audit: AuditLog,
-    /// Narrative analytics waiting for the store.
-    pub analytics: crate::analytics::Analytics,
+    /// The sessions' side of the audit log; its writer (`audit::run_writer`) holds it too.
+    pub audit: Arc<AuditLog>,
+    /// Narrative analytics waiting for the store; its flusher (`analytics::run_flusher`) holds
+    /// it too.
+    pub analytics: Arc<crate::analytics::Analytics>,
     /// The audit writer's end of the queue, taken once by `run`.
     pub audit_queue:
         std::sync::Mutex<Option<tokio::sync::mpsc::Receiver<crate::store::AuditRecord>>>,
@@ -39,8 +40,9 @@ pub struct App {
     next_session: AtomicU64,
     /// This process among the instances sharing the database: session claims name it.
     pub instance: String,
-    /// When the server started: the time base of bodies and cooldowns, which outlive sessions.
-    pub started: tokio::time::Instant,
+    /// Time since the server started: the time base of bodies and cooldowns, which outlive
+    /// sessions.
+    pub uptime: crate::clock::Uptime,
     /// Sessions between their upgrade and their welcome (loading the player, claiming it), at
     /// most `limits.max_session_starts`: a storm of connections cannot queue unbounded work on
     /// the store pool ahead of the requests of players already in conversation.
@@ -56,8 +58,8 @@ impl App {
             metrics.serve_write_timings(&timings);
         }
         App {
-            audit,
-            analytics: crate::analytics::Analytics::new(config.analytics),
+            audit: Arc::new(audit),
+            analytics: Arc::new(crate::analytics::Analytics::new(config.analytics)),
             audit_queue: std::sync::Mutex::new(audit_queue),
             tokens: TokenKey::new(&config.auth_secret),
             config,
@@ -70,14 +72,14 @@ impl App {
             sessions: TaskTracker::new(),
             next_session: AtomicU64::new(1),
             instance: instance_id(),
-            started: tokio::time::Instant::now(),
+            uptime: crate::clock::Uptime::start(),
             session_starts: Arc::new(tokio::sync::Semaphore::new(config_session_starts)),
         }
     }
 
     /// Time since the server started.
     pub fn now(&self) -> std::time::Duration {
-        self.started.elapsed()
+        self.uptime.now()
     }
 
     pub fn next_session_id(&self) -> u64 {
@@ -93,27 +95,7 @@ impl App {
 /// A name for this process that no other instance on the database shares: the host's process
 /// id and the start time in nanoseconds, in hex.
 fn instance_id() -> String {
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    format!("i{:x}-{:x}", std::process::id(), nanos)
-}
-
-/// Milliseconds since the Unix epoch: the windows of parked conversations, which every instance
-/// on the database must read alike.
-pub fn unix_millis() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
-
-/// Seconds since the Unix epoch, for token expiry. With [`instance_id`], [`unix_millis`] and
-/// `audit::stamp`, the only wall-clock reads in the server: everything else runs on the
-/// monotonic [`App::now`].
-pub fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
+    format!("i{:x}-{:x}", std::process::id(), crate::clock::unix_nanos())
 }
 
 pub type SharedApp = Arc<App>;

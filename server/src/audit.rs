@@ -8,12 +8,15 @@
 //! (`banter_audit_dropped_total`): the audit is for support, and must never slow a player or
 //! hold memory without bound. Rows older than the retention are pruned every hour.
 
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::clock::stamp;
+use crate::config::AuditConfig;
 use crate::store::{AuditEntry, AuditRecord, Store};
 
 /// Longest `detail` kept, in bytes (cut at a character boundary).
@@ -32,48 +35,6 @@ const BATCH: usize = 4096;
 const LINGER: Duration = Duration::from_millis(100);
 /// How often old rows are pruned.
 const PRUNE_EVERY: Duration = Duration::from_secs(3600);
-
-/// The last stamp handed out (see [`stamp`]).
-static LAST_STAMP: AtomicI64 = AtomicI64::new(0);
-
-/// When the server records something, in microseconds since the Unix epoch, strictly increasing
-/// within this process (a later call never gets an earlier or equal stamp, even when the wall
-/// clock steps back or two calls share a microsecond): the order support reads a player's rows
-/// in ([`AuditRecord::recorded_us`]).
-pub fn stamp() -> i64 {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX));
-    let mut last = LAST_STAMP.load(Ordering::Relaxed);
-    loop {
-        let next = now.max(last.saturating_add(1));
-        match LAST_STAMP.compare_exchange_weak(last, next, Ordering::Relaxed, Ordering::Relaxed) {
-            Ok(_) => return next,
-            Err(seen) => last = seen,
-        }
-    }
-}
-
-/// Audit settings.
-#[derive(Clone, Debug)]
-pub struct AuditConfig {
-    /// Record at all.
-    pub enabled: bool,
-    /// How long rows are kept.
-    pub retention: Duration,
-    /// Records waiting for the writer, at most.
-    pub queue: usize,
-}
-
-impl Default for AuditConfig {
-    fn default() -> Self {
-        AuditConfig {
-            enabled: true,
-            retention: Duration::from_secs(30 * 24 * 3600),
-            queue: 65_536,
-        }
-    }
-}
 
 /// The sessions' side of the audit log.
 #[derive(Debug)]
@@ -294,17 +255,18 @@ pub fn truncate(text: &str, max: usize) -> &str {
     &text[..end]
 }
 
-/// Stores queued records in batches until `stop` is cancelled, then writes what is left and
-/// returns. A batch the store refuses is retried a few times (an outage), then dropped and
+/// Stores queued records in `store` in batches until `stop` is cancelled, then writes what is
+/// left and returns; counts what it wrote and dropped in `log`, and prunes rows older than
+/// `retention`. A batch the store refuses is retried a few times (an outage), then dropped and
 /// counted: the queue behind it must keep moving.
 pub async fn run_writer(
-    app: crate::app::SharedApp,
+    store: Arc<dyn Store>,
+    log: Arc<AuditLog>,
+    retention: Duration,
     mut queue: mpsc::Receiver<AuditRecord>,
     stop: CancellationToken,
 ) {
-    let store = app.store.clone();
-    let log = &app.audit;
-    let retention = app.config.audit.retention;
+    let log = log.as_ref();
     let mut prune = tokio::time::interval(PRUNE_EVERY);
     let mut batch = Vec::with_capacity(BATCH);
     loop {

@@ -5,7 +5,11 @@
 //! time before the claims are decoded, and `exp` and `sub` must be present. The expiry is
 //! compared here with the caller's clock, with [`LEEWAY_SECS`] of grace for clocks that differ a
 //! little: the crate would read the system clock itself, and the server's clock is an input.
+//!
+//! Also the HTTP credentials: the `Authorization: Bearer` header ([`bearer`]) and the service key
+//! that operators and the trusted game server present ([`require_service_key`]).
 
+use axum::http::{HeaderMap, header};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hmac::{Hmac, Mac};
@@ -178,6 +182,50 @@ pub fn valid_device_id(id: &str) -> bool {
     (8..=128).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_graphic())
 }
 
+/// The credential of an `Authorization: Bearer <credential>` header (a player token or the
+/// service key), if the request has one.
+pub fn bearer(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get(header::AUTHORIZATION)?
+        .to_str()
+        .ok()?
+        .split_once(' ')
+        // RFC 7235: the scheme is matched without regard to case.
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("Bearer"))
+        .map(|(_, token)| token.trim_start_matches(' ').to_owned())
+}
+
+/// Why a request is refused an endpoint that takes the service key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ServiceKeyError {
+    /// No `Authorization: Bearer` credential at all (the HTTP layer answers 401, as for a
+    /// missing token).
+    #[error("no service key")]
+    Missing,
+    /// A credential that is not the service key (403).
+    #[error("not the service key")]
+    Wrong,
+}
+
+/// Operators and the trusted game server present the service key, `expected`; player tokens
+/// never satisfy it.
+pub fn require_service_key(headers: &HeaderMap, expected: &str) -> Result<(), ServiceKeyError> {
+    let given = bearer(headers).ok_or(ServiceKeyError::Missing)?;
+    // Constant-time comparison: a key is a secret.
+    let expected = expected.as_bytes();
+    let same = given.len() == expected.len()
+        && given
+            .bytes()
+            .zip(expected)
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0;
+    if same {
+        Ok(())
+    } else {
+        Err(ServiceKeyError::Wrong)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -294,5 +342,33 @@ mod tests {
         assert!(valid_player_id(&p));
         assert!(!valid_device_id("short"));
         assert!(!valid_device_id("has spaces in it"));
+    }
+
+    #[test]
+    fn the_service_key_comes_as_a_bearer_credential_in_any_case_of_the_scheme() {
+        let with = |value: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(
+                header::AUTHORIZATION,
+                value.parse().expect("a header value"),
+            );
+            headers
+        };
+        assert_eq!(bearer(&with("bearer  k")), Some("k".into()));
+        assert_eq!(bearer(&with("Basic k")), None);
+        assert_eq!(bearer(&HeaderMap::new()), None);
+        assert_eq!(require_service_key(&with("BEARER key"), "key"), Ok(()));
+        assert_eq!(
+            require_service_key(&with("Bearer kez"), "key"),
+            Err(ServiceKeyError::Wrong)
+        );
+        assert_eq!(
+            require_service_key(&with("Bearer ke"), "key"),
+            Err(ServiceKeyError::Wrong)
+        );
+        assert_eq!(
+            require_service_key(&HeaderMap::new(), "key"),
+            Err(ServiceKeyError::Missing)
+        );
     }
 }

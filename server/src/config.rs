@@ -146,7 +146,7 @@ pub struct Config {
     /// and a double payment.
     pub coordinate_sessions: bool,
     /// The audit log of conversation steps and refusals.
-    pub audit: crate::audit::AuditConfig,
+    pub audit: AuditConfig,
     /// How long the whole shutdown may take after the signal (see [`crate::run`]).
     pub shutdown_grace: Duration,
     /// Route `GET /bench/echo`, the transport-limit echo for `banter-sim bench` (off by default;
@@ -202,6 +202,27 @@ pub struct Limits {
 /// The world rules of article section 7.4, shared with every client.
 pub use banter_rules::WorldRules;
 
+/// The audit log's settings (`audit.rs`).
+#[derive(Clone, Debug)]
+pub struct AuditConfig {
+    /// Record at all.
+    pub enabled: bool,
+    /// How long rows are kept.
+    pub retention: Duration,
+    /// Records waiting for the writer, at most.
+    pub queue: usize,
+}
+
+impl Default for AuditConfig {
+    fn default() -> Self {
+        AuditConfig {
+            enabled: true,
+            retention: Duration::from_secs(30 * 24 * 3600),
+            queue: 65_536,
+        }
+    }
+}
+
 impl Default for Limits {
     fn default() -> Self {
         Limits {
@@ -236,7 +257,7 @@ impl Default for Config {
             limits: Limits::default(),
             world: WorldRules::default(),
             coordinate_sessions: true,
-            audit: crate::audit::AuditConfig::default(),
+            audit: AuditConfig::default(),
             shutdown_grace: Duration::from_secs(10),
             bench_echo: false,
             playground: true,
@@ -290,10 +311,10 @@ impl Config {
             },
             world: WorldRules::default(),
             coordinate_sessions: true,
-            audit: crate::audit::AuditConfig {
+            audit: AuditConfig {
                 enabled: args.audit_retention_days > 0,
                 retention: Duration::from_secs(args.audit_retention_days.saturating_mul(24 * 3600)),
-                ..crate::audit::AuditConfig::default()
+                ..AuditConfig::default()
             },
             shutdown_grace: Duration::from_secs(args.shutdown_grace_secs),
             bench_echo: args.bench_echo,

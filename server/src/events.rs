@@ -265,7 +265,7 @@ async fn record_event(
             &detail,
             crate::audit::MAX_DETAIL_BYTES,
         )),
-        recorded_us: crate::audit::stamp(),
+        recorded_us: crate::clock::stamp(),
         change: Change::Advance {
             event_id: Some(&event.event_id),
             advances,

@@ -17,8 +17,9 @@ use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::ws::rejection::WebSocketUpgradeRejection;
 
 use crate::api_error::ApiError;
-use crate::app::{SharedApp, unix_now};
-use crate::auth::{self, AuthError};
+use crate::app::SharedApp;
+use crate::auth;
+use crate::clock::unix_now;
 
 pub fn router(app: SharedApp) -> Router {
     let mut router = Router::new()
@@ -133,7 +134,7 @@ async fn audit_trail(
     headers: HeaderMap,
     query: Result<Query<AuditQuery>, QueryRejection>,
 ) -> Result<Json<Vec<AuditRow>>, ApiError> {
-    require_service_key(&app, &headers)?;
+    auth::require_service_key(&headers, &app.config.service_key)?;
     let Query(query) = query?;
     crate::store::check_id("player", &query.player)
         .map_err(|e| ApiError::BadRequest(e.to_string()))?;
@@ -164,7 +165,7 @@ async fn analytics_report(
     headers: HeaderMap,
     query: Result<Query<crate::analytics::AnalyticsQuery>, QueryRejection>,
 ) -> Result<Json<crate::analytics::Answer>, ApiError> {
-    require_service_key(&app, &headers)?;
+    auth::require_service_key(&headers, &app.config.service_key)?;
     let Query(query) = query?;
     let library = app.content.current();
     let answer = crate::analytics::answer(app.store.as_ref(), Some(&library), &query).await?;
@@ -265,7 +266,7 @@ fn admit(
     headers: &HeaderMap,
     query: UpgradeQuery,
 ) -> Result<auth::Claims, ApiError> {
-    let token = bearer(headers).or(query.token).unwrap_or_default();
+    let token = auth::bearer(headers).or(query.token).unwrap_or_default();
     let claims = app.tokens.verify(&token, unix_now()).map_err(|e| {
         app.metrics.auth_failed();
         ApiError::Unauthorized(e)
@@ -343,36 +344,6 @@ async fn echo(mut socket: axum::extract::ws::WebSocket) {
     }
 }
 
-fn bearer(headers: &HeaderMap) -> Option<String> {
-    headers
-        .get(header::AUTHORIZATION)?
-        .to_str()
-        .ok()?
-        .split_once(' ')
-        // RFC 7235: the scheme is matched without regard to case.
-        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("Bearer"))
-        .map(|(_, token)| token.trim_start_matches(' ').to_owned())
-}
-
-/// Operators and the trusted game server present the service key; player tokens never satisfy
-/// it.
-pub fn require_service_key(app: &SharedApp, headers: &HeaderMap) -> Result<(), ApiError> {
-    let given = bearer(headers).ok_or(ApiError::Unauthorized(AuthError::Missing))?;
-    // Constant-time comparison: a key is a secret.
-    let expected = app.config.service_key.as_bytes();
-    let same = given.len() == expected.len()
-        && given
-            .bytes()
-            .zip(expected)
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-            == 0;
-    if same {
-        Ok(())
-    } else {
-        Err(ApiError::Forbidden)
-    }
-}
-
 #[derive(Serialize)]
 struct Reloaded {
     version: u64,
@@ -391,7 +362,7 @@ async fn reload(
     headers: HeaderMap,
     query: Result<Query<ReloadQuery>, QueryRejection>,
 ) -> Result<Json<Reloaded>, ApiError> {
-    require_service_key(&app, &headers)?;
+    auth::require_service_key(&headers, &app.config.service_key)?;
     let Query(query) = query?;
     let options = crate::reload::ReloadOptions { force: query.force };
     crate::reload::reload(&app, options)
@@ -416,7 +387,7 @@ async fn game_event(
     headers: HeaderMap,
     body: Result<Json<crate::events::GameEventBody>, JsonRejection>,
 ) -> Result<Json<EventApplied>, ApiError> {
-    require_service_key(&app, &headers)?;
+    auth::require_service_key(&headers, &app.config.service_key)?;
     let Json(body) = body?;
     let event = body.validate().map_err(ApiError::BadRequest)?;
     let library = app.content.current();
@@ -449,6 +420,7 @@ mod tests {
     use axum::body::to_bytes;
 
     use super::*;
+    use crate::auth::{AuthError, ServiceKeyError};
     use crate::events::EventError;
     use crate::store::StoreError;
 
@@ -525,6 +497,16 @@ mod tests {
                 AuthError::Expired.into(),
                 StatusCode::UNAUTHORIZED,
                 "unauthorized",
+            ),
+            (
+                ServiceKeyError::Missing.into(),
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+            ),
+            (
+                ServiceKeyError::Wrong.into(),
+                StatusCode::FORBIDDEN,
+                "forbidden",
             ),
         ];
         for (error, status, code) in cases {

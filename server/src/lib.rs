@@ -12,6 +12,7 @@ pub mod audit;
 pub mod auth;
 pub mod background;
 pub mod cli;
+pub mod clock;
 pub mod config;
 pub mod events;
 pub mod http;
@@ -20,6 +21,8 @@ pub mod incident;
 pub mod listen;
 pub mod metrics;
 pub mod migrations;
+#[cfg(test)]
+mod module_cycles;
 pub mod outbox;
 pub mod plans;
 pub mod playground;
@@ -123,9 +126,20 @@ pub async fn run(
         Ok(mut queue) => queue.take(),
         Err(poisoned) => poisoned.into_inner().take(),
     };
-    let audit_task = audit_queue
-        .map(|queue| tokio::spawn(audit::run_writer(app.clone(), queue, audit_stop.clone())));
-    let analytics_task = tokio::spawn(analytics::run_flusher(app.clone(), audit_stop.clone()));
+    let audit_task = audit_queue.map(|queue| {
+        tokio::spawn(audit::run_writer(
+            app.store.clone(),
+            app.audit.clone(),
+            app.config.audit.retention,
+            queue,
+            audit_stop.clone(),
+        ))
+    });
+    let analytics_task = tokio::spawn(analytics::run_flusher(
+        app.analytics.clone(),
+        app.store.clone(),
+        audit_stop.clone(),
+    ));
     if let Some(quiet) = app.config.watch_content {
         // Taken here, before the first request is served, not when the task first runs: a
         // change made as soon as the server answers must not become the watcher's baseline.

@@ -416,7 +416,7 @@ impl Metrics {
 
 #[cfg(test)]
 mod tests {
-    use crate::audit::AuditConfig;
+    use crate::config::AuditConfig;
 
     use super::*;
 

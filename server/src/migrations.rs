@@ -19,55 +19,16 @@
 //! progress, the ledger, tracked quests); a removed quest still active is abandoned (its state
 //! and progress deleted), completed without a reward, or completed and paid once.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde::Deserialize;
-
 use crate::served::ContentVersion;
-use crate::store::{Held, Store, StoreError};
+use crate::store::{ContentMigration, Held, Store, StoreError};
 
 /// The file, in the content folder.
 pub const FILE: &str = "migrations.json";
 
 /// The largest migrations file read: the content loader's limit for every content file.
 const MAX_BYTES: u64 = banter_dialogue::json::MAX_FILE_BYTES;
-
-/// One migration.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "PascalCase")]
-pub struct ContentMigration {
-    pub id: String,
-    /// Old quest id → new quest id.
-    #[serde(default)]
-    pub rename_quests: BTreeMap<String, String>,
-    /// Quest id (after the quest renames) → old objective id → new objective id.
-    #[serde(default)]
-    pub rename_objectives: BTreeMap<String, BTreeMap<String, String>>,
-    /// Quest id → what happens where it is still active.
-    #[serde(default)]
-    pub remove_quests: BTreeMap<String, Removal>,
-}
-
-/// What a removed quest becomes for a player who has it active.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-pub enum Removal {
-    /// Forgotten: its state and progress are deleted.
-    Abandon,
-    /// Completed, with no reward.
-    Complete,
-    /// Completed and paid this reward, once (the ledger's key).
-    Pay(Reward),
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "PascalCase")]
-pub struct Reward {
-    #[serde(default)]
-    pub coins: u32,
-    #[serde(default)]
-    pub experience: u32,
-}
 
 /// Reads `content/migrations.json`; none when the file is absent. Every problem names the file
 /// and what is wrong.
@@ -172,7 +133,7 @@ pub async fn admit(
         .iter()
         .filter(|m| !applied.contains(&m.id))
         .collect();
-    let held = project(&store.held(crate::app::unix_millis()).await?, &pending);
+    let held = project(&store.held(crate::clock::unix_millis()).await?, &pending);
     let stranded = crate::served::stranded(&held, next);
     if !stranded.is_empty() {
         return Err(NotAdmitted::Content(format!(
@@ -185,7 +146,7 @@ pub async fn admit(
     let mut done = Vec::new();
     for migration in pending {
         if store
-            .apply_migration(migration, crate::app::unix_millis())
+            .apply_migration(migration, crate::clock::unix_millis())
             .await?
         {
             tracing::info!(migration = %migration.id, "content migration applied");
@@ -198,6 +159,7 @@ pub async fn admit(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::{Removal, Reward};
 
     #[test]
     fn a_migration_file_parses_and_bad_ones_say_what_is_wrong() {

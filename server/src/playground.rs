@@ -259,7 +259,7 @@ async fn graph_svg(
         ..Marks::default()
     };
     if query.analytics {
-        crate::http::require_service_key(&app, &headers)?;
+        crate::auth::require_service_key(&headers, &app.config.service_key)?;
         let asked = crate::analytics::AnalyticsQuery {
             conversation: Some(name.to_owned()),
             version: None,

@@ -56,7 +56,7 @@ impl<'a> StepContext<'a> {
             conversation: self.conversation,
             message: self.message,
             detail: self.detail,
-            recorded_us: crate::audit::stamp(),
+            recorded_us: crate::clock::stamp(),
             change,
         }
     }

@@ -242,7 +242,7 @@ impl ServedContent {
         &self.dir
     }
 
-    /// Waits for this reload's turn (see `crate::reload`).
+    /// Waits for this reload's turn: reloads run one at a time, in the order they asked.
     pub async fn reload_turn(&self) -> tokio::sync::MutexGuard<'_, ()> {
         self.reloading.lock().await
     }

@@ -11,10 +11,8 @@ use std::time::Duration;
 use banter_dialogue::content::{Content, NpcDef};
 use banter_protocol::{NpcRef, Position};
 
-use banter_rules::MoveRefused;
 pub use banter_rules::world::{Body, distance, within_reach};
-
-use crate::config::WorldRules;
+use banter_rules::{MoveRefused, WorldRules};
 
 /// Every NPC instance from content, indexed by display name.
 #[derive(Clone, Debug, Default)]

@@ -22,8 +22,8 @@ pub mod report;
 pub mod tally;
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use banter_dialogue::DialogueGraph;
@@ -344,16 +344,20 @@ fn metric_name(name: &str) -> Option<&'static str> {
     .find(|m| *m == name)
 }
 
-/// Adds the rollup to the store every [`FLUSH_EVERY`] until `stop`, then once more.
-pub async fn run_flusher(app: crate::app::SharedApp, stop: CancellationToken) {
+/// Adds what `analytics` holds to `store` every [`FLUSH_EVERY`] until `stop`, then once more.
+pub async fn run_flusher(
+    analytics: Arc<Analytics>,
+    store: Arc<dyn crate::store::Store>,
+    stop: CancellationToken,
+) {
     loop {
         tokio::select! {
             () = tokio::time::sleep(FLUSH_EVERY) => {}
             () = stop.cancelled() => break,
         }
-        app.analytics.flush(app.store.as_ref()).await;
+        analytics.flush(store.as_ref()).await;
     }
-    app.analytics.flush(app.store.as_ref()).await;
+    analytics.flush(store.as_ref()).await;
 }
 
 /// What to report: the query of `GET /admin/analytics` and `banter-server analytics`.

@@ -371,7 +371,7 @@ impl SessionCore {
         conversation.tally_end(&self.app.analytics, Ending::Disconnected, self.last_seen);
         let window = self.app.config.limits.resume_window;
         let token = self.resume_token();
-        let now_ms = crate::app::unix_millis();
+        let now_ms = crate::clock::unix_millis();
         let until_ms = now_ms.saturating_add(i64::try_from(window.as_millis()).unwrap_or(i64::MAX));
         if self
             .park_in_store(&conversation, &token, until_ms, now_ms)
@@ -877,7 +877,7 @@ impl SessionCore {
         let conversation = self.rebuild(parked.clone(), local.map(|(library, _)| library))?;
         if let Err(far) = self.reach_now(&conversation.npc) {
             // Out of reach: parked again for the rest of its window.
-            let now_ms = crate::app::unix_millis();
+            let now_ms = crate::clock::unix_millis();
             if self
                 .park_in_store(&conversation, token, parked.until_ms, now_ms)
                 .await
@@ -921,7 +921,7 @@ impl SessionCore {
         let shared = self.app.store.backend() == "postgres";
         let deadline = tokio::time::Instant::now() + RESUME_PATIENCE;
         loop {
-            let now_ms = crate::app::unix_millis();
+            let now_ms = crate::clock::unix_millis();
             match self
                 .app
                 .store

@@ -275,7 +275,8 @@ impl Socket {
         token_expires: u64,
     ) -> End {
         // A session does not outlive its token.
-        let expires_in = Duration::from_secs(token_expires.saturating_sub(crate::app::unix_now()));
+        let expires_in =
+            Duration::from_secs(token_expires.saturating_sub(crate::clock::unix_now()));
         let expiry = tokio::time::sleep(expires_in);
         tokio::pin!(expiry);
         let limits = self.app.config.limits.clone();

@@ -37,8 +37,9 @@ use super::timings::WriteTimings;
 use super::validate::{check_advances, check_id, check_objectives, check_reward, check_step};
 use super::write_gate::{Priority, WriteTurn};
 use super::{
-    Applied, AuditEntry, AuditRecord, Change, ClaimEvent, ConnectOptions, LedgerEntry,
-    ObjectiveAdvance, Paid, PlayerRecord, RollupRow, SessionClaim, Step, Store, StoreError,
+    Applied, AuditEntry, AuditRecord, Change, ClaimEvent, ConnectOptions, ContentMigration,
+    LedgerEntry, ObjectiveAdvance, Paid, PlayerRecord, RollupRow, SessionClaim, Step, Store,
+    StoreError,
 };
 
 /// Opens a backend's pool (`pool` with its own settings) with the size and acquire timeout of
@@ -573,7 +574,7 @@ impl<B: Backend> Store for B {
 
     fn apply_migration<'a>(
         &'a self,
-        migration: &'a crate::migrations::ContentMigration,
+        migration: &'a ContentMigration,
         now_ms: i64,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
         Box::pin(async move {

@@ -36,6 +36,7 @@
 //! Graceful shutdown: [`Store::close`] after the last session has stopped writing.
 
 mod backend;
+mod content_migration;
 mod error;
 mod group_commit;
 pub mod postgres;
@@ -53,6 +54,7 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use futures_util::stream::BoxStream;
 
+pub use content_migration::{ContentMigration, Removal, Reward};
 pub use error::{StoreError, StoredQuestStatus};
 pub use group_commit::GroupCommitStats;
 pub use postgres::PgStore;
@@ -276,7 +278,7 @@ pub struct AuditRecord {
     /// Free-form detail (the choice, the payload...), kept short by the caller.
     pub detail: Option<String>,
     /// When the server recorded it, in microseconds since the Unix epoch, strictly increasing
-    /// within a process (`audit::stamp`): support reads a player's rows in this order, since
+    /// within a process (`clock::stamp`): support reads a player's rows in this order, since
     /// a step written in its own transaction lands before the records queued ahead of it.
     pub recorded_us: i64,
 }
@@ -296,9 +298,9 @@ pub struct AuditEntry {
     pub record: AuditRecord,
 }
 
-/// One narrative-analytics count (see `crate::analytics`): how many times `metric` happened
-/// for `subject` (and `detail`) in conversation or quest `name` at content `version`, read in
-/// `locale`. Adding a row adds its count to the stored one.
+/// One narrative-analytics count (the analytics module writes them): how many times `metric`
+/// happened for `subject` (and `detail`) in conversation or quest `name` at content `version`,
+/// read in `locale`. Adding a row adds its count to the stored one.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct RollupRow {
     /// `conversation` or `quest`.
@@ -532,7 +534,7 @@ pub trait Store: Send + Sync + 'static {
     /// id: `false`, and nothing done, if that id was applied before (by any instance).
     fn apply_migration<'a>(
         &'a self,
-        migration: &'a crate::migrations::ContentMigration,
+        migration: &'a ContentMigration,
         now_ms: i64,
     ) -> BoxFuture<'a, Result<bool, StoreError>>;
 

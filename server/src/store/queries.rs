@@ -15,8 +15,8 @@ use super::error::{is_unique_violation, map_sqlx};
 use super::sql::{self, SqlDialect};
 use super::validate::progress_from_db;
 use super::{
-    AuditEntry, LedgerEntry, ObjectiveAdvance, Paid, PlayerRecord, ProfileRecord, QuestRecord,
-    RollupRow, SessionClaim, Step, StoreError, StoredQuestStatus,
+    AuditEntry, ContentMigration, LedgerEntry, ObjectiveAdvance, Paid, PlayerRecord, ProfileRecord,
+    QuestRecord, RollupRow, SessionClaim, Step, StoreError, StoredQuestStatus,
 };
 
 /// The number of rows a statement changed (sqlx has it on each backend's result, not on a trait).
@@ -201,7 +201,7 @@ pub trait Queries: Database + SqlDialect {
     /// done) if its id was applied before.
     fn apply_migration(
         conn: &mut Self::Connection,
-        migration: &crate::migrations::ContentMigration,
+        migration: &ContentMigration,
         now_ms: i64,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 
@@ -633,10 +633,10 @@ where
 
     async fn apply_migration(
         conn: &mut Self::Connection,
-        migration: &crate::migrations::ContentMigration,
+        migration: &ContentMigration,
         now_ms: i64,
     ) -> Result<bool, StoreError> {
-        use crate::migrations::Removal;
+        use super::Removal;
         let recorded = sqlx::query(
             "INSERT INTO applied_migrations (id, applied_ms) VALUES ($1, $2) \
              ON CONFLICT (id) DO NOTHING",
