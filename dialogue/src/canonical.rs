@@ -398,7 +398,7 @@ pub fn action_json(action: &banter_protocol::Action) -> serde_json::Value {
 }
 
 fn actions_json(actions: &[banter_protocol::Action]) -> serde_json::Value {
-    use banter_protocol::{Action, ObjectiveAmount};
+    use banter_protocol::{FieldKind, FieldRef, ObjectiveAmount};
     use serde_json::{Map, Value};
     let list = actions
         .iter()
@@ -408,50 +408,23 @@ fn actions_json(actions: &[banter_protocol::Action]) -> serde_json::Value {
                 "Type".into(),
                 Value::String(action.action_type().name().to_owned()),
             );
-            let mut put = |k: &str, v: &str| {
-                f.insert(k.into(), Value::String(v.to_owned()));
-            };
-            match action {
-                Action::AcceptQuest { quest_id }
-                | Action::CompleteQuest { quest_id }
-                | Action::TrackQuest { quest_id }
-                | Action::ChooseRideBoat { quest_id } => put("QuestId", quest_id),
-                Action::CheckQuest {
-                    quest_id,
-                    success_node,
-                    failure_node,
-                } => {
-                    put("QuestId", quest_id);
-                    if !success_node.is_empty() {
-                        put("SuccessNode", success_node);
-                    }
-                    if !failure_node.is_empty() {
-                        put("FailureNode", failure_node);
+            // Keys and kinds come from the action's declaration (banter-protocol's action.rs);
+            // what content may leave out is left out.
+            action.for_each_field(|spec, value| match value {
+                FieldRef::Text(text) | FieldRef::Maybe(Some(text)) => {
+                    // A target content left out is empty; an identifier is written as it is.
+                    if !(text.is_empty() && spec.kind == FieldKind::Target) {
+                        f.insert(spec.key().into(), Value::String(text.to_owned()));
                     }
                 }
-                Action::AdvanceObjective {
-                    quest_id,
-                    objective_id,
-                    amount,
-                } => {
-                    put("QuestId", quest_id);
-                    put("ObjectiveId", objective_id);
-                    if let Some(ObjectiveAmount { amount, island }) = amount {
-                        if let Some(island) = island {
-                            put("Island", island);
-                        }
-                        f.insert("Amount".into(), Value::from(*amount));
+                FieldRef::Maybe(None) | FieldRef::Amount(None) => {}
+                FieldRef::Amount(Some(ObjectiveAmount { amount, island })) => {
+                    if let (Some(island), Some(key)) = (island, spec.keys.get(1)) {
+                        f.insert((*key).into(), Value::String(island.clone()));
                     }
+                    f.insert(spec.key().into(), Value::from(*amount));
                 }
-                Action::OpenShop { shop } => put("Shop", shop),
-                Action::OpenSellMenu => {}
-                Action::PlayCutscene { scene, quest_id } => {
-                    put("Scene", scene);
-                    if let Some(q) = quest_id {
-                        put("QuestId", q);
-                    }
-                }
-            }
+            });
             Value::Object(f)
         })
         .collect();

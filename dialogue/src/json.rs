@@ -8,7 +8,7 @@ use std::fmt;
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 
-use banter_protocol::{Action, ActionType, ObjectiveAmount};
+use banter_protocol::{Action, ActionType, FieldKind, FieldValue, ObjectiveAmount};
 
 use crate::diagnostic::{Diagnostic, Position, Problem, position_of};
 
@@ -274,26 +274,11 @@ impl Decoder<'_> {
                 return None;
             }
         };
-        let allowed: &[&str] = match action_type {
-            ActionType::AcceptQuest
-            | ActionType::CompleteQuest
-            | ActionType::TrackQuest
-            | ActionType::ChooseRideBoat => &["QuestId"],
-            ActionType::CheckQuest => &["QuestId", "SuccessNode", "FailureNode"],
-            ActionType::AdvanceObjective => &["QuestId", "ObjectiveId", "Amount", "Island"],
-            ActionType::OpenShop => &["Shop"],
-            ActionType::OpenSellMenu => &[],
-            ActionType::PlayCutscene => &["Scene", "QuestId"],
-        };
+        // The fields come from the action's declaration (banter-protocol's `action.rs`).
+        let spec = action_type.spec();
         let mut ok = true;
-        let get = |this: &mut Self, key: &'static str, name: &'static str| {
-            entries
-                .iter()
-                .find(|(k, _)| k == key)
-                .and_then(|(_, v)| this.ident(node, &format!("{field}.{key}"), name, v))
-        };
         for (key, _) in entries {
-            if key != "Type" && !allowed.contains(&key.as_str()) {
+            if key != "Type" && !spec.content_keys().any(|k| k == key) {
                 self.error(
                     node,
                     &format!("{field}.{key}"),
@@ -302,103 +287,84 @@ impl Decoder<'_> {
                 ok = false;
             }
         }
-        let require = |this: &mut Self, key: &'static str, name: &'static str| {
-            let present = entries.iter().any(|(k, _)| k == key);
-            if !present {
-                this.error(node, &format!("{field}.{key}"), Problem::MissingField(key));
-            }
-            get(this, key, name)
-        };
-        let action = match action_type {
-            ActionType::AcceptQuest => Action::AcceptQuest {
-                quest_id: require(self, "QuestId", "QuestId")?,
-            },
-            ActionType::CompleteQuest => Action::CompleteQuest {
-                quest_id: require(self, "QuestId", "QuestId")?,
-            },
-            ActionType::TrackQuest => Action::TrackQuest {
-                quest_id: require(self, "QuestId", "QuestId")?,
-            },
-            ActionType::ChooseRideBoat => Action::ChooseRideBoat {
-                quest_id: require(self, "QuestId", "QuestId")?,
-            },
-            ActionType::CheckQuest => {
-                // Missing targets are reported by the content check as CheckQuestTargets.
-                let quest_id = require(self, "QuestId", "QuestId");
-                let success_node = get(self, "SuccessNode", "SuccessNode").unwrap_or_default();
-                let failure_node = get(self, "FailureNode", "FailureNode").unwrap_or_default();
-                Action::CheckQuest {
-                    quest_id: quest_id?,
-                    success_node,
-                    failure_node,
+        let find = |key: &str| entries.iter().find(|(k, _)| k == key).map(|(_, v)| v);
+        let mut values = Vec::with_capacity(spec.fields.len());
+        let mut complete = true;
+        for declared in spec.fields {
+            let key = declared.key();
+            let at = format!("{field}.{key}");
+            match declared.kind {
+                FieldKind::Ident => {
+                    let value = match find(key) {
+                        None => {
+                            self.error(node, &at, Problem::MissingField(key));
+                            None
+                        }
+                        Some(v) => self.ident(node, &at, key, v),
+                    };
+                    complete &= value.is_some();
+                    values.push(FieldValue::Text(value.unwrap_or_default()));
                 }
-            }
-            ActionType::AdvanceObjective => {
-                let quest_id = require(self, "QuestId", "QuestId");
-                let objective_id = require(self, "ObjectiveId", "ObjectiveId");
-                let amount = match entries.iter().find(|(k, _)| k == "Amount") {
-                    None => None,
-                    Some((_, v)) => match v {
-                        Json::Number(n) => match n.as_u64().and_then(|n| u32::try_from(n).ok()) {
-                            Some(n) if n > 0 => Some(n),
-                            _ => {
-                                self.error(
-                                    node,
-                                    &format!("{field}.Amount"),
-                                    Problem::BadAction(format!(
-                                        "Amount must be a whole number from 1 to {}, found {n}",
-                                        u32::MAX
-                                    )),
-                                );
-                                ok = false;
-                                None
+                // A missing target is reported by the content check (CheckQuestTargets).
+                FieldKind::Target => {
+                    let value = find(key).and_then(|v| self.ident(node, &at, key, v));
+                    values.push(FieldValue::Text(value.unwrap_or_default()));
+                }
+                FieldKind::OptionalIdent => {
+                    let value = find(key).and_then(|v| self.ident(node, &at, key, v));
+                    values.push(FieldValue::Maybe(value));
+                }
+                FieldKind::Amount => {
+                    let amount = match find(key) {
+                        None => None,
+                        Some(Json::Number(n)) => {
+                            match n.as_u64().and_then(|n| u32::try_from(n).ok()) {
+                                Some(n) if n > 0 => Some(n),
+                                _ => {
+                                    self.error(
+                                        node,
+                                        &at,
+                                        Problem::BadAction(format!(
+                                            "{key} must be a whole number from 1 to {}, found {n}",
+                                            u32::MAX
+                                        )),
+                                    );
+                                    ok = false;
+                                    None
+                                }
                             }
-                        },
-                        other => {
-                            self.wrong_type(node, &format!("{field}.Amount"), "a number", other);
+                        }
+                        Some(other) => {
+                            self.wrong_type(node, &at, "a number", other);
                             ok = false;
                             None
                         }
-                    },
-                };
-                let island = match entries.iter().find(|(k, _)| k == "Island") {
-                    None => None,
-                    Some((_, v)) => {
-                        let island = self.ident(node, &format!("{field}.Island"), "Island", v);
-                        ok &= island.is_some();
-                        island
-                    }
-                };
-                // Naming an island forces the amount, even when it is 1 (article 7.3).
-                let amount = match (amount, island) {
-                    (None, None) => None,
-                    (amount, island) => Some(ObjectiveAmount {
-                        amount: amount.unwrap_or(1),
-                        island,
-                    }),
-                };
-                Action::AdvanceObjective {
-                    quest_id: quest_id?,
-                    objective_id: objective_id?,
-                    amount,
+                    };
+                    let island_key = declared.keys.get(1).copied().unwrap_or(key);
+                    let island = match find(island_key) {
+                        None => None,
+                        Some(v) => {
+                            let island =
+                                self.ident(node, &format!("{field}.{island_key}"), island_key, v);
+                            ok &= island.is_some();
+                            island
+                        }
+                    };
+                    // Naming an island forces the amount, even when it is 1 (article 7.3).
+                    values.push(FieldValue::Amount(match (amount, island) {
+                        (None, None) => None,
+                        (amount, island) => Some(ObjectiveAmount {
+                            amount: amount.unwrap_or(1),
+                            island,
+                        }),
+                    }));
                 }
             }
-            ActionType::OpenShop => Action::OpenShop {
-                shop: require(self, "Shop", "Shop")?,
-            },
-            ActionType::OpenSellMenu => Action::OpenSellMenu,
-            ActionType::PlayCutscene => {
-                let scene = require(self, "Scene", "Scene");
-                let quest_id = entries
-                    .iter()
-                    .find(|(k, _)| k == "QuestId")
-                    .and_then(|(_, v)| self.ident(node, &format!("{field}.QuestId"), "QuestId", v));
-                Action::PlayCutscene {
-                    scene: scene?,
-                    quest_id,
-                }
-            }
-        };
+        }
+        if !complete {
+            return None;
+        }
+        let action = Action::from_fields(action_type, values)?;
         ok.then_some(action)
     }
 }

@@ -12,13 +12,16 @@ mod messages;
 mod payload;
 pub mod schema;
 
-pub use action::{Action, ActionType, ObjectiveAmount, UnknownActionType};
+pub use action::{
+    ACTION_SPECS, Action, ActionField, ActionSpec, ActionType, FieldKind, FieldRef, FieldSpec,
+    FieldValue, ObjectiveAmount, Placement, UnknownActionType, actions_json,
+};
 pub use messages::{
     ByeReason, ClientMessage, ClientMessageKind, CloseReason, Effect, ErrorCode, FactSheet,
     MAX_CLIENT_FRAME_BYTES, NpcRef, PROTOCOL_VERSION, Position, Profile, QuestStatus,
     ServerMessage,
 };
-pub use payload::{ActionPayload, PayloadError};
+pub use payload::{ActionPayload, ExpectedFields, PayloadError};
 
 /// A closed vocabulary's `VARIANTS` (strum's derive, in declaration order) as the array its `ALL`
 /// has always been: `N` is the enum's `COUNT`, so a mismatch cannot compile.

@@ -9,7 +9,7 @@
 //! backslash (`\|`, `\\`), so `parse(build(x)) == x` for every action, while every payload whose
 //! identifiers contain neither character is byte-identical to the article's format.
 
-use crate::action::{Action, ActionType, ObjectiveAmount};
+use crate::action::{Action, ActionType, FieldKind, FieldRef, FieldValue, ObjectiveAmount};
 
 /// Separator between positional fields.
 const SEPARATOR: char = '|';
@@ -25,7 +25,7 @@ pub enum PayloadError {
     #[error("{action}: expected {expected} fields, found {found}")]
     FieldCount {
         action: ActionType,
-        expected: &'static str,
+        expected: ExpectedFields,
         found: usize,
     },
     #[error("{action}: byte {position}: a `\\` must be followed by `|` or `\\`")]
@@ -47,29 +47,18 @@ impl ActionPayload {
     }
 
     /// Like [`ActionPayload::build`], appending to a buffer the caller may reuse.
+    ///
+    /// The fields are the action's, in the order its declaration lists them (`action.rs`).
     pub fn build_into(action: &Action, out: &mut String) {
         let mut fields = Fields { out, first: true };
-        match action {
-            Action::AcceptQuest { quest_id }
-            | Action::CompleteQuest { quest_id }
-            | Action::TrackQuest { quest_id }
-            | Action::ChooseRideBoat { quest_id } => fields.push(quest_id),
-            Action::CheckQuest {
-                quest_id,
-                success_node,
-                failure_node,
-            } => {
-                fields.push(quest_id);
-                fields.push(success_node);
-                fields.push(failure_node);
+        action.for_each_field(|_, value| match value {
+            FieldRef::Text(text) => fields.push(text),
+            FieldRef::Maybe(text) => {
+                if let Some(text) = text {
+                    fields.push(text);
+                }
             }
-            Action::AdvanceObjective {
-                quest_id,
-                objective_id,
-                amount,
-            } => {
-                fields.push(quest_id);
-                fields.push(objective_id);
+            FieldRef::Amount(amount) => {
                 if let Some(ObjectiveAmount { amount, island }) = amount {
                     fields.push(&amount.to_string());
                     if let Some(island) = island {
@@ -77,94 +66,75 @@ impl ActionPayload {
                     }
                 }
             }
-            Action::OpenShop { shop } => fields.push(shop),
-            Action::OpenSellMenu => {}
-            Action::PlayCutscene { scene, quest_id } => {
-                fields.push(scene);
-                if let Some(quest_id) = quest_id {
-                    fields.push(quest_id);
-                }
-            }
-        }
+        });
     }
 
     /// Parses a payload of the given type back into the action it was built from.
     ///
     /// Strict: only canonical payloads parse, so `build(parse(s)) == s` whenever parsing succeeds.
+    /// The first bad escape wins, then the field count, then the amount.
     pub fn parse(action: ActionType, payload: &str) -> Result<Action, PayloadError> {
         let fields = split(action, payload)?;
-        let count = |expected: &'static str| PayloadError::FieldCount {
+        let spec = action.spec();
+        let (min, max) = spec.payload_fields();
+        let count_error = || PayloadError::FieldCount {
             action,
-            expected,
+            expected: ExpectedFields { min, max },
             found: fields.len(),
         };
-        let parsed = match action {
-            ActionType::AcceptQuest
-            | ActionType::CompleteQuest
-            | ActionType::TrackQuest
-            | ActionType::ChooseRideBoat => {
-                let [quest_id] = take::<1>(&fields).ok_or_else(|| count("1"))?;
-                match action {
-                    ActionType::AcceptQuest => Action::AcceptQuest { quest_id },
-                    ActionType::CompleteQuest => Action::CompleteQuest { quest_id },
-                    ActionType::TrackQuest => Action::TrackQuest { quest_id },
-                    _ => Action::ChooseRideBoat { quest_id },
-                }
+        if max == 0 {
+            // The empty payload splits into one empty field.
+            if fields.len() != 1 || !fields[0].is_empty() {
+                return Err(count_error());
             }
-            ActionType::CheckQuest => {
-                let [quest_id, success_node, failure_node] =
-                    take::<3>(&fields).ok_or_else(|| count("3"))?;
-                Action::CheckQuest {
-                    quest_id,
-                    success_node,
-                    failure_node,
+        } else if !(min..=max).contains(&fields.len()) {
+            return Err(count_error());
+        }
+        let mut values = Vec::with_capacity(spec.fields.len());
+        let mut at = 0;
+        for field in spec.fields {
+            values.push(match field.kind {
+                FieldKind::Ident | FieldKind::Target => {
+                    at += 1;
+                    FieldValue::Text(fields[at - 1].clone())
                 }
-            }
-            ActionType::AdvanceObjective => {
-                if !(2..=4).contains(&fields.len()) {
-                    return Err(count("2 to 4"));
+                FieldKind::OptionalIdent => {
+                    at += 1;
+                    FieldValue::Maybe(fields.get(at - 1).cloned())
                 }
-                let amount = match fields.get(2) {
-                    None => None,
-                    Some(text) => Some(ObjectiveAmount {
-                        amount: parse_amount(text).ok_or_else(|| PayloadError::BadAmount {
+                FieldKind::Amount => match fields.get(at) {
+                    None => FieldValue::Amount(None),
+                    Some(text) => {
+                        let amount = parse_amount(text).ok_or_else(|| PayloadError::BadAmount {
                             action,
-                            field: 3,
+                            field: at + 1,
                             value: text.clone(),
-                        })?,
-                        island: fields.get(3).cloned(),
-                    }),
-                };
-                Action::AdvanceObjective {
-                    quest_id: fields[0].clone(),
-                    objective_id: fields[1].clone(),
-                    amount,
-                }
-            }
-            ActionType::OpenShop => {
-                let [shop] = take::<1>(&fields).ok_or_else(|| count("1"))?;
-                Action::OpenShop { shop }
-            }
-            ActionType::OpenSellMenu => {
-                // The empty payload splits into one empty field.
-                if fields.len() != 1 || !fields[0].is_empty() {
-                    return Err(PayloadError::FieldCount {
-                        action,
-                        expected: "0",
-                        found: fields.len(),
-                    });
-                }
-                Action::OpenSellMenu
-            }
-            ActionType::PlayCutscene => match fields.len() {
-                1 | 2 => Action::PlayCutscene {
-                    scene: fields[0].clone(),
-                    quest_id: fields.get(1).cloned(),
+                        })?;
+                        let island = fields.get(at + 1).cloned();
+                        at += 2;
+                        FieldValue::Amount(Some(ObjectiveAmount { amount, island }))
+                    }
                 },
-                _ => return Err(count("1 or 2")),
-            },
-        };
-        Ok(parsed)
+            });
+        }
+        Action::from_fields(action, values).ok_or_else(count_error)
+    }
+}
+
+/// How many fields a payload of some type has, as an error states it: `3`, `1 or 2`, `2 to 4`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExpectedFields {
+    pub min: usize,
+    pub max: usize,
+}
+
+impl std::fmt::Display for ExpectedFields {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.max - self.min {
+            0 => write!(f, "{}", self.min),
+            1 => write!(f, "{} or {}", self.min, self.max),
+            _ => write!(f, "{} to {}", self.min, self.max),
+        }
     }
 }
 
@@ -212,10 +182,6 @@ fn split(action: ActionType, payload: &str) -> Result<Vec<String>, PayloadError>
         }
     }
     Ok(fields)
-}
-
-fn take<const N: usize>(fields: &[String]) -> Option<[String; N]> {
-    <[String; N]>::try_from(fields.to_vec()).ok()
 }
 
 /// A decimal `u32` from 1 up, without sign or leading zeros, so only one spelling of each amount

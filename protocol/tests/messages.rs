@@ -67,7 +67,7 @@ fn quest_status_and_action_type_names_are_their_wire_form() {
         let wire = serde_json::to_string(&status).expect("encodes");
         assert_eq!(wire, format!("\"{}\"", status.name()));
     }
-    assert_eq!(ActionType::ALL.len(), 9);
+    assert_eq!(ActionType::ALL.len(), banter_protocol::ACTION_SPECS.len());
     for action in ActionType::ALL {
         let wire = serde_json::to_string(&action).expect("encodes");
         assert_eq!(wire, format!("\"{}\"", action.name()));

@@ -24,6 +24,24 @@ fn committed_json_schemas_are_up_to_date() {
     }
 }
 
+/// `docs/schema/actions.json` is the action table of `protocol/src/action.rs`: the TypeScript
+/// client generates its action tables from it (clients/typescript/scripts/gen-types.js).
+#[test]
+fn committed_actions_json_is_up_to_date() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/schema/actions.json");
+    let fresh = banter_protocol::actions_json();
+    if std::env::var_os("BANTER_BLESS").is_some() {
+        std::fs::write(&path, &fresh).expect("write actions.json");
+        return;
+    }
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        committed == fresh,
+        "{} is out of date; regenerate with `BANTER_BLESS=1 cargo test -p banter-protocol --test schema`",
+        path.display()
+    );
+}
+
 /// Every object schema with `properties` in `schema`, with its JSON pointer.
 fn object_schemas<'a>(
     pointer: String,

@@ -17,6 +17,7 @@
 import { parseCondition } from './condition.js';
 import { ContentError, PayloadError } from './errors.js';
 import { buildPayload, isActionType } from './payload.js';
+import { ACTION_SPECS, MAX_AMOUNT } from './actions.generated.js';
 
 /**
  * @import { Condition } from './condition.js'
@@ -64,20 +65,6 @@ const FIRST_NODE = 'FirstNode';
 const SPEAKER = 'Speaker';
 const NODE_FIELDS = ['LineId', 'Text', 'Direction', 'Voice', 'Responses', 'NextNode', 'Close', 'Actions', 'Conditions', 'Patch'];
 const RESPONSE_FIELDS = ['LineId', 'Text', 'Actions', 'NextNode', 'Conditions'];
-const MAX_AMOUNT = 4294967295;
-
-/** The fields each action type takes besides `Type`. @type {Record<ActionType, string[]>} */
-const ACTION_FIELDS = {
-  AcceptQuest: ['QuestId'],
-  CompleteQuest: ['QuestId'],
-  TrackQuest: ['QuestId'],
-  ChooseRideBoat: ['QuestId'],
-  CheckQuest: ['QuestId', 'SuccessNode', 'FailureNode'],
-  AdvanceObjective: ['QuestId', 'ObjectiveId', 'Amount', 'Island'],
-  OpenShop: ['Shop'],
-  OpenSellMenu: [],
-  PlayCutscene: ['Scene', 'QuestId'],
-};
 
 /** @param {unknown} v @returns {v is Record<string, unknown>} */
 function isObject(v) {
@@ -208,9 +195,11 @@ class Decoder {
       this.problem(`${field}.Type`, `unknown action type \`${type}\``);
       return undefined;
     }
+    // The fields come from the action table (src/actions.generated.js).
+    const spec = ACTION_SPECS[type];
     const before = this.count;
     for (const key of Object.keys(v)) {
-      if (key !== 'Type' && !ACTION_FIELDS[type].includes(key)) this.problem(`${field}.${key}`, `unknown field \`${key}\``);
+      if (key !== 'Type' && !spec.fields.some((f) => f.keys.includes(key))) this.problem(`${field}.${key}`, `unknown field \`${key}\``);
     }
     const need = (/** @type {string} */ key) => {
       if (!(key in v)) {
@@ -220,67 +209,43 @@ class Decoder {
       return this.ident(`${field}.${key}`, v[key]);
     };
     const may = (/** @type {string} */ key) => (key in v ? this.ident(`${field}.${key}`, v[key]) : undefined);
-    /** @type {Action | undefined} */
-    let action;
-    switch (type) {
-      case 'AcceptQuest':
-      case 'CompleteQuest':
-      case 'TrackQuest':
-      case 'ChooseRideBoat': {
-        const quest = need('QuestId');
-        if (quest !== undefined) action = { Type: type, QuestId: quest };
-        break;
-      }
-      case 'CheckQuest': {
-        // Missing targets are the content check's business (the server reports them there).
-        const quest = need('QuestId');
-        const success = may('SuccessNode');
-        const failure = may('FailureNode');
-        if (quest !== undefined) {
-          action = { Type: type, QuestId: quest };
-          if (success !== undefined) action.SuccessNode = success;
-          if (failure !== undefined) action.FailureNode = failure;
+    /** @type {Record<string, string | number>} */
+    const fields = { Type: type };
+    let complete = true;
+    for (const declared of spec.fields) {
+      const key = declared.keys[0];
+      switch (declared.kind) {
+        case 'ident': {
+          const value = need(key);
+          if (value === undefined) complete = false;
+          else fields[key] = value;
+          break;
         }
-        break;
-      }
-      case 'AdvanceObjective': {
-        const quest = need('QuestId');
-        const objective = need('ObjectiveId');
-        let amount;
-        if ('Amount' in v) {
-          const n = v.Amount;
-          if (typeof n !== 'number') this.problem(`${field}.Amount`, `expected a number, found ${kindOf(n)}`);
-          else if (!Number.isInteger(n) || n < 1 || n > MAX_AMOUNT) {
-            this.problem(`${field}.Amount`, `Amount must be a whole number from 1 to ${MAX_AMOUNT}, found ${n}`);
-          } else amount = n;
+        // A missing target is the content check's business (the server reports it there).
+        case 'target':
+        case 'optional_ident': {
+          const value = may(key);
+          if (value !== undefined) fields[key] = value;
+          break;
         }
-        const island = may('Island');
-        if (quest !== undefined && objective !== undefined) {
-          action = { Type: type, QuestId: quest, ObjectiveId: objective };
+        case 'amount': {
+          let amount;
+          if (key in v) {
+            const n = v[key];
+            if (typeof n !== 'number') this.problem(`${field}.${key}`, `expected a number, found ${kindOf(n)}`);
+            else if (!Number.isInteger(n) || n < 1 || n > MAX_AMOUNT) {
+              this.problem(`${field}.${key}`, `${key} must be a whole number from 1 to ${MAX_AMOUNT}, found ${n}`);
+            } else amount = n;
+          }
+          const island = may(declared.keys[1]);
           // Naming an island forces the amount, even when it is 1 (PROTOCOL.md section 9.3).
-          if (amount !== undefined || island !== undefined) action.Amount = amount ?? 1;
-          if (island !== undefined) action.Island = island;
+          if (amount !== undefined || island !== undefined) fields[key] = amount ?? 1;
+          if (island !== undefined) fields[declared.keys[1]] = island;
+          break;
         }
-        break;
-      }
-      case 'OpenShop': {
-        const shop = need('Shop');
-        if (shop !== undefined) action = { Type: type, Shop: shop };
-        break;
-      }
-      case 'OpenSellMenu':
-        action = { Type: type };
-        break;
-      case 'PlayCutscene': {
-        const scene = need('Scene');
-        const quest = may('QuestId');
-        if (scene !== undefined) {
-          action = { Type: type, Scene: scene };
-          if (quest !== undefined) action.QuestId = quest;
-        }
-        break;
       }
     }
+    const action = complete ? /** @type {Action} */ (/** @type {unknown} */ (fields)) : undefined;
     return this.count === before ? action : undefined;
   }
 }

@@ -8,25 +8,19 @@
 // succeeds.
 
 import { ACTION_TYPES } from './protocol.generated.js';
+import { ACTION_SPECS, MAX_AMOUNT } from './actions.generated.js';
 import { PayloadError } from './errors.js';
 
 /** @import { ActionType } from './protocol.generated.js' */
 
 /**
  * An action as the content writes it (`opened.content`, `Actions` lists): `Type` and the fields
- * that type takes, in PascalCase.
- * @typedef {{ Type: "AcceptQuest" | "CompleteQuest" | "TrackQuest" | "ChooseRideBoat", QuestId: string }
- *   | { Type: "CheckQuest", QuestId: string, SuccessNode?: string, FailureNode?: string }
- *   | { Type: "AdvanceObjective", QuestId: string, ObjectiveId: string, Amount?: number, Island?: string }
- *   | { Type: "OpenShop", Shop: string }
- *   | { Type: "OpenSellMenu" }
- *   | { Type: "PlayCutscene", Scene: string, QuestId?: string }} Action
+ * that type takes, in PascalCase. Generated from docs/schema/actions.json.
+ * @typedef {import('./actions.generated.js').Action} Action
  */
 
 const SEPARATOR = '|';
 const ESCAPE = '\\';
-/** The largest amount: the Rust type is a u32. */
-const MAX_AMOUNT = 4294967295;
 
 /**
  * True if `name` is one of the protocol's action types.
@@ -81,47 +75,40 @@ export function buildPayload(action) {
     }
     return value;
   };
+  // The fields, in payload order, come from the action table (src/actions.generated.js).
   /** @type {string[]} */
-  let fields;
-  switch (type) {
-    case 'AcceptQuest':
-    case 'CompleteQuest':
-    case 'TrackQuest':
-    case 'ChooseRideBoat':
-      fields = [need('QuestId')];
-      break;
-    case 'CheckQuest':
-      fields = [need('QuestId'), may('SuccessNode') ?? '', may('FailureNode') ?? ''];
-      break;
-    case 'AdvanceObjective': {
-      fields = [need('QuestId'), need('ObjectiveId')];
-      const island = may('Island');
-      const amount = record.Amount ?? null;
-      if (amount !== null || island !== undefined) {
-        const n = amount ?? 1;
-        if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > MAX_AMOUNT) {
-          throw new PayloadError('bad_amount', `${type}: Amount must be a whole number from 1 to ${MAX_AMOUNT}, got ${describe(n)}`, {
-            action: type,
-            field: 3,
-            value: String(n),
-          });
-        }
-        fields.push(String(n));
-        if (island !== undefined) fields.push(island);
+  const fields = [];
+  for (const field of ACTION_SPECS[type].fields) {
+    const key = field.keys[0];
+    switch (field.kind) {
+      case 'ident':
+        fields.push(need(key));
+        break;
+      case 'target':
+        fields.push(may(key) ?? '');
+        break;
+      case 'optional_ident': {
+        const value = may(key);
+        if (value !== undefined) fields.push(value);
+        break;
       }
-      break;
-    }
-    case 'OpenShop':
-      fields = [need('Shop')];
-      break;
-    case 'OpenSellMenu':
-      fields = [];
-      break;
-    case 'PlayCutscene': {
-      fields = [need('Scene')];
-      const quest = may('QuestId');
-      if (quest !== undefined) fields.push(quest);
-      break;
+      case 'amount': {
+        const island = may(field.keys[1]);
+        const amount = record[key] ?? null;
+        if (amount !== null || island !== undefined) {
+          const n = amount ?? 1;
+          if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > MAX_AMOUNT) {
+            throw new PayloadError('bad_amount', `${type}: ${key} must be a whole number from 1 to ${MAX_AMOUNT}, got ${describe(n)}`, {
+              action: type,
+              field: fields.length + 1,
+              value: String(n),
+            });
+          }
+          fields.push(String(n));
+          if (island !== undefined) fields.push(island);
+        }
+        break;
+      }
     }
   }
   return fields.map(escapeField).join(SEPARATOR);
@@ -183,57 +170,49 @@ export function parsePayload(type, payload) {
     throw new PayloadError('bad_action', `${type}: the payload must be a string, got ${describe(payload)}`, { action: type });
   }
   const fields = split(type, payload);
-  const count = (/** @type {string} */ expected) =>
-    new PayloadError('field_count', `${type}: expected ${expected} fields, found ${fields.length}`, { action: type });
-  switch (type) {
-    case 'AcceptQuest':
-    case 'CompleteQuest':
-    case 'TrackQuest':
-    case 'ChooseRideBoat':
-      if (fields.length !== 1) throw count('1');
-      return { Type: type, QuestId: fields[0] };
-    case 'CheckQuest': {
-      if (fields.length !== 3) throw count('3');
-      /** @type {Action} */
-      const action = { Type: type, QuestId: fields[0] };
-      if (fields[1] !== '') action.SuccessNode = fields[1];
-      if (fields[2] !== '') action.FailureNode = fields[2];
-      return action;
-    }
-    case 'AdvanceObjective': {
-      if (fields.length < 2 || fields.length > 4) throw count('2 to 4');
-      /** @type {Action} */
-      const action = { Type: type, QuestId: fields[0], ObjectiveId: fields[1] };
-      if (fields.length >= 3) {
-        const amount = parseAmount(fields[2]);
-        if (amount === undefined) {
-          throw new PayloadError('bad_amount', `${type}: field 3 is not a canonical whole number: \`${fields[2]}\``, {
-            action: type,
-            field: 3,
-            value: fields[2],
-          });
-        }
-        action.Amount = amount;
-        if (fields.length === 4) action.Island = fields[3];
+  const spec = ACTION_SPECS[type];
+  const expected = spec.max === spec.min ? `${spec.min}` : spec.max === spec.min + 1 ? `${spec.min} or ${spec.max}` : `${spec.min} to ${spec.max}`;
+  // A type without fields takes the empty payload, which splits into one empty field.
+  const counted = spec.max === 0 ? fields.length === 1 && fields[0] === '' : fields.length >= spec.min && fields.length <= spec.max;
+  if (!counted) {
+    throw new PayloadError('field_count', `${type}: expected ${expected} fields, found ${fields.length}`, { action: type });
+  }
+  /** @type {Record<string, string | number>} */
+  const action = { Type: type };
+  let at = 0;
+  for (const field of spec.fields) {
+    const key = field.keys[0];
+    switch (field.kind) {
+      case 'ident':
+        action[key] = fields[at++];
+        break;
+      case 'target': {
+        // An empty node is left out, as content leaves it out.
+        const value = fields[at++];
+        if (value !== '') action[key] = value;
+        break;
       }
-      return action;
-    }
-    case 'OpenShop':
-      if (fields.length !== 1) throw count('1');
-      return { Type: type, Shop: fields[0] };
-    case 'OpenSellMenu':
-      // The empty payload splits into one empty field.
-      if (fields.length !== 1 || fields[0] !== '') throw count('0');
-      return { Type: type };
-    case 'PlayCutscene': {
-      if (fields.length !== 1 && fields.length !== 2) throw count('1 or 2');
-      /** @type {Action} */
-      const action = { Type: type, Scene: fields[0] };
-      if (fields.length === 2) action.QuestId = fields[1];
-      return action;
+      case 'optional_ident':
+        if (at < fields.length) action[key] = fields[at++];
+        break;
+      case 'amount':
+        if (at < fields.length) {
+          const amount = parseAmount(fields[at]);
+          if (amount === undefined) {
+            throw new PayloadError('bad_amount', `${type}: field ${at + 1} is not a canonical whole number: \`${fields[at]}\``, {
+              action: type,
+              field: at + 1,
+              value: fields[at],
+            });
+          }
+          action[key] = amount;
+          if (at + 1 < fields.length) action[field.keys[1]] = fields[at + 1];
+          at += 2;
+        }
+        break;
     }
   }
-  throw new PayloadError('unknown_action', `unknown action type ${JSON.stringify(type)}`);
+  return /** @type {Action} */ (/** @type {unknown} */ (action));
 }
 
 /** A short description of a value for an error message. */

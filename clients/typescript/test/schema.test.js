@@ -4,7 +4,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 
-import { generate, readSchemas, OUTPUT } from '../scripts/gen-types.js';
+import { generate, readSchemas, OUTPUT, generateActions, readActions, ACTIONS_OUTPUT } from '../scripts/gen-types.js';
+import { ACTION_SPECS } from '../src/actions.generated.js';
 import * as protocol from '../src/protocol.js';
 
 test('src/protocol.generated.js is current with docs/schema', () => {
@@ -19,6 +20,28 @@ test('src/protocol.generated.js is current with docs/schema', () => {
         `first difference at line ${line + 1}:\n  committed: ${a[line]}\n  schema:    ${b[line]}`,
     );
   }
+});
+
+test('src/actions.generated.js is current with docs/schema/actions.json', () => {
+  const expected = generateActions(readActions());
+  const committed = readFileSync(ACTIONS_OUTPUT, 'utf8');
+  if (committed !== expected) {
+    const a = committed.split('\n');
+    const b = expected.split('\n');
+    const line = a.findIndex((l, i) => l !== b[i]);
+    assert.fail(
+      `src/actions.generated.js is out of date with docs/schema/actions.json: run npm run gen-types\n` +
+        `first difference at line ${line + 1}:\n  committed: ${a[line]}\n  table:     ${b[line]}`,
+    );
+  }
+});
+
+test('the action table names exactly the protocol\'s action types, in order', () => {
+  assert.deepEqual(Object.keys(ACTION_SPECS), [...protocol.ACTION_TYPES]);
+  assert.deepEqual(
+    readActions().actions.map((a) => a.name),
+    [...protocol.ACTION_TYPES],
+  );
 });
 
 test('every message of both schemas has a typedef and its type in the vocabularies', () => {

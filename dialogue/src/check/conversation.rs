@@ -3,7 +3,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::Path;
 
-use banter_protocol::{Action, ActionType};
+use banter_protocol::{Action, ActionType, Placement};
 
 use super::{ALL_DONE, Index, name_list, strongly_connected};
 use crate::condition::Reference;
@@ -146,6 +146,22 @@ impl ConversationCheck<'_, '_> {
             for (k, (_, authored)) in self.graph.actions(id).enumerate() {
                 // Field paths are spelled only for a diagnostic, never on the clean path.
                 let at = || format!("Actions[{}]", k + 1);
+                // Where the action may sit comes from its declaration (banter-protocol).
+                let misplaced = match authored.action_type.placement() {
+                    Placement::NodeOrResponse => None,
+                    Placement::Node => owner.response.map(|_| "a response"),
+                    Placement::Response => owner.response.is_none().then_some("an NPC line"),
+                };
+                if let Some(place) = misplaced {
+                    found.push(self.error(
+                        owner,
+                        &at(),
+                        Problem::Other(format!(
+                            "`{}` may not sit on {place}",
+                            authored.action_type
+                        )),
+                    ));
+                }
                 let unknown = |what: &'static str, name: &str, field: &str| {
                     self.error(
                         owner,
