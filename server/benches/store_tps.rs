@@ -1,6 +1,6 @@
 //! Store throughput against the limit of its own stack, measured in the same run.
 //!
-//! PostgreSQL: `accept_quest` + `complete_quest` transactions per second through [`PgStore`]
+//! PostgreSQL: accept and complete steps (`apply_step`) per second through [`PgStore`]
 //! (pool size = concurrency), alternated with `pgbench -N` (the built-in "simple update") on the
 //! same server: pgbench, store, pgbench, store... Each pair gives a ratio store / pgbench.
 //!
@@ -10,8 +10,9 @@
 //! throughput swings with fsync stalls, so the two alternate in one-second slices (one warm-up
 //! first, then `--seconds` slices of each per round).
 //!
-//! One "quest transaction" is one `accept_quest` or one `complete_quest` call (each is one
-//! database transaction); a "pair" is an accept followed by its complete. Each measurement runs
+//! One "quest transaction" is one accept step or one complete step (each is one database
+//! transaction with its audit row, the player read back); a "pair" is an accept followed by its
+//! complete. Each measurement runs
 //! for a fixed time after a warm-up; an operation counts if it finishes inside the window.
 //!
 //! ```sh
@@ -39,7 +40,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use banter_server::store::sqlite::sqlite_options;
-use banter_server::store::{ConnectOptions, PgStore, SqliteStore, Store};
+use banter_server::store::{Change, ConnectOptions, PgStore, SqliteStore, Step, Store};
 use banter_test_db::{TestDb, test_database_url};
 use serde_json::{Value, json};
 use sqlx::Connection;
@@ -285,19 +286,31 @@ async fn drive_store(
                 let quest = format!("{quests}_{n}");
                 n += 1;
                 let started = Instant::now();
+                let accept = Change::Accept {
+                    quest: &quest,
+                    objectives: &objectives,
+                };
+                let key = format!("{quest}/accept");
                 store
-                    .accept_quest(&player, &quest, &objectives)
+                    .apply_step(&step(&player, &key, accept))
                     .await
-                    .map_err(|e| format!("accept_quest({player}, {quest}): {e}"))?;
+                    .map_err(|e| format!("accept {quest} for {player}: {e}"))?;
                 let accepted = Instant::now();
                 if window.counts(accepted) {
                     tally.accepts += 1;
                     tally.accept.push(accepted - started);
                 }
+                let complete = Change::Complete {
+                    quest: &quest,
+                    coins: 10,
+                    experience: 1,
+                    advances: &[],
+                };
+                let key = format!("{quest}/complete");
                 store
-                    .complete_quest(&player, &quest, 10, 1)
+                    .apply_step(&step(&player, &key, complete))
                     .await
-                    .map_err(|e| format!("complete_quest({player}, {quest}): {e}"))?;
+                    .map_err(|e| format!("complete {quest} for {player}: {e}"))?;
                 let completed = Instant::now();
                 if window.counts(completed) {
                     tally.completes += 1;
@@ -1001,5 +1014,19 @@ fn main() -> ExitCode {
             eprintln!("store_tps: error: {message}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// A quest step of the workload, keyed by its quest and kind.
+fn step<'a>(player: &'a str, key: &'a str, change: Change<'a>) -> Step<'a> {
+    Step {
+        player,
+        key,
+        conversation: None,
+        message: "bench",
+        detail: None,
+        recorded_us: 0,
+        change,
+        tutorial: None,
     }
 }

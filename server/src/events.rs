@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::quests;
 use crate::store::{
     Applied as StoreApplied, Change, MAX_AMOUNT, MAX_ID_LEN, ObjectiveAdvance, PlayerRecord, Step,
-    Store, StoreError,
+    Stepped, Store, StoreError, TutorialMove,
 };
 
 /// The JSON body of `POST /internal/events`.
@@ -223,37 +223,36 @@ pub struct Applied {
     pub tutorial_stage: Option<i64>,
 }
 
-/// Records the event (a second delivery is a [`EventError::Duplicate`]), then moves a profile
-/// still at stage 0 to the tutorial's first stage. A profile already in or past the tutorial
-/// keeps its stage: the game may report the start again after a reinstall.
+/// Records the event (a second delivery is a [`EventError::Duplicate`]) and moves a profile
+/// still at stage 0 to the tutorial's first stage, in one step. A profile already in or past the
+/// tutorial keeps its stage: the game may report the start again after a reinstall.
 async fn start_tutorial(
     store: &dyn Store,
     content: &Content,
     event: &GameEvent,
 ) -> Result<Applied, EventError> {
-    record_event(store, event, &[]).await?;
     let record = store.load_player(&event.player).await?;
-    let Some(first) = banter_dialogue::tutorial::first_stage(content) else {
-        return Ok(Applied::default());
-    };
-    if record.profile.tutorial_stage != 0 {
-        return Ok(Applied::default());
-    }
-    store.set_tutorial_stage(&event.player, first).await?;
+    let tutorial = banter_dialogue::tutorial::first_stage(content)
+        .filter(|_| record.profile.tutorial_stage == 0)
+        .map(|first| TutorialMove { from: 0, to: first });
+    let stepped = record_event(store, event, &[], tutorial).await?;
     Ok(Applied {
         advanced: Vec::new(),
-        tutorial_stage: Some(first),
+        tutorial_stage: tutorial
+            .map(|m| m.to)
+            .filter(|to| stepped.record.profile.tutorial_stage == *to),
     })
 }
 
-/// The event's store step: its advances (maybe none) under its id, with its audit row, in one
-/// transaction; the progress of each advance. The step's key is the event id, so a second
+/// The event's store step: its advances (maybe none) under its id, with its audit row (and the
+/// tutorial's move, if any), in one transaction. The step's key is the event id, so a second
 /// delivery is refused twice over (the key, and `applied_events`), both as a duplicate.
 async fn record_event(
     store: &dyn Store,
     event: &GameEvent,
     advances: &[ObjectiveAdvance],
-) -> Result<Vec<u32>, EventError> {
+    tutorial: Option<TutorialMove>,
+) -> Result<Stepped, EventError> {
     let key = format!("event/{}", event.event_id);
     let detail = format!("{:?} {}", event.what, event.event_id);
     let step = Step {
@@ -270,12 +269,10 @@ async fn record_event(
             event_id: Some(&event.event_id),
             advances,
         },
+        tutorial,
     };
     match store.apply_step(&step).await {
-        Ok(StoreApplied::Advanced(progress)) => Ok(progress),
-        Ok(other) => Err(EventError::Store(StoreError::Corrupt(format!(
-            "an event's step answered {other:?}"
-        )))),
+        Ok(stepped) => Ok(stepped),
         Err(StoreError::StepApplied { .. }) => Err(EventError::Duplicate(event.event_id.clone())),
         Err(e) => Err(e.into()),
     }
@@ -321,8 +318,11 @@ pub async fn apply(
         attempts += 1;
         let record = store.load_player(&event.player).await?;
         let advances = matching_advances(content, &record, event);
-        match record_event(store, event, &advances).await {
-            Ok(progress) => {
+        match record_event(store, event, &advances, None).await {
+            Ok(Stepped {
+                applied: StoreApplied::Advanced(progress),
+                ..
+            }) => {
                 let advanced = advances
                     .into_iter()
                     .zip(progress)
@@ -337,6 +337,12 @@ pub async fn apply(
                     advanced,
                     tutorial_stage: None,
                 });
+            }
+            Ok(other) => {
+                return Err(EventError::Store(StoreError::Corrupt(format!(
+                    "an event's step answered {:?}",
+                    other.applied
+                ))));
             }
             Err(EventError::Store(StoreError::QuestState { .. })) if attempts < 3 => continue,
             Err(e) => return Err(e),

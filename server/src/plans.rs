@@ -421,18 +421,16 @@ async fn run(app: &SharedApp, plan: &Plan, n: usize) -> Result<(), PlanFailure> 
     for (line, step) in &plan.steps {
         let written = match step {
             Step::GivenQuest { quest, completed } => {
-                given_quest(app, &player_id, quest, *completed).await
+                given_quest(app, &player_id, *line, quest, *completed).await
             }
             Step::GivenProgress {
                 quest,
                 objective,
                 amount,
-            } => given_progress(app, &player_id, quest, objective, *amount).await,
-            Step::GivenTutorialStage(stage) => app
-                .store
-                .set_tutorial_stage(&player_id, *stage)
-                .await
-                .map_err(|e| e.to_string()),
+            } => given_progress(app, &player_id, *line, quest, objective, *amount).await,
+            Step::GivenTutorialStage(stage) => {
+                given_tutorial_stage(app, &player_id, *line, *stage).await
+            }
             _ => Ok(()),
         };
         written.map_err(|e| fail(*line, format!("cannot set it up: {e}")))?;
@@ -458,9 +456,36 @@ async fn run(app: &SharedApp, plan: &Plan, n: usize) -> Result<(), PlanFailure> 
     Ok(())
 }
 
+/// Writes one of a plan's givens as an audited store step, keyed by its line (the same given is
+/// never written twice).
+async fn given(
+    app: &SharedApp,
+    player: &str,
+    key: &str,
+    change: store::Change<'_>,
+    tutorial: Option<store::TutorialMove>,
+) -> Result<store::PlayerRecord, String> {
+    let step = store::Step {
+        player,
+        key,
+        conversation: None,
+        message: "plan_given",
+        detail: None,
+        recorded_us: crate::clock::stamp(),
+        change,
+        tutorial,
+    };
+    app.store
+        .apply_step(&step)
+        .await
+        .map(|stepped| stepped.record)
+        .map_err(|e| e.to_string())
+}
+
 async fn given_quest(
     app: &SharedApp,
     player: &str,
+    line: usize,
     quest: &str,
     completed: bool,
 ) -> Result<(), String> {
@@ -470,15 +495,26 @@ async fn given_quest(
         .quest(quest)
         .ok_or_else(|| format!("no quest `{quest}` in the content"))?;
     let objectives: Vec<String> = def.objectives.iter().map(|o| o.id.clone()).collect();
-    app.store
-        .accept_quest(player, quest, &objectives)
-        .await
-        .map_err(|e| e.to_string())?;
+    let accept = store::Change::Accept {
+        quest,
+        objectives: &objectives,
+    };
+    given(app, player, &format!("given/{line}/accept"), accept, None).await?;
     if completed {
-        app.store
-            .complete_quest(player, quest, 0, 0)
-            .await
-            .map_err(|e| e.to_string())?;
+        let complete = store::Change::Complete {
+            quest,
+            coins: 0,
+            experience: 0,
+            advances: &[],
+        };
+        given(
+            app,
+            player,
+            &format!("given/{line}/complete"),
+            complete,
+            None,
+        )
+        .await?;
     }
     Ok(())
 }
@@ -486,6 +522,7 @@ async fn given_quest(
 async fn given_progress(
     app: &SharedApp,
     player: &str,
+    line: usize,
     quest: &str,
     objective: &str,
     amount: u32,
@@ -506,11 +543,33 @@ async fn given_progress(
         amount,
         target,
     };
-    app.store
-        .advance_objectives(player, None, std::slice::from_ref(&advance))
+    let change = store::Change::Advance {
+        event_id: None,
+        advances: std::slice::from_ref(&advance),
+    };
+    given(app, player, &format!("given/{line}/progress"), change, None)
         .await
         .map(|_| ())
-        .map_err(|e| e.to_string())
+}
+
+async fn given_tutorial_stage(
+    app: &SharedApp,
+    player: &str,
+    line: usize,
+    stage: i64,
+) -> Result<(), String> {
+    let from = app
+        .store
+        .load_player(player)
+        .await
+        .map_err(|e| e.to_string())?
+        .profile
+        .tutorial_stage;
+    let tutorial = Some(store::TutorialMove { from, to: stage });
+    let key = format!("given/{line}/tutorial_stage");
+    given(app, player, &key, store::Change::Profile, tutorial)
+        .await
+        .map(|_| ())
 }
 
 impl Player {

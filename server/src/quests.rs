@@ -25,7 +25,8 @@ use banter_player::{Fact, PlayerStateMachine};
 use banter_protocol::{Action, Effect, ErrorCode, FactSheet, Profile, QuestStatus};
 
 use crate::store::{
-    Applied, Change, ObjectiveAdvance, PlayerRecord, Step, Store, StoreError, StoredQuestStatus,
+    Change, ObjectiveAdvance, PlayerRecord, Step, Stepped, Store, StoreError, StoredQuestStatus,
+    TutorialMove,
 };
 
 /// How long the engine keeps asking whether a step whose COMMIT was lost took effect, before it
@@ -49,7 +50,12 @@ pub struct StepContext<'a> {
 }
 
 impl<'a> StepContext<'a> {
-    fn step(&self, player: &'a str, change: Change<'a>) -> Step<'a> {
+    fn step(
+        &self,
+        player: &'a str,
+        change: Change<'a>,
+        tutorial: Option<TutorialMove>,
+    ) -> Step<'a> {
         Step {
             player,
             key: self.key,
@@ -58,6 +64,7 @@ impl<'a> StepContext<'a> {
             detail: self.detail,
             recorded_us: crate::clock::stamp(),
             change,
+            tutorial,
         }
     }
 }
@@ -65,7 +72,7 @@ impl<'a> StepContext<'a> {
 /// Why a step did not apply now.
 enum NotNow {
     /// An earlier attempt under the same key applied it (a retry, or a COMMIT whose answer was
-    /// lost): [`execute`] answers with what it did, read back from the store.
+    /// lost): the answer is what it did, from the player read back ([`reload`]).
     Earlier,
     /// Refused; nothing applied.
     Refused(EngineError),
@@ -77,10 +84,11 @@ impl<E: Into<EngineError>> From<E> for NotNow {
     }
 }
 
-/// Applies `step`, and finds out before answering when its COMMIT's outcome is unknown.
-async fn land(store: &dyn Store, step: &Step<'_>) -> Result<Applied, NotNow> {
+/// Applies `step`, and finds out before answering when its COMMIT's outcome is unknown. The
+/// player after the step comes back with it, read in its transaction.
+async fn land(store: &dyn Store, step: &Step<'_>) -> Result<Stepped, NotNow> {
     match store.apply_step(step).await {
-        Ok(applied) => Ok(applied),
+        Ok(stepped) => Ok(stepped),
         Err(StoreError::StepApplied { .. }) => Err(NotNow::Earlier),
         Err(StoreError::OutcomeUnknown(reason)) => {
             match find_out(store, step.player, step.key).await {
@@ -277,9 +285,48 @@ fn quest_def<'c>(content: &'c Content, quest: &str) -> Result<&'c QuestDef, Engi
         .ok_or_else(|| EngineError::QuestState(format!("no quest `{quest}`")))
 }
 
+/// Where the tutorial moves when `quest` (if any) becomes `after` (`None`: not accepted, as
+/// after an abandon) and the player's other quests stay as `record` holds them: the move the
+/// step makes in its own transaction, or `None`.
+fn tutorial_move(
+    content: &Content,
+    record: &PlayerRecord,
+    changed: Option<(&str, Option<banter_rules::Accepted>)>,
+) -> Option<TutorialMove> {
+    let accepted = |q: &str| match changed {
+        Some((quest, after)) if quest == q => after,
+        _ => record.quests.get(q).map(|state| match state.status {
+            StoredQuestStatus::Active => banter_rules::Accepted::Active,
+            StoredQuestStatus::Completed => banter_rules::Accepted::Completed,
+        }),
+    };
+    let from = record.profile.tutorial_stage;
+    banter_dialogue::tutorial::stage_after(content, from, |quest| {
+        banter_rules::quest_status(content, quest, accepted)
+    })
+    .map(|to| TutorialMove { from, to })
+}
+
+/// Reads the player again after a step an earlier attempt applied (the fresh path gets the
+/// record from the step itself). The change stands whatever happens here and its effect must
+/// reach the client: refusing it now would tell the player `store_unavailable` for a quest
+/// already accepted or paid (found by the abuse run, where a starved pool timed this read out).
+/// So a failed read is logged and the session's facts stay as they were until the next read;
+/// the store, not this copy, decides every write.
+async fn reload(store: &dyn Store, player: &str, record: &mut PlayerRecord) {
+    match store.load_player(player).await {
+        Ok(fresh) => *record = fresh,
+        Err(e) => tracing::warn!(
+            %player,
+            error = %e,
+            "cannot read the player after a committed change; facts stale until the next read"
+        ),
+    }
+}
+
 /// Runs an accepted action against the player's quests as the step `context` names. On success
 /// the store has committed the change (now, or an earlier attempt under the same key did) and
-/// `record` is reloaded from it; on error nothing was applied, except for `outcome_unknown`,
+/// `record` is the player after it; on error nothing was applied, except for `outcome_unknown`,
 /// after which sending the same step again says what happened.
 pub async fn execute(
     store: &dyn Store,
@@ -301,13 +348,14 @@ pub async fn execute(
         }
         Err(NotNow::Refused(e)) => return Err(e),
     }
-    refresh_after_commit(store, content, player, record).await;
-    answer_earlier(content, record, action)
+    reload(store, player, record).await;
+    after_commit(content, record, action)
 }
 
-/// What an action did, for a step that an earlier attempt under the same key applied: rebuilt
-/// from the store as it is now (`record`, just read).
-fn answer_earlier(
+/// What a store-changing action did, from `record`, the player after its step committed: the
+/// one answer of the fresh path (the record its step read back) and of a retry whose step an
+/// earlier attempt applied (the record read again).
+fn after_commit(
     content: &Content,
     record: &PlayerRecord,
     action: &Action,
@@ -325,14 +373,7 @@ fn answer_earlier(
                 objectives: def.objectives.iter().map(|o| o.id.clone()).collect(),
             })
         }
-        Action::CompleteQuest { quest_id } => {
-            let def = quest_def(content, quest_id)?;
-            plain(Effect::QuestCompleted {
-                quest: quest_id.clone(),
-                coins: i64::from(def.rewards.coins),
-                experience: i64::from(def.rewards.experience),
-            })
-        }
+        Action::CompleteQuest { quest_id } => plain(completed(quest_def(content, quest_id)?)),
         Action::AdvanceObjective {
             quest_id,
             objective_id,
@@ -369,6 +410,15 @@ fn answer_earlier(
     })
 }
 
+/// A quest's completion as the client is told it: the reward its content pays.
+fn completed(def: &QuestDef) -> Effect {
+    Effect::QuestCompleted {
+        quest: def.id.clone(),
+        coins: i64::from(def.rewards.coins),
+        experience: i64::from(def.rewards.experience),
+    }
+}
+
 async fn execute_once(
     store: &dyn Store,
     content: &Content,
@@ -390,7 +440,7 @@ async fn execute_once(
     ) {
         *record = store.load_player(player).await?;
     }
-    let outcome = match action {
+    let stepped = match action {
         Action::AcceptQuest { quest_id } => {
             let def = quest_def(content, quest_id)?;
             match quest_status(record, content, quest_id) {
@@ -408,11 +458,12 @@ async fn execute_once(
                 quest: quest_id,
                 objectives: &objectives,
             };
-            land(store, &context.step(player, change)).await?;
-            plain(Effect::QuestAccepted {
-                quest: quest_id.clone(),
-                objectives,
-            })
+            let after = Some((quest_id.as_str(), Some(banter_rules::Accepted::Active)));
+            land(
+                store,
+                &context.step(player, change, tutorial_move(content, record, after)),
+            )
+            .await?
         }
         Action::CheckQuest {
             quest_id,
@@ -422,14 +473,14 @@ async fn execute_once(
             let def = quest_def(content, quest_id)?;
             require_active(record, content, quest_id)?;
             let done = objectives_done(record, def);
-            Outcome {
+            return Ok(Outcome {
                 effect: Effect::QuestChecked {
                     quest: quest_id.clone(),
                     done,
                 },
                 jump: Some(if done { success_node } else { failure_node }.clone()),
                 cutscene: None,
-            }
+            });
         }
         Action::CompleteQuest { quest_id } => {
             let def = quest_def(content, quest_id)?;
@@ -440,20 +491,18 @@ async fn execute_once(
                 ))
                 .into());
             }
-            let coins = i64::from(def.rewards.coins);
-            let experience = i64::from(def.rewards.experience);
             let change = Change::Complete {
                 quest: quest_id,
-                coins,
-                experience,
+                coins: i64::from(def.rewards.coins),
+                experience: i64::from(def.rewards.experience),
                 advances: &[],
             };
-            land(store, &context.step(player, change)).await?;
-            plain(Effect::QuestCompleted {
-                quest: quest_id.clone(),
-                coins,
-                experience,
-            })
+            let after = Some((quest_id.as_str(), Some(banter_rules::Accepted::Completed)));
+            land(
+                store,
+                &context.step(player, change, tutorial_move(content, record, after)),
+            )
+            .await?
         }
         Action::AdvanceObjective {
             quest_id,
@@ -471,119 +520,58 @@ async fn execute_once(
                         "quest `{quest_id}` has no objective `{objective_id}`"
                     ))
                 })?;
-            let amount = amount.as_ref().map_or(1, |a| a.amount);
             let advances = [ObjectiveAdvance {
                 quest: quest_id.clone(),
                 objective: objective_id.clone(),
-                amount,
+                amount: amount.as_ref().map_or(1, |a| a.amount),
                 target: objective.target,
             }];
             let change = Change::Advance {
                 event_id: None,
                 advances: &advances,
             };
-            let progress = match land(store, &context.step(player, change)).await? {
-                Applied::Advanced(progress) => progress
-                    .first()
-                    .copied()
-                    .ok_or_else(|| StoreError::Corrupt("an advance returned no progress".into()))?,
-                other => {
-                    return Err(
-                        StoreError::Corrupt(format!("an advance step answered {other:?}")).into(),
-                    );
-                }
-            };
-            plain(Effect::ObjectiveAdvanced {
-                quest: quest_id.clone(),
-                objective: objective_id.clone(),
-                progress,
-                target: objective.target,
-            })
+            land(
+                store,
+                &context.step(player, change, tutorial_move(content, record, None)),
+            )
+            .await?
         }
         Action::TrackQuest { quest_id } => {
             quest_def(content, quest_id)?;
             let change = Change::Track {
                 quest: Some(quest_id),
             };
-            land(store, &context.step(player, change)).await?;
-            plain(Effect::QuestTracked {
+            land(
+                store,
+                &context.step(player, change, tutorial_move(content, record, None)),
+            )
+            .await?
+        }
+        Action::OpenShop { shop } => return Ok(plain(Effect::OpenShop { shop: shop.clone() })),
+        Action::OpenSellMenu => return Ok(plain(Effect::OpenSellMenu {})),
+        Action::PlayCutscene { scene, .. } => {
+            return Ok(Outcome {
+                effect: Effect::PlayCutscene {
+                    scene: scene.clone(),
+                },
+                jump: None,
+                cutscene: Some(scene.clone()),
+            });
+        }
+        Action::ChooseRideBoat { quest_id } => {
+            return Ok(plain(Effect::ChooseRideBoat {
                 quest: quest_id.clone(),
-            })
+            }));
         }
-        Action::OpenShop { shop } => plain(Effect::OpenShop { shop: shop.clone() }),
-        Action::OpenSellMenu => plain(Effect::OpenSellMenu {}),
-        Action::PlayCutscene { scene, .. } => Outcome {
-            effect: Effect::PlayCutscene {
-                scene: scene.clone(),
-            },
-            jump: None,
-            cutscene: Some(scene.clone()),
-        },
-        Action::ChooseRideBoat { quest_id } => plain(Effect::ChooseRideBoat {
-            quest: quest_id.clone(),
-        }),
     };
-    if mutates_store(action) {
-        refresh_after_commit(store, content, player, record).await;
-    }
-    Ok(outcome)
-}
-
-/// Reads the player again after a committed change, and moves the tutorial on. The change stands
-/// whatever happens here and its effect must reach the client: refusing it now would tell the
-/// player `store_unavailable` for a quest already accepted or paid (found by the abuse run, where
-/// a starved pool timed this read out). So a failed read is logged and the session's facts stay
-/// as they were until the next read; the store, not this copy, decides every write.
-async fn refresh_after_commit(
-    store: &dyn Store,
-    content: &Content,
-    player: &str,
-    record: &mut PlayerRecord,
-) {
-    match store.load_player(player).await {
-        Ok(fresh) => {
-            *record = fresh;
-            advance_tutorial(store, content, player, record).await;
-        }
-        Err(e) => tracing::warn!(
-            %player,
-            error = %e,
-            "cannot read the player after a committed change; facts stale until the next read"
-        ),
-    }
-}
-
-/// Moves the profile past every tutorial stage whose end now holds (after an accept or a
-/// completion). The quest change is committed already and its effect must reach the client, so a
-/// failed write is logged, not returned: the end still holds, and the next action moves the stage.
-async fn advance_tutorial(
-    store: &dyn Store,
-    content: &Content,
-    player: &str,
-    record: &mut PlayerRecord,
-) {
-    let next =
-        banter_dialogue::tutorial::stage_after(content, record.profile.tutorial_stage, |quest| {
-            quest_status(record, content, quest)
-        });
-    if let Some(stage) = next {
-        match store.set_tutorial_stage(player, stage).await {
-            Ok(()) => record.profile.tutorial_stage = stage,
-            Err(e) => tracing::warn!(player, stage, error = %e, "tutorial stage not moved"),
-        }
-    }
+    *record = stepped.record;
+    Ok(after_commit(content, record, action)?)
 }
 
 /// True if the action changes the player's stored state (it is a store step with its own
-/// audit row).
+/// audit row): `changes_store` in the action's declaration (banter-protocol's action.rs).
 pub fn mutates_store(action: &Action) -> bool {
-    matches!(
-        action,
-        Action::AcceptQuest { .. }
-            | Action::CompleteQuest { .. }
-            | Action::AdvanceObjective { .. }
-            | Action::TrackQuest { .. }
-    )
+    action.changes_store()
 }
 
 fn require_active(
@@ -629,8 +617,9 @@ pub fn cutscene_step_key(quest: &str) -> String {
 
 /// Abandons an active quest (the quest log's `abandon_quest`): its state and progress are
 /// forgotten and it is no longer tracked, in one audited step, so its giver offers it again. On
-/// success `record` is reloaded; on error nothing was applied and calling again is safe. A quest
-/// this very step already abandoned (its answer lost) answers as if it were abandoned now.
+/// success `record` is the player after it; on error nothing was applied and calling again is
+/// safe. A quest this very step already abandoned (its answer lost) answers as if it were
+/// abandoned now.
 pub async fn abandon_quest(
     store: &dyn Store,
     content: &Content,
@@ -643,26 +632,28 @@ pub async fn abandon_quest(
     if let Err(not_active) = require_active(record, content, quest_id) {
         return match store.step_applied(player, context.key).await {
             Ok(true) => {
-                refresh_after_commit(store, content, player, record).await;
+                reload(store, player, record).await;
                 Ok(())
             }
             _ => Err(not_active),
         };
     }
     let change = Change::Abandon { quest: quest_id };
-    match land(store, &context.step(player, change)).await {
-        Ok(_) | Err(NotNow::Earlier) => {}
+    let tutorial = tutorial_move(content, record, Some((quest_id, None)));
+    match land(store, &context.step(player, change, tutorial)).await {
+        Ok(stepped) => *record = stepped.record,
+        Err(NotNow::Earlier) => reload(store, player, record).await,
         // Completed or abandoned elsewhere since this copy was read: the store refused it.
         Err(NotNow::Refused(e)) => return Err(e),
     }
-    refresh_after_commit(store, content, player, record).await;
     Ok(())
 }
 
 /// Ends a cutscene quest when its scene has played (article section 5): in one step, every
 /// objective is brought to its target and the reward is paid (exactly once, by the ledger). On
-/// success `record` is reloaded; on error nothing was applied and calling again is safe. A
-/// quest this very step already completed (its answer lost) answers as if it completed now.
+/// success `record` is the player after it; on error nothing was applied and calling again is
+/// safe. A quest this very step already completed (its answer lost) answers as if it completed
+/// now.
 pub async fn finish_cutscene_quest(
     store: &dyn Store,
     content: &Content,
@@ -673,22 +664,15 @@ pub async fn finish_cutscene_quest(
 ) -> Result<Effect, EngineError> {
     let def = quest_def(content, quest_id)?;
     *record = store.load_player(player).await?;
-    let completed = || Effect::QuestCompleted {
-        quest: quest_id.to_owned(),
-        coins: i64::from(def.rewards.coins),
-        experience: i64::from(def.rewards.experience),
-    };
     if let Err(not_active) = require_active(record, content, quest_id) {
+        // `record` was read just now: it is the player after that step.
         return match store.step_applied(player, context.key).await {
-            Ok(true) => {
-                advance_tutorial(store, content, player, record).await;
-                Ok(completed())
-            }
+            Ok(true) => Ok(completed(def)),
             _ => Err(not_active),
         };
     }
     let state = record.quests.get(quest_id);
-    let advances: Vec<crate::store::ObjectiveAdvance> = def
+    let advances: Vec<ObjectiveAdvance> = def
         .objectives
         .iter()
         .filter_map(|o| {
@@ -696,7 +680,7 @@ pub async fn finish_cutscene_quest(
                 .and_then(|s| s.progress.get(&o.id))
                 .copied()
                 .unwrap_or(0);
-            (progress < o.target).then(|| crate::store::ObjectiveAdvance {
+            (progress < o.target).then(|| ObjectiveAdvance {
                 quest: quest_id.to_owned(),
                 objective: o.id.clone(),
                 amount: o.target - progress,
@@ -710,11 +694,189 @@ pub async fn finish_cutscene_quest(
         experience: i64::from(def.rewards.experience),
         advances: &advances,
     };
-    match land(store, &context.step(player, change)).await {
-        // Completed now, or by an earlier report of the same scene: either way it is paid.
-        Ok(_) | Err(NotNow::Earlier) => {}
+    let after = Some((quest_id, Some(banter_rules::Accepted::Completed)));
+    let tutorial = tutorial_move(content, record, after);
+    match land(store, &context.step(player, change, tutorial)).await {
+        Ok(stepped) => *record = stepped.record,
+        // Completed by an earlier report of the same scene: it is paid.
+        Err(NotNow::Earlier) => reload(store, player, record).await,
         Err(NotNow::Refused(e)) => return Err(e),
     }
-    refresh_after_commit(store, content, player, record).await;
-    Ok(completed())
+    Ok(completed(def))
+}
+
+#[cfg(test)]
+mod round_trips {
+    //! How many statements one `AcceptQuest` action sends to PostgreSQL: counted from sqlx's
+    //! statement log (target `sqlx::query`, one event per statement, BEGIN and COMMIT included).
+
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use banter_test_db::TestDb;
+    use tracing_subscriber::layer::SubscriberExt;
+
+    use super::*;
+    use crate::store::{self, ConnectOptions};
+
+    struct Count(Arc<AtomicUsize>);
+
+    impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Count {
+        fn on_event(
+            &self,
+            event: &tracing::Event<'_>,
+            _: tracing_subscriber::layer::Context<'_, S>,
+        ) {
+            if event.metadata().target() == "sqlx::query" {
+                self.0.fetch_add(1, Ordering::SeqCst);
+                struct Show;
+                impl tracing::field::Visit for Show {
+                    fn record_debug(
+                        &mut self,
+                        field: &tracing::field::Field,
+                        value: &dyn std::fmt::Debug,
+                    ) {
+                        if field.name() == "summary" {
+                            eprintln!("  statement: {value:?}");
+                        }
+                    }
+                }
+                event.record(&mut Show);
+            }
+        }
+    }
+
+    /// A TCP proxy in front of PostgreSQL that counts round trips: each time the client
+    /// sends after the server last spoke (or first) is one.
+    async fn counting_proxy(
+        upstream: std::net::SocketAddr,
+    ) -> (std::net::SocketAddr, Arc<AtomicUsize>) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let trips = Arc::new(AtomicUsize::new(0));
+        let counted = trips.clone();
+        tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let Ok(server) = tokio::net::TcpStream::connect(upstream).await else {
+                    return;
+                };
+                let counted = counted.clone();
+                tokio::spawn(async move {
+                    let (mut client_read, mut client_write) = client.into_split();
+                    let (mut server_read, mut server_write) = server.into_split();
+                    // True while the client has the turn (it sent last).
+                    let turn = Arc::new(std::sync::atomic::AtomicBool::new(false));
+                    let client_turn = turn.clone();
+                    let up = async move {
+                        let mut buf = vec![0u8; 64 * 1024];
+                        while let Ok(n) = client_read.read(&mut buf).await {
+                            if n == 0 || server_write.write_all(&buf[..n]).await.is_err() {
+                                break;
+                            }
+                            if !client_turn.swap(true, Ordering::SeqCst) {
+                                counted.fetch_add(1, Ordering::SeqCst);
+                            }
+                        }
+                    };
+                    let down = async move {
+                        let mut buf = vec![0u8; 64 * 1024];
+                        while let Ok(n) = server_read.read(&mut buf).await {
+                            turn.store(false, Ordering::SeqCst);
+                            if n == 0 || client_write.write_all(&buf[..n]).await.is_err() {
+                                break;
+                            }
+                        }
+                    };
+                    tokio::join!(up, down);
+                });
+            }
+        });
+        (addr, trips)
+    }
+
+    #[tokio::test]
+    async fn an_accept_quest_action_on_postgres() {
+        let db = TestDb::postgres("accept_round_trips").await;
+        let options = ConnectOptions {
+            max_connections: Some(1),
+            ..ConnectOptions::default()
+        };
+        let upstream = db.pg_addr().expect("PostgreSQL's address");
+        let (proxy, trips) = counting_proxy(upstream).await;
+        let store: Arc<dyn Store> = Arc::new(
+            store::PgStore::connect_with(db.pg_options_via(proxy).expect("options"), options)
+                .await
+                .expect("store"),
+        );
+        let library = crate::served::ContentVersion::load(&crate::testing::sample_content(), 1)
+            .expect("sample content");
+        let content = &library.content;
+        let player = "rt-player";
+        let mut record = store.load_player(player).await.expect("load");
+        let mut available = content.quests.iter().filter(|q| {
+            quest_status(&record, content, &q.id) == QuestStatus::Available && q.cutscene.is_none()
+        });
+        let (warm_up, quest) = match (available.next(), available.next()) {
+            (Some(a), Some(b)) => (a.id.clone(), b.id.clone()),
+            _ => panic!("two available quests"),
+        };
+        // One action first, so that the connection has prepared the statements: what is
+        // counted is an action on a warm connection, as in play.
+        let action = Action::AcceptQuest { quest_id: warm_up };
+        let context = StepContext {
+            key: "rt/warm-up",
+            conversation: Some("rt"),
+            message: "action",
+            detail: None,
+        };
+        execute(
+            store.as_ref(),
+            content,
+            player,
+            &mut record,
+            &action,
+            &context,
+        )
+        .await
+        .expect("accepted");
+        let action = Action::AcceptQuest {
+            quest_id: quest.clone(),
+        };
+        let context = StepContext {
+            key: "rt/accept",
+            conversation: Some("rt"),
+            message: "action",
+            detail: None,
+        };
+        let counted = Arc::new(AtomicUsize::new(0));
+        let subscriber = tracing_subscriber::registry().with(Count(counted.clone()));
+        let guard = tracing::subscriber::set_default(subscriber);
+        let trips_before = trips.load(Ordering::SeqCst);
+        let outcome = execute(
+            store.as_ref(),
+            content,
+            player,
+            &mut record,
+            &action,
+            &context,
+        )
+        .await
+        .expect("accepted");
+        drop(guard);
+        let statements = counted.load(Ordering::SeqCst);
+        let round_trips = trips.load(Ordering::SeqCst) - trips_before;
+        eprintln!(
+            "AcceptQuest {quest}: {statements} statements, {round_trips} round trips on PostgreSQL"
+        );
+        // The step's audit row, the accept, the player read back, COMMIT (BEGIN goes out with
+        // the first of them): one transaction on one pooled connection, and no reload after.
+        assert_eq!(statements, 4);
+        assert!(matches!(outcome.effect, Effect::QuestAccepted { .. }));
+        assert_eq!(quest_status(&record, content, &quest), QuestStatus::Active);
+        store.close().await;
+        drop(db);
+    }
 }

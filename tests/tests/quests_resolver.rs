@@ -13,7 +13,7 @@
 use std::time::Duration;
 
 use banter_e2e::{Backend, TestServer};
-use banter_server::store::{self, ConnectOptions, Store};
+use banter_server::store::{self, Change, ConnectOptions, Step, Store};
 
 /// Hattie Brackwater stands at (60, 3, -10); Marisol at (-6, 3, -18); Old Bram at (1500, 2, -900).
 const NEAR_HATTIE: [f64; 3] = [60.0, 3.0, -6.0];
@@ -43,6 +43,45 @@ fn objectives(ids: &[&str]) -> Vec<String> {
     ids.iter().map(|s| (*s).to_owned()).collect()
 }
 
+/// Sets a quest state up as the server writes it: one audited store step, keyed by `key`.
+async fn given(store: &dyn Store, player: &str, key: &str, change: Change<'_>) {
+    let step = Step {
+        player,
+        key,
+        conversation: None,
+        message: "setup",
+        detail: None,
+        recorded_us: 0,
+        change,
+        tutorial: None,
+    };
+    store.apply_step(&step).await.expect("set up");
+}
+
+async fn track(store: &dyn Store, player: &str, quest: &str) {
+    let key = format!("track/{quest}");
+    given(store, player, &key, Change::Track { quest: Some(quest) }).await;
+}
+
+async fn accept(store: &dyn Store, player: &str, quest: &str, objective_ids: &[&str]) {
+    let objectives = objectives(objective_ids);
+    let change = Change::Accept {
+        quest,
+        objectives: &objectives,
+    };
+    given(store, player, &format!("accept/{quest}"), change).await;
+}
+
+async fn complete(store: &dyn Store, player: &str, quest: &str, coins: i64, experience: i64) {
+    let change = Change::Complete {
+        quest,
+        coins,
+        experience,
+        advances: &[],
+    };
+    given(store, player, &format!("complete/{quest}"), change).await;
+}
+
 async fn hattie_walks_the_resolver_order(backend: Backend) {
     let server = server(backend).await;
     let store = store_of(&server).await;
@@ -55,51 +94,33 @@ async fn hattie_walks_the_resolver_order(backend: Backend) {
     );
 
     // 2. A tracked quest she offers beats the first available one.
-    store
-        .set_tracked_quest(&player, Some("MendTheNets"))
-        .await
-        .expect("tracked");
+    track(store.as_ref(), &player, "MendTheNets").await;
     assert_eq!(
         entry(&server, &token, NEAR_HATTIE, "Hattie Brackwater").await,
         "MendTheNets_Greet"
     );
     // A tracked quest the player cannot take yet (its prerequisite is open) is passed over.
-    store
-        .set_tracked_quest(&player, Some("SilverSprats"))
-        .await
-        .expect("tracked");
+    track(store.as_ref(), &player, "SilverSprats").await;
     assert_eq!(
         entry(&server, &token, NEAR_HATTIE, "Hattie Brackwater").await,
         "HattiesShanty_Greet"
     );
 
     // 1. An active quest beats any offer: it opens on its check node.
-    store
-        .accept_quest(&player, "MendTheNets", &objectives(&["FindTwine"]))
-        .await
-        .expect("accepted");
+    accept(store.as_ref(), &player, "MendTheNets", &["FindTwine"]).await;
     assert_eq!(
         entry(&server, &token, NEAR_HATTIE, "Hattie Brackwater").await,
         "MendTheNets_Check"
     );
 
     // 4. Everything she offers is done: AllDone.
-    store
-        .complete_quest(&player, "MendTheNets", 50, 20)
-        .await
-        .expect("paid");
+    complete(store.as_ref(), &player, "MendTheNets", 50, 20).await;
     for (quest, objective) in [
         ("HattiesShanty", "HearTheShanty"),
         ("SilverSprats", "CatchSprats"),
     ] {
-        store
-            .accept_quest(&player, quest, &objectives(&[objective]))
-            .await
-            .expect("accepted");
-        store
-            .complete_quest(&player, quest, 1, 1)
-            .await
-            .expect("paid");
+        accept(store.as_ref(), &player, quest, &[objective]).await;
+        complete(store.as_ref(), &player, quest, 1, 1).await;
     }
     assert_eq!(
         entry(&server, &token, NEAR_HATTIE, "Hattie Brackwater").await,
@@ -122,22 +143,24 @@ async fn an_active_story_quest_opens_before_an_active_side_quest(backend: Backen
     let store = store_of(&server).await;
     let (token, player) = server.login_player("device-resolver-02").await;
     // Bram's side quest is accepted first, so content or acceptance order alone would pick it.
-    store
-        .accept_quest(&player, "DriftwoodChimes", &objectives(&["FindDriftwood"]))
-        .await
-        .expect("accepted");
+    accept(
+        store.as_ref(),
+        &player,
+        "DriftwoodChimes",
+        &["FindDriftwood"],
+    )
+    .await;
     assert_eq!(
         entry(&server, &token, NEAR_BRAM, "Old Bram").await,
         "DriftwoodChimes_Check"
     );
-    store
-        .accept_quest(
-            &player,
-            "KelpwickWelcome",
-            &objectives(&["HearBramsWelcome"]),
-        )
-        .await
-        .expect("accepted");
+    accept(
+        store.as_ref(),
+        &player,
+        "KelpwickWelcome",
+        &["HearBramsWelcome"],
+    )
+    .await;
     assert_eq!(
         entry(&server, &token, NEAR_BRAM, "Old Bram").await,
         "KelpwickWelcome_Check"

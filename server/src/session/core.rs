@@ -127,9 +127,6 @@ pub struct SessionCore {
     /// How many times this session abandoned each quest: part of an abandon's step key, so an
     /// `abandon_quest` sent again after `outcome_unknown` names the same step.
     abandoned: HashMap<String, u32>,
-    /// The step being handled wrote its audit row in its own transaction (it changed the
-    /// player's state), so the best-effort audit queue must not record it again.
-    audited_in_store: bool,
     /// No conversation opened or resumed yet: one may still be parked for the player.
     may_have_parked: bool,
     /// Accepted steps that changed nothing stored, on their way to the audit log.
@@ -185,7 +182,6 @@ impl SessionCore {
             scene_quest: None,
             opened: 0,
             abandoned: HashMap::new(),
-            audited_in_store: false,
             may_have_parked: true,
             trail: crate::audit::Trail::default(),
             locale: None,
@@ -283,10 +279,9 @@ impl SessionCore {
             ClientMessage::Close { .. } => self.conversation().map(str::to_owned),
             _ => None,
         };
-        self.audited_in_store = false;
         match self.command(&message, now).await {
-            Ok(()) => {
-                if let Some(detail) = audited_step(&message).filter(|_| !self.audited_in_store) {
+            Ok(audited) => {
+                if let Some(detail) = audited_step(&message).filter(|_| audited == Audited::Trail) {
                     let conversation = closed
                         .as_deref()
                         .or(self.conversation.as_ref().map(|c| c.name.as_str()));
@@ -427,9 +422,15 @@ impl SessionCore {
         }
     }
 
-    async fn command(&mut self, message: &ClientMessage, now: Duration) -> Result<(), Refusal> {
+    async fn command(
+        &mut self,
+        message: &ClientMessage,
+        now: Duration,
+    ) -> Result<Audited, Refusal> {
         match message {
-            ClientMessage::Move { position, .. } => self.on_move(*position, now),
+            ClientMessage::Move { position, .. } => {
+                self.on_move(*position, now).map(|()| Audited::Trail)
+            }
             ClientMessage::Talk {
                 npc,
                 instance,
@@ -452,7 +453,7 @@ impl SessionCore {
                 };
                 let shown = open.walk.advance(&open.graph, vertex, &facts)?;
                 open.tally.stepped(&open.graph, &open.walk, shown, now);
-                Ok(())
+                Ok(Audited::Trail)
             }
             ClientMessage::Choose { response, .. } => {
                 let open = open_mut(&mut self.conversation)?;
@@ -468,7 +469,7 @@ impl SessionCore {
                 let shown = open.walk.choose(&open.graph, vertex, &facts)?;
                 open.tally.chose(vertex);
                 open.tally.stepped(&open.graph, &open.walk, shown, now);
-                Ok(())
+                Ok(Audited::Trail)
             }
             ClientMessage::Action {
                 action, payload, ..
@@ -478,18 +479,18 @@ impl SessionCore {
                     return Err(SessionError::NoConversation.into());
                 }
                 self.close_conversation(CloseReason::Client, now);
-                Ok(())
+                Ok(Audited::Trail)
             }
             ClientMessage::SetAfk { afk, .. } => {
                 self.afk.set(&mut self.machine, *afk);
-                Ok(())
+                Ok(Audited::Trail)
             }
             ClientMessage::SetLocale { locale, .. } => {
                 let locale = Locale::parse(locale).map_err(SessionError::BadLocale)?;
                 self.locale = Some(locale);
                 let locale = self.served_locale();
                 self.out.push(ServerMessage::LocaleSet { locale });
-                Ok(())
+                Ok(Audited::Trail)
             }
             ClientMessage::FetchConversation { conversation, .. } => {
                 // The open conversation's own version (the one its `opened` or `resumed` hash
@@ -508,11 +509,13 @@ impl SessionCore {
                     hash: hash.to_owned(),
                     content: json.to_string(),
                 });
-                Ok(())
+                Ok(Audited::Trail)
             }
             ClientMessage::CutsceneDone { scene, .. } => self.on_cutscene_done(scene, now).await,
             ClientMessage::AbandonQuest { quest, .. } => self.on_abandon_quest(quest).await,
-            ClientMessage::Resume { token, .. } => self.on_resume(token, now).await,
+            ClientMessage::Resume { token, .. } => {
+                self.on_resume(token, now).await.map(|()| Audited::Trail)
+            }
         }
     }
 
@@ -520,7 +523,7 @@ impl SessionCore {
     /// be open). One audited store step, keyed by this session, the quest and how often this
     /// session abandoned it before: the same request sent again after `outcome_unknown` is
     /// applied at most once and answered with what it did.
-    async fn on_abandon_quest(&mut self, quest: &str) -> Result<(), Refusal> {
+    async fn on_abandon_quest(&mut self, quest: &str) -> Result<Audited, Refusal> {
         if self.scene_quest.as_deref() == Some(quest) {
             return Err(quests::EngineError::QuestState(format!(
                 "quest `{quest}` is in its cutscene: send `cutscene_done` first"
@@ -547,7 +550,6 @@ impl SessionCore {
         )
         .await?;
         self.abandoned.insert(quest.to_owned(), before + 1);
-        self.audited_in_store = true;
         self.app
             .analytics
             .abandoned(&library, quest, &self.served_locale());
@@ -555,7 +557,7 @@ impl SessionCore {
             quest: quest.to_owned(),
             profile: quests::profile(&self.record),
         });
-        Ok(())
+        Ok(Audited::InStep)
     }
 
     fn on_move(&mut self, position: Position, now: Duration) -> Result<(), Refusal> {
@@ -603,7 +605,7 @@ impl SessionCore {
         hint: Option<&str>,
         cached: Option<&str>,
         now: Duration,
-    ) -> Result<(), Refusal> {
+    ) -> Result<Audited, Refusal> {
         if self.conversation.is_some() {
             return Err(SessionError::ConversationOpen.into());
         }
@@ -628,7 +630,7 @@ impl SessionCore {
         npc: NpcDef,
         cached: Option<&str>,
         now: Duration,
-    ) -> Result<(), Refusal> {
+    ) -> Result<Audited, Refusal> {
         let published = library
             .conversations
             .get(&npc.conversation)
@@ -730,7 +732,7 @@ impl SessionCore {
         {
             tracing::warn!(player = %self.player, error = %e, "cannot discard a parked conversation");
         }
-        Ok(())
+        Ok(Audited::Trail)
     }
 
     /// Talking to the giver of an available cutscene quest: the quest is accepted, the client is
@@ -741,7 +743,7 @@ impl SessionCore {
         library: &ContentVersion,
         quest: &QuestDef,
         now: Duration,
-    ) -> Result<(), Refusal> {
+    ) -> Result<Audited, Refusal> {
         let scene = quest.cutscene.clone().ok_or_else(|| {
             SessionError::Content(format!("quest `{}` has no cutscene", quest.id))
         })?;
@@ -765,7 +767,6 @@ impl SessionCore {
             &context,
         )
         .await?;
-        self.audited_in_store = true;
         self.app.metrics.action_run(ActionType::AcceptQuest);
         self.app.metrics.action_run(ActionType::PlayCutscene);
         self.last_talk = Some(now);
@@ -790,17 +791,18 @@ impl SessionCore {
             effect: Effect::PlayCutscene { scene },
             profile,
         });
-        Ok(())
+        Ok(Audited::InStep)
     }
 
     /// The client finished playing the scene the server started. A cutscene quest's objectives
     /// complete and its reward is paid (exactly once, by the store); then the cutscene ends. A
     /// retryable store failure keeps the cutscene, so the client can report it again. A
     /// conversation the cutscene played in continues only if its NPC is still within reach.
-    async fn on_cutscene_done(&mut self, scene: &str, now: Duration) -> Result<(), Refusal> {
+    async fn on_cutscene_done(&mut self, scene: &str, now: Duration) -> Result<Audited, Refusal> {
         if self.cutscene.as_deref() != Some(scene) {
             return Err(SessionError::NoCutscene(scene.to_owned()).into());
         }
+        let mut audited = Audited::Trail;
         if let Some(quest) = self.cutscene_quest.clone() {
             let library = self.app.content.current();
             let key = quests::cutscene_step_key(&quest);
@@ -823,7 +825,7 @@ impl SessionCore {
             .await;
             match finished {
                 Ok(effect) => {
-                    self.audited_in_store = true;
+                    audited = Audited::InStep;
                     self.app.metrics.action_run(ActionType::CompleteQuest);
                     self.app
                         .analytics
@@ -846,7 +848,7 @@ impl SessionCore {
         self.end_cutscene();
         // The cutscene ends back in the conversation it played in: the world is checked again.
         self.close_if_out_of_reach(now);
-        Ok(())
+        Ok(audited)
     }
 
     fn end_cutscene(&mut self) {
@@ -1015,7 +1017,7 @@ impl SessionCore {
         action_type: ActionType,
         payload: &str,
         now: Duration,
-    ) -> Result<(), Refusal> {
+    ) -> Result<Audited, Refusal> {
         let open = open_mut(&mut self.conversation)?;
         let graph = open.graph.clone();
         let library = open.library.clone();
@@ -1072,7 +1074,11 @@ impl SessionCore {
         )
         .await?;
         // Committed: only now is the arming spent.
-        self.audited_in_store = quests::mutates_store(&authored);
+        let audited = if quests::mutates_store(&authored) {
+            Audited::InStep
+        } else {
+            Audited::Trail
+        };
         self.app.metrics.action_run(action_type);
         let open = open_mut(&mut self.conversation)?;
         open.walk.spend(index);
@@ -1116,8 +1122,17 @@ impl SessionCore {
         if let Some(node) = outcome.jump {
             self.out.push(ServerMessage::Jump { node });
         }
-        Ok(())
+        Ok(audited)
     }
+}
+
+/// Where an accepted message's audit row is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Audited {
+    /// By the store step that changed the player's state, in that step's transaction.
+    InStep,
+    /// By the session's best-effort trail, if the message is a conversation step at all.
+    Trail,
 }
 
 /// The open conversation, or `no_conversation`.

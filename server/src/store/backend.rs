@@ -9,10 +9,10 @@
 //!   store's write gate, then begin with `BEGIN IMMEDIATE`. PostgreSQL orders its writers with
 //!   row locks and needs neither (the provided [`Backend::write_turn`] and
 //!   [`Backend::begin_write`]).
-//! - **Accepting and completing a quest.** SQLite runs several statements under its write lock
-//!   (the provided [`Backend::accept`] and [`Backend::complete`]); it has no data-modifying CTEs.
-//!   PostgreSQL does each in one statement of them: one round trip, and right with writers that
-//!   interleave.
+//! - **Accepting and completing a quest** inside a step. SQLite runs several statements under
+//!   its write lock (the provided [`Backend::accept_on`] and [`Backend::complete_on`]); it has no
+//!   data-modifying CTEs. PostgreSQL does each in one statement of them: one round trip, and
+//!   right with writers that interleave.
 //! - **Claims, releases and first visits' profiles** ([`Chore`]). SQLite commits them many to a
 //!   transaction (the group commit); PostgreSQL runs each at once and announces a claim to the
 //!   other instances with NOTIFY in the claim's transaction.
@@ -34,12 +34,12 @@ use super::error::map_sqlx;
 use super::queries::Queries;
 use super::sql::SqlDialect;
 use super::timings::WriteTimings;
-use super::validate::{check_advances, check_id, check_objectives, check_reward, check_step};
+use super::validate::{check_id, check_step};
 use super::write_gate::{Priority, WriteTurn};
 use super::{
     Applied, AuditEntry, AuditRecord, Change, ClaimEvent, ConnectOptions, ContentMigration,
-    LedgerEntry, ObjectiveAdvance, Paid, PlayerRecord, RollupRow, SessionClaim, Step, Store,
-    StoreError,
+    LedgerEntry, Paid, PlayerRecord, RollupRow, SessionClaim, Step, Stepped, Store, StoreError,
+    TutorialMove,
 };
 
 /// Opens a backend's pool (`pool` with its own settings) with the size and acquire timeout of
@@ -195,7 +195,9 @@ pub trait Backend: Send + Sync + Sized + 'static {
 
     /// Completes and pays on `conn`, inside the caller's write transaction (a step's). By default
     /// [`Queries::complete`]'s several statements: right where write transactions never
-    /// interleave (see [`Backend::complete`]).
+    /// interleave: the write lock is ours before we read the quest's state, so no other writer can
+    /// complete it between our check and our write (the ledger's unique key is the backstop
+    /// should the state ever say otherwise).
     fn complete_on(
         conn: &mut <Self::Db as Database>::Connection,
         player: &str,
@@ -204,42 +206,6 @@ pub trait Backend: Send + Sync + Sized + 'static {
         experience: i64,
     ) -> impl Future<Output = Result<Paid, StoreError>> + Send {
         Self::Db::complete(conn, player, quest, coins, experience)
-    }
-
-    /// [`Store::accept_quest`]: [`Backend::accept_on`] in a write transaction of its own.
-    fn accept(
-        &self,
-        player: &str,
-        quest: &str,
-        objectives: &[String],
-    ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        async move {
-            let turn = self.write_turn(Priority::Player).await?;
-            let mut tx = self.begin_write(&turn).await?;
-            Self::accept_on(&mut tx, player, quest, objectives).await?;
-            tx.commit().await?;
-            Ok(())
-        }
-    }
-
-    /// [`Store::complete_quest`]. By default several statements in a write transaction, which
-    /// is right where write transactions never interleave: the write lock is ours before we
-    /// read the quest's state, so no other writer can complete it between our check and our
-    /// write (the ledger's unique key is the backstop should the state ever say otherwise).
-    fn complete(
-        &self,
-        player: &str,
-        quest: &str,
-        coins: i64,
-        experience: i64,
-    ) -> impl Future<Output = Result<Paid, StoreError>> + Send {
-        async move {
-            let turn = self.write_turn(Priority::Player).await?;
-            let mut tx = self.begin_write(&turn).await?;
-            let paid = Self::complete_on(&mut tx, player, quest, coins, experience).await?;
-            tx.commit().await?;
-            Ok(paid)
-        }
     }
 
     /// [`Store::step_applied`]. By default, a read once this process's earlier writes are done
@@ -263,13 +229,13 @@ pub trait Backend: Send + Sync + Sized + 'static {
         &self,
         step: &Step<'_>,
         order: Vec<usize>,
-    ) -> impl Future<Output = Result<Applied, StoreError>> + Send {
+    ) -> impl Future<Output = Result<Stepped, StoreError>> + Send {
         async move {
             let turn = self.write_turn(Priority::Player).await?;
             let mut tx = self.begin_write(&turn).await?;
-            let applied = run_step::<Self>(&mut tx, step, &order).await?;
+            let stepped = run_step::<Self>(&mut tx, step, &order).await?;
             tx.commit().await.map_err(|e| map_sqlx(e).at_commit())?;
-            Ok(applied)
+            Ok(stepped)
         }
     }
 
@@ -291,20 +257,37 @@ pub trait Backend: Send + Sync + Sized + 'static {
     fn shut_down(&self) -> impl Future<Output = ()> + Send;
 }
 
-/// A step's audit row and its change, on `conn` inside the caller's write transaction: the
-/// audit row first, so that a key already taken stops the step before it changes anything (the
-/// caller rolls back on any error).
+/// A step's audit row, its change and its tutorial move, on `conn` inside the caller's write
+/// transaction, and the player read back: the audit row first, so that a key already taken
+/// stops the step before it changes anything (the caller rolls back on any error).
 pub async fn run_step<B: Backend>(
     conn: &mut <B::Db as Database>::Connection,
     step: &Step<'_>,
     order: &[usize],
-) -> Result<Applied, StoreError> {
+) -> Result<Stepped, StoreError> {
     let player = step.player;
     if !B::Db::record_step(conn, step).await? {
         return Err(StoreError::StepApplied {
             key: step.key.to_owned(),
         });
     }
+    let applied = change::<B>(conn, step, order).await?;
+    if let Some(TutorialMove { from, to }) = step.tutorial {
+        B::Db::move_tutorial(conn, player, from, to).await?;
+    }
+    let record = B::Db::read_player_on(conn, player)
+        .await?
+        .ok_or_else(|| StoreError::Corrupt(format!("no profile of {player:?} after its step")))?;
+    Ok(Stepped { applied, record })
+}
+
+/// A step's change, on `conn` inside the step's transaction.
+async fn change<B: Backend>(
+    conn: &mut <B::Db as Database>::Connection,
+    step: &Step<'_>,
+    order: &[usize],
+) -> Result<Applied, StoreError> {
+    let player = step.player;
     Ok(match step.change {
         Change::Accept { quest, objectives } => {
             B::accept_on(conn, player, quest, objectives).await?;
@@ -331,6 +314,10 @@ pub async fn run_step<B: Backend>(
         Change::Abandon { quest } => {
             B::Db::abandon(conn, player, quest).await?;
             Applied::Abandoned
+        }
+        Change::Profile => {
+            B::Db::ensure_profile(conn, player).await?;
+            Applied::Profile
         }
     })
 }
@@ -370,84 +357,6 @@ impl<B: Backend> Store for B {
         Box::pin(async move {
             check_id("player id", player)?;
             B::Db::player_exists(self.pool(), player).await
-        })
-    }
-
-    fn accept_quest<'a>(
-        &'a self,
-        player: &'a str,
-        quest: &'a str,
-        objectives: &'a [String],
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(async move {
-            check_id("player id", player)?;
-            check_id("quest id", quest)?;
-            check_objectives(objectives)?;
-            self.accept(player, quest, objectives).await
-        })
-    }
-
-    fn advance_objectives<'a>(
-        &'a self,
-        player: &'a str,
-        event_id: Option<&'a str>,
-        advances: &'a [ObjectiveAdvance],
-    ) -> BoxFuture<'a, Result<Vec<u32>, StoreError>> {
-        Box::pin(async move {
-            let order = check_advances(player, event_id, advances)?;
-            let turn = self.write_turn(Priority::Player).await?;
-            let mut tx = self.begin_write(&turn).await?;
-            let progress = B::Db::advance(&mut tx, player, event_id, advances, &order).await?;
-            tx.commit().await?;
-            Ok(progress)
-        })
-    }
-
-    fn complete_quest<'a>(
-        &'a self,
-        player: &'a str,
-        quest: &'a str,
-        coins: i64,
-        experience: i64,
-    ) -> BoxFuture<'a, Result<Paid, StoreError>> {
-        Box::pin(async move {
-            check_id("player id", player)?;
-            check_id("quest id", quest)?;
-            check_reward(coins, experience)?;
-            self.complete(player, quest, coins, experience).await
-        })
-    }
-
-    fn set_tracked_quest<'a>(
-        &'a self,
-        player: &'a str,
-        quest: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(async move {
-            check_id("player id", player)?;
-            if let Some(quest) = quest {
-                check_id("quest id", quest)?;
-            }
-            let _turn = self.write_turn(Priority::Player).await?;
-            let mut conn = self.pool().acquire().await?;
-            B::Db::set_tracked_quest(&mut conn, player, quest).await
-        })
-    }
-
-    fn set_tutorial_stage<'a>(
-        &'a self,
-        player: &'a str,
-        stage: i64,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(async move {
-            check_id("player id", player)?;
-            if stage < 0 {
-                return Err(StoreError::InvalidInput(format!(
-                    "tutorial stage {stage} is negative"
-                )));
-            }
-            let _turn = self.write_turn(Priority::Player).await?;
-            B::Db::set_tutorial_stage(self.pool(), player, stage).await
         })
     }
 
@@ -514,7 +423,7 @@ impl<B: Backend> Store for B {
         Box::pin(self.claims())
     }
 
-    fn apply_step<'a>(&'a self, step: &'a Step<'a>) -> BoxFuture<'a, Result<Applied, StoreError>> {
+    fn apply_step<'a>(&'a self, step: &'a Step<'a>) -> BoxFuture<'a, Result<Stepped, StoreError>> {
         Box::pin(async move {
             let order = check_step(step)?;
             self.step(step, order).await

@@ -56,7 +56,7 @@ use super::queries::Queries;
 use super::sqlite::SqliteStore;
 use super::timings::{WriteTimings, timed};
 use super::write_gate::{Priority, WriteGate, WriteTurn};
-use super::{Applied, Change, ObjectiveAdvance, SessionClaim, Step, StoreError};
+use super::{Change, ObjectiveAdvance, SessionClaim, Step, Stepped, StoreError, TutorialMove};
 
 /// Jobs one transaction of the players' lane takes at most.
 pub const MAX_BATCH: usize = 256;
@@ -174,7 +174,7 @@ pub struct PlayerSteps;
 
 impl Lane for PlayerSteps {
     type Job = OwnedStep;
-    type Done = Applied;
+    type Done = Stepped;
     const PRIORITY: Priority = Priority::Player;
     const LABEL: &'static str = "players";
     const MAX_BATCH: usize = MAX_BATCH;
@@ -187,7 +187,7 @@ impl Lane for PlayerSteps {
     fn run<'c>(
         job: &'c OwnedStep,
         conn: &'c mut SqliteConnection,
-    ) -> BoxFuture<'c, Result<Applied, StoreError>> {
+    ) -> BoxFuture<'c, Result<Stepped, StoreError>> {
         Box::pin(async move { run_step::<SqliteStore>(conn, &job.step(), &job.order).await })
     }
 
@@ -207,6 +207,7 @@ pub struct OwnedStep {
     detail: Option<String>,
     recorded_us: i64,
     change: OwnedChange,
+    tutorial: Option<TutorialMove>,
     order: Vec<usize>,
 }
 
@@ -232,6 +233,7 @@ enum OwnedChange {
     Abandon {
         quest: String,
     },
+    Profile,
 }
 
 impl OwnedStep {
@@ -263,6 +265,7 @@ impl OwnedStep {
             Change::Abandon { quest } => OwnedChange::Abandon {
                 quest: quest.to_owned(),
             },
+            Change::Profile => OwnedChange::Profile,
         };
         OwnedStep {
             player: step.player.to_owned(),
@@ -272,6 +275,7 @@ impl OwnedStep {
             detail: step.detail.map(str::to_owned),
             recorded_us: step.recorded_us,
             change,
+            tutorial: step.tutorial,
             order,
         }
     }
@@ -299,6 +303,7 @@ impl OwnedStep {
                 quest: quest.as_deref(),
             },
             OwnedChange::Abandon { quest } => Change::Abandon { quest },
+            OwnedChange::Profile => Change::Profile,
         };
         Step {
             player: &self.player,
@@ -308,6 +313,7 @@ impl OwnedStep {
             detail: self.detail.as_deref(),
             recorded_us: self.recorded_us,
             change,
+            tutorial: self.tutorial,
         }
     }
 }

@@ -114,7 +114,7 @@ pub struct PlayerRecord {
     pub quests: BTreeMap<String, QuestRecord>,
 }
 
-/// One objective advance inside [`Store::advance_objectives`].
+/// One objective advance inside a step ([`Change::Advance`], [`Change::Complete`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ObjectiveAdvance {
     /// The quest, which must be active.
@@ -128,7 +128,7 @@ pub struct ObjectiveAdvance {
     pub target: u32,
 }
 
-/// What [`Store::complete_quest`] paid and the balance after paying.
+/// What a [`Change::Complete`] paid and the balance after paying.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Paid {
     /// The ledger row's id.
@@ -186,8 +186,9 @@ pub enum ClaimEvent {
 }
 
 /// A step that changes a player's state (a conversation action, a cutscene quest's end, a game
-/// event), written by [`Store::apply_step`] with its audit row in one transaction: a change is
-/// never stored without its record, nor its record without the change.
+/// event, a writer plan's setup), written by [`Store::apply_step`] with its audit row in one
+/// transaction: a change is never stored without its record, nor its record without the change.
+/// It is the store's only way to change a player's quests and profile.
 #[derive(Debug, Clone, Copy)]
 pub struct Step<'a> {
     /// The player whose state changes.
@@ -205,34 +206,64 @@ pub struct Step<'a> {
     pub recorded_us: i64,
     /// The change.
     pub change: Change<'a>,
+    /// The tutorial stage the change moves the profile to, in the same transaction, after the
+    /// change. Nothing moves when the stage is no longer [`TutorialMove::from`] (it moved
+    /// meanwhile): the step still applies.
+    pub tutorial: Option<TutorialMove>,
 }
 
-/// What a [`Step`] changes; each as the store method of the same name describes.
+/// A tutorial stage's move inside a [`Step`]: from the stage the caller read to the next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TutorialMove {
+    /// The stage the caller saw, `>= 0`.
+    pub from: i64,
+    /// The stage to move to, `>= 0`.
+    pub to: i64,
+}
+
+/// What a [`Step`] changes. A change that fails changes nothing, and its step with it.
 #[derive(Debug, Clone, Copy)]
 pub enum Change<'a> {
-    /// [`Store::accept_quest`].
+    /// Stores a quest as `active` with a zero progress row for each objective (and creates the
+    /// profile if missing). If the quest already has a state, active or completed,
+    /// [`StoreError::QuestState`]. Checking prerequisites is the quest engine's job.
     Accept {
         quest: &'a str,
         objectives: &'a [String],
     },
-    /// [`Store::advance_objectives`].
+    /// Advances several objectives, all or nothing, optionally under a game event's id. For each
+    /// advance: the quest must be active ([`StoreError::QuestState`] otherwise), the amount in
+    /// `1..=MAX_AMOUNT` ([`StoreError::InvalidAmount`]) and the target at least 1; the new
+    /// progress is `min(progress + amount, target)`, and never lower than before (should content
+    /// lower a target). With an event id, the id is recorded in `applied_events`; an id applied
+    /// before fails with [`StoreError::DuplicateEvent`]. A player with no profile fails with
+    /// [`StoreError::UnknownPlayer`]. An empty list needs an event id, and only records it.
     Advance {
         event_id: Option<&'a str>,
         advances: &'a [ObjectiveAdvance],
     },
     /// `advances` first (a cutscene quest's objectives brought to their targets; usually
-    /// none), then [`Store::complete_quest`].
+    /// none), then completes the active quest and pays its reward: the quest becomes
+    /// `completed`, a ledger row is inserted, the coins and experience (`0..=MAX_REWARD`) are
+    /// added to the profile. A quest that is not active fails with [`StoreError::QuestState`];
+    /// a reward already in the ledger (the unique key refuses the row) with
+    /// [`StoreError::AlreadyPaid`]. Concurrent steps for the same player and quest, on one pool
+    /// or on several instances, pay exactly once. [`Store::ledger_entry`] says what was paid.
     Complete {
         quest: &'a str,
         coins: i64,
         experience: i64,
         advances: &'a [ObjectiveAdvance],
     },
-    /// [`Store::set_tracked_quest`].
+    /// Sets (or, with `None`, clears) the tracked quest (not checked against content). Creates
+    /// the profile if missing.
     Track { quest: Option<&'a str> },
     /// The player gives up an active quest: its state and progress are deleted and it is no
     /// longer tracked. [`StoreError::QuestState`] if it is not active.
     Abandon { quest: &'a str },
+    /// No quest change: creates the profile if missing; the step records itself and moves the
+    /// tutorial ([`Step::tutorial`]).
+    Profile,
 }
 
 /// What [`Store::apply_step`] did, by the kind of [`Change`].
@@ -248,6 +279,18 @@ pub enum Applied {
     Tracked,
     /// The quest was abandoned.
     Abandoned,
+    /// The profile exists (and the tutorial moved, if the step said so).
+    Profile,
+}
+
+/// What [`Store::apply_step`] answers: what the change did, and the player as the step's
+/// transaction left it (read inside it, after the change and the tutorial's move).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stepped {
+    /// What the change did.
+    pub applied: Applied,
+    /// The player's profile and quests after the step.
+    pub record: PlayerRecord,
 }
 
 /// What stored players hold of the content, each with how many players hold it: what a content
@@ -360,89 +403,6 @@ pub trait Store: Send + Sync + 'static {
     /// events endpoint uses it so an event for an unknown player changes nothing.
     fn player_exists<'a>(&'a self, player: &'a str) -> BoxFuture<'a, Result<bool, StoreError>>;
 
-    /// Accepts a quest: stores it as `active` with a zero progress row for each objective, in one
-    /// transaction (and creates the profile if missing). If the quest already has a state, active
-    /// or completed, it fails with [`StoreError::QuestState`] and nothing changes. Checking
-    /// prerequisites is the quest engine's job.
-    fn accept_quest<'a>(
-        &'a self,
-        player: &'a str,
-        quest: &'a str,
-        objectives: &'a [String],
-    ) -> BoxFuture<'a, Result<(), StoreError>>;
-
-    /// Advances several objectives in one transaction, all or nothing, optionally under an event
-    /// id. For each advance: the quest must be active ([`StoreError::QuestState`] otherwise), the
-    /// amount in `1..=MAX_AMOUNT` ([`StoreError::InvalidAmount`]) and the target at least 1; the
-    /// new progress is `min(progress + amount, target)`, and never lower than before (should
-    /// content lower a target). With an event id, the id is recorded in `applied_events` in the
-    /// same transaction; an id applied before fails with [`StoreError::DuplicateEvent`] and
-    /// nothing changes. A player with no profile fails with [`StoreError::UnknownPlayer`].
-    /// Returns the new progress of each advance, in the order given. An empty list with an event
-    /// id only records the event.
-    fn advance_objectives<'a>(
-        &'a self,
-        player: &'a str,
-        event_id: Option<&'a str>,
-        advances: &'a [ObjectiveAdvance],
-    ) -> BoxFuture<'a, Result<Vec<u32>, StoreError>>;
-
-    /// One objective: [`Store::advance_objectives`] with a single advance. Returns the new
-    /// progress.
-    fn advance_objective<'a>(
-        &'a self,
-        player: &'a str,
-        quest: &'a str,
-        objective: &'a str,
-        amount: u32,
-        target: u32,
-        event_id: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<u32, StoreError>> {
-        Box::pin(async move {
-            let advances = [ObjectiveAdvance {
-                quest: quest.to_owned(),
-                objective: objective.to_owned(),
-                amount,
-                target,
-            }];
-            let progress = self.advance_objectives(player, event_id, &advances).await?;
-            progress
-                .first()
-                .copied()
-                .ok_or_else(|| StoreError::Corrupt("advance returned no progress".into()))
-        })
-    }
-
-    /// Completes an active quest and pays its reward, in one transaction: the quest becomes
-    /// `completed`, a ledger row is inserted, the coins and experience are added to the profile.
-    /// A quest that is not active fails with [`StoreError::QuestState`]; a reward already in the
-    /// ledger (the unique key refuses the row) fails with [`StoreError::AlreadyPaid`]. Either way
-    /// nothing changes. Concurrent calls for the same player and quest, on one pool or on several
-    /// instances, pay exactly once; the others get one of those two errors. Rewards must be in
-    /// `0..=MAX_REWARD`. To learn what an earlier (possibly ambiguous) call paid, read
-    /// [`Store::ledger_entry`].
-    fn complete_quest<'a>(
-        &'a self,
-        player: &'a str,
-        quest: &'a str,
-        coins: i64,
-        experience: i64,
-    ) -> BoxFuture<'a, Result<Paid, StoreError>>;
-
-    /// Sets (or, with `None`, clears) the tracked quest. Creates the profile if missing.
-    fn set_tracked_quest<'a>(
-        &'a self,
-        player: &'a str,
-        quest: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<(), StoreError>>;
-
-    /// Sets the tutorial stage (`>= 0`). Creates the profile if missing.
-    fn set_tutorial_stage<'a>(
-        &'a self,
-        player: &'a str,
-        stage: i64,
-    ) -> BoxFuture<'a, Result<(), StoreError>>;
-
     /// The player's ledger rows, oldest first.
     fn ledger<'a>(&'a self, player: &'a str)
     -> BoxFuture<'a, Result<Vec<LedgerEntry>, StoreError>>;
@@ -491,11 +451,13 @@ pub trait Store: Send + Sync + 'static {
     /// The stream ends when the store is closed.
     fn session_claims(&self) -> BoxFuture<'_, Result<BoxStream<'static, ClaimEvent>, StoreError>>;
 
-    /// Applies a step's change and writes its audit row (with the step's key) in one transaction.
-    /// Errors as the change's own method, plus: [`StoreError::StepApplied`] if a step with this
-    /// key was applied before (nothing changes), and [`StoreError::OutcomeUnknown`] if the
-    /// connection was lost during COMMIT (ask [`Store::step_applied`]).
-    fn apply_step<'a>(&'a self, step: &'a Step<'a>) -> BoxFuture<'a, Result<Applied, StoreError>>;
+    /// Applies a step's change (and its tutorial move) and writes its audit row (with the step's
+    /// key) in one transaction, and reads the player back inside it: one transaction, no reload.
+    /// The only write of a player's quests and profile. Errors as [`Change`] says, plus:
+    /// [`StoreError::StepApplied`] if a step with this key was applied before (nothing changes),
+    /// and [`StoreError::OutcomeUnknown`] if the connection was lost during COMMIT (ask
+    /// [`Store::step_applied`]).
+    fn apply_step<'a>(&'a self, step: &'a Step<'a>) -> BoxFuture<'a, Result<Stepped, StoreError>>;
 
     /// Whether the step with this key was applied, finally: a transaction that may still hold
     /// the key (its COMMIT in flight when its connection was lost) is waited for first, so the

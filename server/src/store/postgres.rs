@@ -1,6 +1,7 @@
 //! [`PgStore`]: the production backend, PostgreSQL through a sqlx pool.
 //!
-//! Exactly-once: `complete_quest` is one statement whose `UPDATE ... WHERE status = 'active'`
+//! Exactly-once: completing a quest (a step's [`Change::Complete`](super::Change::Complete)) is
+//! one statement whose `UPDATE ... WHERE status = 'active'`
 //! takes the quest's state row lock, so concurrent completions (same pool, or other server
 //! instances on the same database) queue on that row; once the first commits, the others re-check
 //! the row, find it `completed`, move nothing and pay nothing (the ledger row and the profile's
@@ -9,11 +10,11 @@
 //! application does; its violation is reported as [`StoreError::AlreadyPaid`] and rolls
 //! everything back.
 //!
-//! Round trips: `accept_quest` and `complete_quest` are each a single statement (data-modifying
-//! CTEs) run in its own implicit transaction: one round trip where an explicit transaction of
-//! separate statements took 5 and 6 (`store_tps` bench, BENCHMARKS.md). A player's step
-//! (`apply_step`) runs the same statement inside a transaction with its audit row: four round
-//! trips (BEGIN, the audit row under the step key's advisory lock, the statement, COMMIT).
+//! Round trips: accepting and completing a quest are each a single statement (data-modifying
+//! CTEs), where separate statements took 5 and 6 (`store_tps` bench, BENCHMARKS.md). A player's
+//! step (`apply_step`) runs it inside a transaction with its audit row and reads the player back
+//! before COMMIT: BEGIN (sent with the next statement), the audit row under the step key's
+//! advisory lock, the statement, the read, COMMIT; one pooled connection, no reload after.
 //!
 //! Everything else it shares with SQLite (`backend.rs`): this file holds only
 //! where PostgreSQL differs, those two statements, NOTIFY with each claim and LISTEN for the
@@ -193,29 +194,6 @@ impl Backend for PgStore {
 
     fn pool(&self) -> &Pool<Postgres> {
         &self.pool
-    }
-
-    /// One statement on its own: one round trip, its own implicit transaction.
-    async fn accept(
-        &self,
-        player: &str,
-        quest: &str,
-        objectives: &[String],
-    ) -> Result<(), StoreError> {
-        let mut conn = self.pool.acquire().await?;
-        Self::accept_on(&mut conn, player, quest, objectives).await
-    }
-
-    /// One statement on its own: one round trip, its own implicit transaction.
-    async fn complete(
-        &self,
-        player: &str,
-        quest: &str,
-        coins: i64,
-        experience: i64,
-    ) -> Result<Paid, StoreError> {
-        let mut conn = self.pool.acquire().await?;
-        Self::complete_on(&mut conn, player, quest, coins, experience).await
     }
 
     /// Under the step key's advisory lock (`sql::STEP_FENCE`), which a transaction writing the

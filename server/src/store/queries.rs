@@ -80,6 +80,13 @@ pub trait Queries: Database + SqlDialect {
         player: &str,
     ) -> impl Future<Output = Result<Option<PlayerRecord>, StoreError>> + Send;
 
+    /// [`Queries::read_player`] on `conn`, inside the caller's transaction (a step's, after its
+    /// change).
+    fn read_player_on(
+        conn: &mut Self::Connection,
+        player: &str,
+    ) -> impl Future<Output = Result<Option<PlayerRecord>, StoreError>> + Send;
+
     /// The quest's status, read by `statement` ([`sql::QUEST_STATUS`], or
     /// [`Statements::quest_status_for_advance`](sql::Statements::quest_status_for_advance)).
     fn quest_status(
@@ -98,8 +105,8 @@ pub trait Queries: Database + SqlDialect {
         found: Option<StoredQuestStatus>,
     ) -> impl Future<Output = StoreError> + Send;
 
-    /// [`Store::accept_quest`](super::Store::accept_quest) as several statements, inside a
-    /// write transaction that no other writer interleaves with (SQLite's).
+    /// [`Change::Accept`](super::Change::Accept) as several statements, inside a write
+    /// transaction that no other writer interleaves with (SQLite's).
     fn accept(
         conn: &mut Self::Connection,
         player: &str,
@@ -107,7 +114,7 @@ pub trait Queries: Database + SqlDialect {
         objectives: &[String],
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
-    /// [`Store::complete_quest`](super::Store::complete_quest) as several statements, inside a
+    /// [`Change::Complete`](super::Change::Complete)'s payment as several statements, inside a
     /// write transaction that no other writer interleaves with (SQLite's).
     fn complete(
         conn: &mut Self::Connection,
@@ -117,8 +124,8 @@ pub trait Queries: Database + SqlDialect {
         experience: i64,
     ) -> impl Future<Output = Result<Paid, StoreError>> + Send;
 
-    /// [`Store::advance_objectives`](super::Store::advance_objectives) inside the caller's
-    /// write transaction, the advances applied in `order`.
+    /// [`Change::Advance`](super::Change::Advance) inside the caller's write transaction, the
+    /// advances applied in `order`.
     fn advance(
         conn: &mut Self::Connection,
         player: &str,
@@ -205,11 +212,19 @@ pub trait Queries: Database + SqlDialect {
         now_ms: i64,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 
-    /// Sets the tutorial stage, creating the profile if missing.
-    fn set_tutorial_stage(
-        pool: &Pool<Self>,
+    /// Moves the tutorial stage from `from` to `to`, inside the caller's write transaction;
+    /// nothing if the stage is no longer `from`.
+    fn move_tutorial(
+        conn: &mut Self::Connection,
         player: &str,
-        stage: i64,
+        from: i64,
+        to: i64,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Creates the profile if missing, inside the caller's write transaction.
+    fn ensure_profile(
+        conn: &mut Self::Connection,
+        player: &str,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// A player's ledger rows, oldest first.
@@ -312,6 +327,17 @@ where
         let rows: Vec<PlayerRow> = sqlx::query_as(sql::READ_PLAYER)
             .bind(player)
             .fetch_all(pool)
+            .await?;
+        player_record(rows)
+    }
+
+    async fn read_player_on(
+        conn: &mut Self::Connection,
+        player: &str,
+    ) -> Result<Option<PlayerRecord>, StoreError> {
+        let rows: Vec<PlayerRow> = sqlx::query_as(sql::READ_PLAYER)
+            .bind(player)
+            .fetch_all(conn)
             .await?;
         player_record(rows)
     }
@@ -780,15 +806,25 @@ where
             .await?)
     }
 
-    async fn set_tutorial_stage(
-        pool: &Pool<Self>,
+    async fn move_tutorial(
+        conn: &mut Self::Connection,
         player: &str,
-        stage: i64,
+        from: i64,
+        to: i64,
     ) -> Result<(), StoreError> {
-        sqlx::query(&Self::sql().set_tutorial_stage)
+        sqlx::query(&Self::sql().move_tutorial)
             .bind(player)
-            .bind(stage)
-            .execute(pool)
+            .bind(from)
+            .bind(to)
+            .execute(conn)
+            .await?;
+        Ok(())
+    }
+
+    async fn ensure_profile(conn: &mut Self::Connection, player: &str) -> Result<(), StoreError> {
+        sqlx::query(sql::ENSURE_PROFILE)
+            .bind(player)
+            .execute(conn)
             .await?;
         Ok(())
     }

@@ -278,8 +278,8 @@ pub struct Statements {
     pub add_reward: String,
     /// Sets (or clears) the tracked quest, creating the profile if missing.
     pub set_tracked_quest: String,
-    /// Sets the tutorial stage, creating the profile if missing.
-    pub set_tutorial_stage: String,
+    /// Moves the tutorial stage of player `$1` from `$2` to `$3` (nothing if it is not `$2`).
+    pub move_tutorial: String,
     /// A player's ledger rows, oldest first, read into [`LedgerEntry`](super::LedgerEntry).
     pub ledger: String,
     /// The ledger row of a player and quest.
@@ -344,10 +344,9 @@ impl Statements {
                  ON CONFLICT (player_id) DO UPDATE SET tracked_quest = excluded.tracked_quest, \
                  updated_at = {now}"
             ),
-            set_tutorial_stage: format!(
-                "INSERT INTO profiles (player_id, tutorial_stage) VALUES ($1, $2) \
-                 ON CONFLICT (player_id) DO UPDATE SET tutorial_stage = excluded.tutorial_stage, \
-                 updated_at = {now}"
+            move_tutorial: format!(
+                "UPDATE profiles SET tutorial_stage = $3, updated_at = {now} \
+                 WHERE player_id = $1 AND tutorial_stage = $2"
             ),
             ledger: format!(
                 "SELECT {ledger_columns} FROM reward_ledger WHERE player_id = $1 ORDER BY id"

@@ -4,7 +4,7 @@
 //! single write lock up front (sqlx's plain `begin()` is DEFERRED and would only upgrade at the
 //! first write, which can fail with SQLITE_BUSY without waiting). Writers, on one pool or on
 //! several processes sharing the file, therefore run one after another: the second
-//! `complete_quest` reads the quest as `completed` and is refused. The ledger's
+//! step completing a quest reads it as `completed` and is refused. The ledger's
 //! `UNIQUE (player_id, quest_id)` key is the backstop should the state ever say otherwise.
 //! Readers never block writers (WAL); waiting for the lock is bounded by the busy timeout (5 s),
 //! after which the call fails with [`StoreError::Unavailable`].
@@ -55,7 +55,7 @@ use super::group_commit::{
 };
 use super::timings::WriteTimings;
 use super::write_gate::{Priority, WriteGate, WriteTurn};
-use super::{Applied, AuditRecord, ClaimEvent, ConnectOptions, Step, StoreError};
+use super::{AuditRecord, ClaimEvent, ConnectOptions, Step, Stepped, StoreError};
 
 /// The SQLite migrations, embedded at compile time.
 pub static MIGRATOR: Migrator = sqlx::migrate!("../migrations/sqlite");
@@ -344,7 +344,7 @@ impl Backend for SqliteStore {
 
     /// Through the players' lane of the group commit: steps that arrive together share one
     /// transaction and one fsync, each in a savepoint of its own.
-    async fn step(&self, step: &Step<'_>, order: Vec<usize>) -> Result<Applied, StoreError> {
+    async fn step(&self, step: &Step<'_>, order: Vec<usize>) -> Result<Stepped, StoreError> {
         self.steps.run(OwnedStep::new(step, order)).await
     }
 

@@ -74,6 +74,14 @@ pub(crate) fn check_step(step: &Step<'_>) -> Result<Vec<usize>, StoreError> {
     check_id("player id", step.player)?;
     check_len("step key", step.key, MAX_STEP_KEY_LEN)?;
     check_len("audit message", step.message, MAX_ID_LEN)?;
+    if let Some(tutorial) = step.tutorial
+        && (tutorial.from < 0 || tutorial.to < 0)
+    {
+        return Err(StoreError::InvalidInput(format!(
+            "tutorial stage {} to {} is negative",
+            tutorial.from, tutorial.to
+        )));
+    }
     match step.change {
         Change::Accept { quest, objectives } => {
             check_id("quest id", quest)?;
@@ -104,6 +112,7 @@ pub(crate) fn check_step(step: &Step<'_>) -> Result<Vec<usize>, StoreError> {
             check_id("quest id", quest)?;
             Ok(Vec::new())
         }
+        Change::Profile => Ok(Vec::new()),
     }
 }
 

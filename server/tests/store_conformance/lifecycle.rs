@@ -3,6 +3,7 @@
 
 use banter_server::store::{self, ConnectOptions, StoreError};
 
+use crate::Writes;
 use crate::store_support::{OpenStore, TestDb};
 use crate::{accept, load, snapshot};
 
@@ -22,7 +23,7 @@ async fn data_survives_a_restart(db: &TestDb) {
         .set_tracked_quest("p1", Some("q1"))
         .await
         .expect("track");
-    store.set_tutorial_stage("p1", 2).await.expect("stage");
+    store.move_tutorial("p1", 0, 2).await.expect("stage");
     let before = snapshot(store.as_ref(), "p1").await;
     store.close().await;
     drop(store);
@@ -46,7 +47,7 @@ async fn data_survives_a_restart(db: &TestDb) {
 
 async fn migrations_are_idempotent(db: &TestDb) {
     let store = db.open().await;
-    store.set_tutorial_stage("p1", 1).await.expect("stage");
+    store.move_tutorial("p1", 0, 1).await.expect("stage");
     let applied = db.scalar("SELECT COUNT(*) FROM _sqlx_migrations").await;
     assert!(applied >= 1);
     store.close().await;
@@ -77,7 +78,7 @@ async fn connect_picks_the_backend_from_the_url(db: &TestDb) {
         .expect("connect by URL");
     assert_eq!(store.backend(), db.backend());
     store.ping().await.expect("ping");
-    store.set_tutorial_stage("p1", 4).await.expect("stage");
+    store.move_tutorial("p1", 0, 4).await.expect("stage");
     store.close().await;
     let direct = db.open().await;
     assert_eq!(

@@ -10,6 +10,7 @@ use banter_server::store::sqlite::sqlite_options;
 use banter_server::store::{ConnectOptions, PgStore, SqliteStore, Store, StoreError};
 use sqlx::{Connection, Database, Executor, IntoArguments};
 
+use crate::Writes;
 use crate::store_support::TestDb;
 use crate::{accept, snapshot};
 

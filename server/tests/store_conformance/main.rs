@@ -49,10 +49,15 @@ mod sqlite_only;
 mod steps;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use banter_server::store::{ClaimEvent, PlayerRecord, SessionClaim, Store, StoredQuestStatus};
+use banter_server::store::{
+    Applied, Change, ClaimEvent, ObjectiveAdvance, Paid, PlayerRecord, SessionClaim, Step, Stepped,
+    Store, StoreError, StoredQuestStatus, TutorialMove,
+};
 use futures_util::StreamExt;
+use futures_util::future::BoxFuture;
 use futures_util::stream::BoxStream;
 
 fn objectives(ids: &[&str]) -> Vec<String> {
@@ -150,3 +155,129 @@ async fn next_claim_of(stream: &mut BoxStream<'static, ClaimEvent>, player: &str
         }
     }
 }
+
+/// The writes the scenarios set players up with, each one audited step
+/// ([`Store::apply_step`], the store's only write of player state) under a key of its own:
+/// what the change returns, its errors as [`Change`](banter_server::store::Change) says.
+trait Writes: Store {
+    fn step_of<'a>(
+        &'a self,
+        player: &'a str,
+        change: Change<'a>,
+        tutorial: Option<TutorialMove>,
+    ) -> BoxFuture<'a, Result<Stepped, StoreError>> {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let key = format!("setup/{}", NEXT.fetch_add(1, Ordering::Relaxed));
+        Box::pin(async move {
+            let step = Step {
+                player,
+                key: &key,
+                conversation: None,
+                message: "setup",
+                detail: None,
+                recorded_us: 0,
+                change,
+                tutorial,
+            };
+            self.apply_step(&step).await
+        })
+    }
+
+    fn accept_quest<'a>(
+        &'a self,
+        player: &'a str,
+        quest: &'a str,
+        objectives: &'a [String],
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let change = Change::Accept { quest, objectives };
+        Box::pin(async move { self.step_of(player, change, None).await.map(|_| ()) })
+    }
+
+    fn advance_objectives<'a>(
+        &'a self,
+        player: &'a str,
+        event_id: Option<&'a str>,
+        advances: &'a [ObjectiveAdvance],
+    ) -> BoxFuture<'a, Result<Vec<u32>, StoreError>> {
+        let change = Change::Advance { event_id, advances };
+        Box::pin(async move {
+            match self.step_of(player, change, None).await?.applied {
+                Applied::Advanced(progress) => Ok(progress),
+                other => Err(StoreError::Corrupt(format!(
+                    "an advance answered {other:?}"
+                ))),
+            }
+        })
+    }
+
+    fn advance_objective<'a>(
+        &'a self,
+        player: &'a str,
+        quest: &'a str,
+        objective: &'a str,
+        amount: u32,
+        target: u32,
+        event_id: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<u32, StoreError>> {
+        Box::pin(async move {
+            let advances = [ObjectiveAdvance {
+                quest: quest.to_owned(),
+                objective: objective.to_owned(),
+                amount,
+                target,
+            }];
+            let progress = self.advance_objectives(player, event_id, &advances).await?;
+            Ok(progress[0])
+        })
+    }
+
+    fn complete_quest<'a>(
+        &'a self,
+        player: &'a str,
+        quest: &'a str,
+        coins: i64,
+        experience: i64,
+    ) -> BoxFuture<'a, Result<Paid, StoreError>> {
+        let change = Change::Complete {
+            quest,
+            coins,
+            experience,
+            advances: &[],
+        };
+        Box::pin(async move {
+            match self.step_of(player, change, None).await?.applied {
+                Applied::Paid(paid) => Ok(paid),
+                other => Err(StoreError::Corrupt(format!(
+                    "a completion answered {other:?}"
+                ))),
+            }
+        })
+    }
+
+    fn set_tracked_quest<'a>(
+        &'a self,
+        player: &'a str,
+        quest: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let change = Change::Track { quest };
+        Box::pin(async move { self.step_of(player, change, None).await.map(|_| ()) })
+    }
+
+    /// [`Store::apply_step`]'s [`Applied`], for scenarios about what a change did.
+    fn applied<'a>(&'a self, step: &'a Step<'a>) -> BoxFuture<'a, Result<Applied, StoreError>> {
+        Box::pin(async move { self.apply_step(step).await.map(|stepped| stepped.applied) })
+    }
+
+    /// Moves the tutorial from `from` to `to` (nothing if the stage is not `from`).
+    fn move_tutorial<'a>(
+        &'a self,
+        player: &'a str,
+        from: i64,
+        to: i64,
+    ) -> BoxFuture<'a, Result<Stepped, StoreError>> {
+        let tutorial = Some(TutorialMove { from, to });
+        self.step_of(player, Change::Profile, tutorial)
+    }
+}
+
+impl<S: Store + ?Sized> Writes for S {}

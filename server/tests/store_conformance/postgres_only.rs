@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 use banter_server::store::{self, ClaimEvent, ConnectOptions, PgStore, Store, StoreError};
 use sqlx::postgres::PgConnectOptions;
 
+use crate::Writes;
 use crate::store_support::{OpenStore, TestDb};
 use crate::{WAIT, accept, next_claim_of, next_event};
 

@@ -4,6 +4,7 @@
 
 use banter_server::store::{MAX_AMOUNT, ObjectiveAdvance, StoreError, StoredQuestStatus};
 
+use crate::Writes;
 use crate::store_support::{OpenStore, TestDb};
 use crate::{accept, at_once, load, progress_of, snapshot};
 

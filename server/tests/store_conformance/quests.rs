@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use banter_server::store::{self, MAX_REWARD, ProfileRecord, StoreError, StoredQuestStatus};
 
+use crate::Writes;
 use crate::store_support::{OpenStore, TestDb};
 use crate::{accept, at_once, load, objectives, snapshot, status_of};
 
@@ -136,7 +137,7 @@ async fn bad_input_is_refused_and_changes_nothing(db: &TestDb) {
             .complete_quest("p1", "q1", 0, MAX_REWARD + 1)
             .await
             .map(|_| ()),
-        store.set_tutorial_stage("p1", -1).await,
+        store.move_tutorial("p1", 0, -1).await.map(|_| ()),
         store.set_tracked_quest("p1", Some("")).await,
     ];
     for (i, refusal) in refusals.into_iter().enumerate() {
@@ -156,12 +157,12 @@ async fn tracked_quest_and_tutorial_stage_round_trip(db: &TestDb) {
         .set_tracked_quest("p1", Some("q7"))
         .await
         .expect("track");
-    store.set_tutorial_stage("p1", 3).await.expect("stage");
+    store.move_tutorial("p1", 0, 3).await.expect("stage");
     let profile = load(store.as_ref(), "p1").await.profile;
     assert_eq!(profile.tracked_quest.as_deref(), Some("q7"));
     assert_eq!(profile.tutorial_stage, 3);
     store.set_tracked_quest("p1", None).await.expect("untrack");
-    store.set_tutorial_stage("p1", 0).await.expect("stage 0");
+    store.move_tutorial("p1", 3, 0).await.expect("stage 0");
     let profile = load(store.as_ref(), "p1").await.profile;
     assert_eq!(profile.tracked_quest, None);
     assert_eq!(profile.tutorial_stage, 0);

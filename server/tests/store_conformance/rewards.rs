@@ -4,6 +4,7 @@
 
 use banter_server::store::{MAX_REWARD, StoreError, StoredQuestStatus};
 
+use crate::Writes;
 use crate::store_support::{OpenStore, TestDb};
 use crate::{accept, at_once, load, snapshot, status_of};
 

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use banter_server::store::{self, ConnectOptions, Store, StoreError};
 
+use crate::Writes;
 use crate::store_support::TestDb;
 use crate::{WAIT, accept, load};
 
@@ -18,7 +19,7 @@ async fn a_plain_path_creates_its_folder_and_file() {
         .await
         .expect("connect");
     assert_eq!(store.backend(), "sqlite");
-    store.set_tutorial_stage("p1", 2).await.expect("write");
+    store.move_tutorial("p1", 0, 2).await.expect("write");
     store.close().await;
     assert!(file.is_file(), "{} was created", file.display());
     let again = store::connect(
@@ -175,7 +176,7 @@ async fn steps_in_a_burst_share_a_commit_and_one_refusal_stays_its_own() {
             .expect("take the write lock");
         let queued_before = store.step_commit_stats().jobs;
         let n = steps.len() as u64;
-        let all = futures_util::future::join_all(steps.iter().map(|s| store.apply_step(s)));
+        let all = futures_util::future::join_all(steps.iter().map(|s| store.applied(s)));
         let release = async {
             until("the steps are queued", || {
                 store.step_commit_stats().jobs >= queued_before + n
@@ -206,6 +207,7 @@ async fn steps_in_a_burst_share_a_commit_and_one_refusal_stays_its_own() {
             quest: "q1",
             objectives: &objectives,
         },
+        tutorial: None,
     };
     let mut holder =
         sqlx::sqlite::SqliteConnection::connect_with(&sqlite_options(&url).expect("options"))
@@ -435,7 +437,7 @@ async fn a_housekeeping_turn_yields_to_a_player_who_waits() {
     .await;
     let player = tokio::spawn({
         let store = store.clone();
-        async move { store.set_tutorial_stage("player-1", 1).await }
+        async move { store.move_tutorial("player-1", 0, 1).await }
     });
     until("the player waits for the turn", || {
         store.players_waiting_for_a_turn() == 1

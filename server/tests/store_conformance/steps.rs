@@ -5,9 +5,11 @@
 
 use banter_server::store::{
     Applied, Change, ObjectiveAdvance, PgStore, Step, Store, StoreError, StoredQuestStatus,
+    TutorialMove,
 };
 use banter_test_db::cutter::{CommitCutter, Cut};
 
+use crate::Writes;
 use crate::store_support::{OpenStore, TestDb};
 use crate::{accept, load, objectives, progress_of, snapshot, status_of};
 
@@ -20,6 +22,7 @@ fn step<'a>(player: &'a str, key: &'a str, change: Change<'a>) -> Step<'a> {
         detail: Some("detail"),
         recorded_us: 1,
         change,
+        tutorial: None,
     }
 }
 
@@ -47,7 +50,7 @@ async fn a_step_writes_its_change_and_its_audit_row_together(db: &TestDb) {
     let store = db.open().await;
     let ids = objectives(&["fish"]);
     let accepted = store
-        .apply_step(&step(
+        .applied(&step(
             "p1",
             "c1/0/0",
             Change::Accept {
@@ -85,11 +88,11 @@ async fn the_same_key_applies_once(db: &TestDb) {
         advances: &advances,
     };
     assert_eq!(
-        store.apply_step(&step("p1", "c1/3/0", change)).await,
+        store.applied(&step("p1", "c1/3/0", change)).await,
         Ok(Applied::Advanced(vec![1]))
     );
     let before = snapshot(store.as_ref(), "p1").await;
-    let again = store.apply_step(&step("p1", "c1/3/0", change)).await;
+    let again = store.applied(&step("p1", "c1/3/0", change)).await;
     assert!(
         matches!(&again, Err(StoreError::StepApplied { key }) if key == "c1/3/0"),
         "{again:?}"
@@ -102,13 +105,13 @@ async fn the_same_key_applies_once(db: &TestDb) {
     assert_eq!(rows_with_key(store.as_ref(), "p1", "c1/3/0").await, 1);
     // The next arming of the same action has its own key.
     assert_eq!(
-        store.apply_step(&step("p1", "c1/3/1", change)).await,
+        store.applied(&step("p1", "c1/3/1", change)).await,
         Ok(Applied::Advanced(vec![2]))
     );
     // Another player's key space is its own.
     accept(store.as_ref(), "p2", "q1", &["fish"]).await;
     assert_eq!(
-        store.apply_step(&step("p2", "c1/3/0", change)).await,
+        store.applied(&step("p2", "c1/3/0", change)).await,
         Ok(Applied::Advanced(vec![1]))
     );
 }
@@ -122,7 +125,7 @@ async fn a_refused_step_writes_no_row_and_its_key_stays_free(db: &TestDb) {
         experience: 5,
         advances: &[],
     };
-    let refused = store.apply_step(&step("p1", "k", complete)).await;
+    let refused = store.applied(&step("p1", "k", complete)).await;
     assert!(
         matches!(refused, Err(StoreError::QuestState { found: None, .. })),
         "{refused:?}"
@@ -130,7 +133,7 @@ async fn a_refused_step_writes_no_row_and_its_key_stays_free(db: &TestDb) {
     assert_eq!(rows_with_key(store.as_ref(), "p1", "k").await, 0);
     assert_eq!(store.step_applied("p1", "k").await, Ok(false));
     accept(store.as_ref(), "p1", "q1", &["fish"]).await;
-    let paid = store.apply_step(&step("p1", "k", complete)).await;
+    let paid = store.applied(&step("p1", "k", complete)).await;
     assert!(
         matches!(&paid, Ok(Applied::Paid(p)) if p.coins == 30 && p.total_coins == 30),
         "{paid:?}"
@@ -151,9 +154,7 @@ async fn a_cutscene_step_fills_its_objectives_and_pays_in_one_transaction(db: &T
         experience: 40,
         advances: &advances,
     };
-    let paid = store
-        .apply_step(&step("p1", "cutscene/scene", change))
-        .await;
+    let paid = store.applied(&step("p1", "cutscene/scene", change)).await;
     assert!(matches!(paid, Ok(Applied::Paid(_))), "{paid:?}");
     let record = load(store.as_ref(), "p1").await;
     assert_eq!(
@@ -166,9 +167,7 @@ async fn a_cutscene_step_fills_its_objectives_and_pays_in_one_transaction(db: &T
         (Some(StoredQuestStatus::Completed), Some(1), Some(2), 10)
     );
     // Reported again (a restart, another instance): the key says it landed; nothing is paid.
-    let again = store
-        .apply_step(&step("p1", "cutscene/scene", change))
-        .await;
+    let again = store.applied(&step("p1", "cutscene/scene", change)).await;
     assert!(
         matches!(again, Err(StoreError::StepApplied { .. })),
         "{again:?}"
@@ -185,10 +184,10 @@ async fn an_event_step_is_refused_by_its_id_under_any_key(db: &TestDb) {
         advances: &advances,
     };
     assert_eq!(
-        store.apply_step(&step("p1", "event/ev-1", change)).await,
+        store.applied(&step("p1", "event/ev-1", change)).await,
         Ok(Applied::Advanced(vec![1]))
     );
-    let again = store.apply_step(&step("p1", "another-key", change)).await;
+    let again = store.applied(&step("p1", "another-key", change)).await;
     assert!(
         matches!(again, Err(StoreError::DuplicateEvent { .. })),
         "{again:?}"
@@ -206,14 +205,14 @@ async fn bad_steps_are_refused_before_any_work(db: &TestDb) {
         ("p1", long_key.as_str()),
         ("p1", "a\nb"),
     ] {
-        let refused = store.apply_step(&step(player, key, track)).await;
+        let refused = store.applied(&step(player, key, track)).await;
         assert!(
             matches!(refused, Err(StoreError::InvalidInput(_))),
             "{player:?} {key:?}: {refused:?}"
         );
     }
     assert_eq!(
-        store.apply_step(&step("p1", "k", track)).await,
+        store.applied(&step("p1", "k", track)).await,
         Ok(Applied::Tracked)
     );
     assert_eq!(
@@ -246,9 +245,7 @@ async fn an_abandon_forgets_the_quest_and_its_progress_with_its_audit_row(db: &T
         .expect("track");
     let abandon = Change::Abandon { quest: "q1" };
     assert_eq!(
-        store
-            .apply_step(&step("p1", "s/abandon/q1/0", abandon))
-            .await,
+        store.applied(&step("p1", "s/abandon/q1/0", abandon)).await,
         Ok(Applied::Abandoned)
     );
     let record = load(store.as_ref(), "p1").await;
@@ -264,16 +261,14 @@ async fn an_abandon_forgets_the_quest_and_its_progress_with_its_audit_row(db: &T
     );
     // The same step again: applied before, nothing written.
     assert!(matches!(
-        store
-            .apply_step(&step("p1", "s/abandon/q1/0", abandon))
-            .await,
+        store.applied(&step("p1", "s/abandon/q1/0", abandon)).await,
         Err(StoreError::StepApplied { .. })
     ));
     // Not active any more (and never accepted, completed): refused, no row, key free.
     let before = snapshot(store.as_ref(), "p1").await;
     for (quest, key) in [("q1", "s/abandon/q1/1"), ("q9", "s/abandon/q9/0")] {
         let refused = store
-            .apply_step(&step("p1", key, Change::Abandon { quest }))
+            .applied(&step("p1", key, Change::Abandon { quest }))
             .await;
         assert!(
             matches!(refused, Err(StoreError::QuestState { .. })),
@@ -293,7 +288,7 @@ async fn an_abandon_forgets_the_quest_and_its_progress_with_its_audit_row(db: &T
         .expect("complete");
     let before = snapshot(store.as_ref(), "p1").await;
     let completed = store
-        .apply_step(&step(
+        .applied(&step(
             "p1",
             "s/abandon/q2/0",
             Change::Abandon { quest: "q2" },
@@ -314,7 +309,81 @@ async fn an_abandon_forgets_the_quest_and_its_progress_with_its_audit_row(db: &T
     assert_eq!(progress_of(&record, "q1", "fish"), Some(0));
 }
 
+/// A step answers with the player read in its own transaction, after its change and its
+/// tutorial move; the move happens only from the stage it names, and a refused step moves
+/// nothing.
+async fn a_step_returns_the_player_after_it_with_its_tutorial_move(db: &TestDb) {
+    let store = db.open().await;
+    let ids = objectives(&["fish"]);
+    let accept = Change::Accept {
+        quest: "q1",
+        objectives: &ids,
+    };
+    let moved = Some(TutorialMove { from: 0, to: 2 });
+    let stepped = store
+        .apply_step(&Step {
+            tutorial: moved,
+            ..step("p1", "c1/0/0", accept)
+        })
+        .await
+        .expect("accepted");
+    assert_eq!(stepped.applied, Applied::Accepted);
+    assert_eq!(stepped.record, load(store.as_ref(), "p1").await);
+    assert_eq!(
+        status_of(&stepped.record, "q1"),
+        Some(StoredQuestStatus::Active)
+    );
+    assert_eq!(progress_of(&stepped.record, "q1", "fish"), Some(0));
+    assert_eq!(stepped.record.profile.tutorial_stage, 2);
+
+    // The stage is no longer 0: the step applies, the stage stays.
+    let advances = [advance("q1", "fish", 2, 5)];
+    let change = Change::Advance {
+        event_id: None,
+        advances: &advances,
+    };
+    let stepped = store
+        .apply_step(&Step {
+            tutorial: moved,
+            ..step("p1", "c1/1/0", change)
+        })
+        .await
+        .expect("advanced");
+    assert_eq!(stepped.applied, Applied::Advanced(vec![2]));
+    assert_eq!(progress_of(&stepped.record, "q1", "fish"), Some(2));
+    assert_eq!(stepped.record.profile.tutorial_stage, 2);
+
+    // A refused step (q1 is active, not available) moves nothing.
+    let refused = store
+        .apply_step(&Step {
+            tutorial: Some(TutorialMove { from: 2, to: 3 }),
+            ..step("p1", "c1/2/0", accept)
+        })
+        .await;
+    assert!(
+        matches!(refused, Err(StoreError::QuestState { .. })),
+        "{refused:?}"
+    );
+    assert_eq!(load(store.as_ref(), "p1").await.profile.tutorial_stage, 2);
+
+    // A step of no quest change creates the profile and moves the tutorial alone.
+    let stepped = store
+        .apply_step(&Step {
+            tutorial: Some(TutorialMove { from: 0, to: 1 }),
+            ..step("p2", "tutorial_started", Change::Profile)
+        })
+        .await
+        .expect("moved");
+    assert_eq!(stepped.applied, Applied::Profile);
+    assert_eq!(stepped.record.profile.tutorial_stage, 1);
+    assert_eq!(
+        rows_with_key(store.as_ref(), "p2", "tutorial_started").await,
+        1
+    );
+}
+
 on_both_backends!(
+    a_step_returns_the_player_after_it_with_its_tutorial_move,
     an_abandon_forgets_the_quest_and_its_progress_with_its_audit_row,
     a_step_writes_its_change_and_its_audit_row_together,
     the_same_key_applies_once,
@@ -352,7 +421,7 @@ async fn postgres_a_commit_cut_after_it_was_sent_is_found_to_have_landed() {
     accept(&store, "p1", "q1", &["fish"]).await;
     let complete = PAY_Q1;
     cutter.arm(Cut::AfterCommit, 1);
-    let unknown = store.apply_step(&step("p1", "c/1/0", complete)).await;
+    let unknown = store.applied(&step("p1", "c/1/0", complete)).await;
     assert!(
         matches!(unknown, Err(StoreError::OutcomeUnknown(_))),
         "{unknown:?}"
@@ -360,7 +429,7 @@ async fn postgres_a_commit_cut_after_it_was_sent_is_found_to_have_landed() {
     assert_eq!(cutter.cuts(), 1);
     assert_eq!(store.step_applied("p1", "c/1/0").await, Ok(true));
     assert_eq!(store.ledger_count("q1").await, Ok(1));
-    let again = store.apply_step(&step("p1", "c/1/0", complete)).await;
+    let again = store.applied(&step("p1", "c/1/0", complete)).await;
     assert!(
         matches!(again, Err(StoreError::StepApplied { .. })),
         "{again:?}"
@@ -377,14 +446,14 @@ async fn postgres_a_commit_cut_before_it_was_sent_is_found_not_to_have_landed() 
     accept(&store, "p1", "q1", &["fish"]).await;
     let complete = PAY_Q1;
     cutter.arm(Cut::BeforeCommit, 1);
-    let unknown = store.apply_step(&step("p1", "c/1/0", complete)).await;
+    let unknown = store.applied(&step("p1", "c/1/0", complete)).await;
     assert!(
         matches!(unknown, Err(StoreError::OutcomeUnknown(_))),
         "{unknown:?}"
     );
     assert_eq!(store.step_applied("p1", "c/1/0").await, Ok(false));
     assert_eq!(store.ledger_count("q1").await, Ok(0));
-    let paid = store.apply_step(&step("p1", "c/1/0", complete)).await;
+    let paid = store.applied(&step("p1", "c/1/0", complete)).await;
     assert!(matches!(paid, Ok(Applied::Paid(_))), "{paid:?}");
     assert_eq!(store.ledger_count("q1").await, Ok(1));
 }
