@@ -108,11 +108,9 @@ fn decode_node(d: &mut Decoder<'_>, name: &str, value: &Json) -> Option<NodeEntr
     };
     let errors_before = d.diagnostics.len();
     let field = |key: &str| fields.iter().find(|(k, _)| k == key).map(|(_, v)| v);
-    for (key, _) in fields {
-        if !NODE_FIELDS.contains(&key.as_str()) {
-            d.error(node, key, Problem::UnknownField(key.clone()));
-        }
-    }
+    d.unknown_fields(node, None, fields.iter().map(|(k, _)| k), |k| {
+        NODE_FIELDS.contains(&k)
+    });
     let patch = match field("Patch") {
         None => false,
         Some(Json::Bool(b)) => *b,
@@ -286,15 +284,9 @@ fn decode_response(
         return None;
     };
     let errors_before = d.diagnostics.len();
-    for (key, _) in fields {
-        if !RESPONSE_FIELDS.contains(&key.as_str()) {
-            d.error(
-                node,
-                &format!("{at}.{key}"),
-                Problem::UnknownField(key.clone()),
-            );
-        }
-    }
+    d.unknown_fields(node, Some(&at), fields.iter().map(|(k, _)| k), |k| {
+        RESPONSE_FIELDS.contains(&k)
+    });
     let field = |key: &str| fields.iter().find(|(k, _)| k == key).map(|(_, v)| v);
     let line = field(LINE_ID).and_then(|v| d.ident(node, &format!("{at}.{LINE_ID}"), LINE_ID, v));
     let text = field("Text")

@@ -73,11 +73,9 @@ pub fn parse_editor_export(
         return None;
     };
     let field = |key: &str| top.iter().find(|(k, _)| k == key).map(|(_, v)| v);
-    for (key, _) in top {
-        if !TOP_FIELDS.contains(&key.as_str()) {
-            d.error(None, key, Problem::UnknownField(key.clone()));
-        }
-    }
+    d.unknown_fields(None, None, top.iter().map(|(k, _)| k), |k| {
+        TOP_FIELDS.contains(&k)
+    });
     match field("Format").map(|v| d.string(None, "Format", v)) {
         Some(Some(format)) if format == FORMAT => {}
         Some(Some(other)) => {
@@ -280,11 +278,9 @@ fn decode_node(
     let node = Some(name);
     let errors_before = d.diagnostics.iter().filter(|x| x.is_error()).count();
     let field = |key: &str| fields.iter().find(|(k, _)| k == key).map(|(_, v)| v);
-    for (key, _) in fields {
-        if !NODE_FIELDS.contains(&key.as_str()) {
-            d.error(node, key, Problem::UnknownField(key.clone()));
-        }
-    }
+    d.unknown_fields(node, None, fields.iter().map(|(k, _)| k), |k| {
+        NODE_FIELDS.contains(&k)
+    });
     let line = field(LINE_ID).and_then(|v| d.ident(node, LINE_ID, LINE_ID, v));
     let direction = field("Direction").and_then(|v| d.string(node, "Direction", v));
     let text = field("Text")
@@ -359,15 +355,9 @@ fn decode_response(
         d.wrong_type(node, &at, "a response object", v);
         return None;
     };
-    for (key, _) in fields {
-        if !RESPONSE_FIELDS.contains(&key.as_str()) {
-            d.error(
-                node,
-                &format!("{at}.{key}"),
-                Problem::UnknownField(key.clone()),
-            );
-        }
-    }
+    d.unknown_fields(node, Some(&at), fields.iter().map(|(k, _)| k), |k| {
+        RESPONSE_FIELDS.contains(&k)
+    });
     let field = |key: &str| fields.iter().find(|(k, _)| k == key).map(|(_, v)| v);
     Some(Response {
         line: field(LINE_ID).and_then(|v| d.ident(node, &format!("{at}.{LINE_ID}"), LINE_ID, v)),

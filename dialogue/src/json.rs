@@ -170,6 +170,30 @@ impl Decoder<'_> {
         self.diagnostics.push(d);
     }
 
+    /// The one unknown-field check: every key of `fields` that `known` does not hold is an
+    /// `UnknownField` error at `<at>.<key>` (at `<key>` when `at` is `None`). True when every
+    /// key is known.
+    pub fn unknown_fields<'k>(
+        &mut self,
+        node: Option<&str>,
+        at: Option<&str>,
+        fields: impl IntoIterator<Item = &'k String>,
+        known: impl Fn(&str) -> bool,
+    ) -> bool {
+        let mut all_known = true;
+        for key in fields {
+            if !known(key) {
+                let field = match at {
+                    Some(at) => format!("{at}.{key}"),
+                    None => key.clone(),
+                };
+                self.error(node, &field, Problem::UnknownField(key.clone()));
+                all_known = false;
+            }
+        }
+        all_known
+    }
+
     pub fn wrong_type(
         &mut self,
         node: Option<&str>,
@@ -276,17 +300,10 @@ impl Decoder<'_> {
         };
         // The fields come from the action's declaration (banter-protocol's `action.rs`).
         let spec = action_type.spec();
-        let mut ok = true;
-        for (key, _) in entries {
-            if key != "Type" && !spec.content_keys().any(|k| k == key) {
-                self.error(
-                    node,
-                    &format!("{field}.{key}"),
-                    Problem::UnknownField(key.clone()),
-                );
-                ok = false;
-            }
-        }
+        let mut ok =
+            self.unknown_fields(node, Some(field), entries.iter().map(|(k, _)| k), |key| {
+                key == "Type" || spec.content_keys().any(|k| k == key)
+            });
         let find = |key: &str| entries.iter().find(|(k, _)| k == key).map(|(_, v)| v);
         let mut values = Vec::with_capacity(spec.fields.len());
         let mut complete = true;
