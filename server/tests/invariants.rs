@@ -215,3 +215,33 @@ fn pure_crates_read_no_clock_random_source_or_file_outside_the_content_reader() 
         found.join("\n")
     );
 }
+
+#[test]
+fn only_the_clock_module_reads_the_wall_clock_in_the_server() {
+    let root = workspace_root();
+    let mut files = Vec::new();
+    rust_files(&root.join("server/src"), &mut files);
+    let mut found = Vec::new();
+    for file in &files {
+        let relative = file
+            .strip_prefix(&root)
+            .unwrap_or(file)
+            .to_string_lossy()
+            .replace('\\', "/");
+        if relative == "server/src/clock.rs" {
+            continue;
+        }
+        let source = std::fs::read_to_string(file).expect("a source file");
+        for (number, line) in code_of(&source).lines().enumerate() {
+            if line.contains("SystemTime::now") {
+                found.push(format!("{relative}:{}: {}", number + 1, line.trim()));
+            }
+        }
+    }
+    assert!(files.len() > 40, "only {} files scanned", files.len());
+    assert!(
+        found.is_empty(),
+        "the wall clock is read in server/src/clock.rs only:\n{}",
+        found.join("\n")
+    );
+}
