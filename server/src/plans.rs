@@ -848,7 +848,11 @@ impl Player {
         let id = self.next_id;
         self.next_id += 1;
         self.refused = None;
-        let mut answers = self.core.handle(message.with_id(id), self.now).await;
+        let now = crate::session::Now {
+            mono: self.now,
+            unix_ms: crate::clock::unix_millis(),
+        };
+        let mut answers = self.core.handle(message.with_id(id), now).await;
         if let Some(ServerMessage::Error { code, .. }) = answers.last() {
             self.refused = Some(code.name().to_owned());
         }

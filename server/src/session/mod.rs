@@ -5,19 +5,27 @@
 //!   drains a bounded outgoing queue into the socket.
 //! - `frames.rs`: a frame becomes a `ClientMessage` or a refusal (size, binary, rate, decoding).
 //!   No socket, no clock.
-//! - `core.rs`: the command layer. A decoded message and the server time go in; the world
-//!   checks, the walk, the quest engine and the store run; the session's state changes and the
-//!   `ServerMessage`s it caused come out. Tested in `tests.rs` without sockets.
+//! - `core.rs`: the command layer. A decoded message and its time (`Now`, read by the caller)
+//!   go in; the world checks, the walk, the quest engine and the store run (awaited: the core is
+//!   async, and reads no clock); the session's state changes and the `ServerMessage`s it caused
+//!   come out. Tested in `tests.rs` without sockets. Its commands are functions in
+//!   `commands.rs` and `cutscene.rs`; parking and `resume` (the core's only waits, on tokio
+//!   timers) in `parking.rs`; `store.rs`: `SessionStore`, the store calls the core makes itself.
 //! - `refusal.rs`: the one mapping from every domain error to a wire code.
 
+mod commands;
 mod core;
+mod cutscene;
 mod frames;
+mod parking;
 mod refusal;
 mod socket;
+mod store;
 #[cfg(test)]
 mod tests;
 
-pub use self::core::{OpenConversation, SessionCore};
+pub use self::core::{Now, OpenConversation, SessionCore};
 pub use self::frames::{Checked, FrameCheck, RateLimit};
 pub use self::refusal::{FrameError, Refusal, SessionError, walk_code};
 pub use self::socket::run;
+pub use self::store::SessionStore;

@@ -11,7 +11,7 @@ use futures_util::{FutureExt, SinkExt, Stream, StreamExt};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::core::SessionCore;
+use super::core::{Now, SessionCore};
 use super::frames::{Checked, FrameCheck};
 use super::refusal::Refusal;
 use crate::app::SharedApp;
@@ -98,7 +98,12 @@ pub async fn run(
                 End::TooSlow
             };
             if end.parks() {
-                core.park(app.now()).await;
+                // The one place a connection's end is timed: the core reads no clock.
+                core.park(Now {
+                    mono: app.now(),
+                    unix_ms: crate::clock::unix_millis(),
+                })
+                .await;
             }
             end
         }
@@ -347,6 +352,10 @@ impl Socket {
             }
             Checked::Message(message) => {
                 let started = std::time::Instant::now();
+                let now = Now {
+                    mono: now,
+                    unix_ms: crate::clock::unix_millis(),
+                };
                 let messages = core.handle(message, now).await;
                 self.app.metrics.handled(started.elapsed());
                 self.send_all(&messages)

@@ -13,7 +13,7 @@ use banter_protocol::{
     ServerMessage,
 };
 
-use super::core::SessionCore;
+use super::core::{Now, SessionCore};
 use crate::app::{App, SharedApp};
 use crate::config::Config;
 use crate::served::{ContentVersion, ServedContent};
@@ -47,7 +47,16 @@ impl Player {
     }
 
     async fn send(&mut self, message: ClientMessage) -> Vec<ServerMessage> {
-        self.core.handle(message, self.now).await
+        let now = self.at();
+        self.core.handle(message, now).await
+    }
+
+    /// The player's server time, with the wall clock's milliseconds (parked windows).
+    fn at(&self) -> Now {
+        Now {
+            mono: self.now,
+            unix_ms: crate::clock::unix_millis(),
+        }
     }
 
     /// Sends and expects an `ack` last; returns what came before it.
@@ -514,7 +523,7 @@ async fn resume_checks_the_world_now_and_a_refused_resume_leaves_it_parked() {
     let yes = old.choose("PimsTideTale_Greet_r1");
     old.ok(yes).await;
     let token = old.resume_token();
-    old.core.park(old.now).await;
+    old.core.park(old.at()).await;
 
     let mut new = Player::new(&app, "dropper", 2).await;
     new.now = old.now + MS;

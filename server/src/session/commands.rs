@@ -1,0 +1,400 @@
+//! The session's commands, one function each: what `SessionCore::command` dispatches to (the
+//! cutscene's are in `cutscene.rs`, `resume` in `parking.rs`).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use banter_dialogue::Walk;
+use banter_dialogue::content::NpcDef;
+use banter_dialogue::locale::Locale;
+use banter_player::{DialogueState, StoryState};
+use banter_protocol::{Action, ActionType, CloseReason, Position, ServerMessage};
+
+use super::core::{Audited, OpenConversation, SessionCore, open_mut};
+use super::refusal::{Refusal, SessionError};
+use super::store::SessionStore;
+use crate::analytics::ConversationTally;
+use crate::quests::{self, ServerFacts};
+use crate::served::ContentVersion;
+use crate::world::{self, WorldError};
+
+impl SessionCore {
+    pub(super) fn on_move(
+        &mut self,
+        position: Position,
+        now: Duration,
+    ) -> Result<Audited, Refusal> {
+        self.body
+            .move_to(&self.app.config.world, position, now)
+            .map_err(WorldError::from)?;
+        self.remember();
+        // Walking out of the NPC's reach ends the conversation.
+        self.close_if_out_of_reach(now);
+        Ok(Audited::Trail)
+    }
+
+    pub(super) fn on_advance(&mut self, node: &str, now: Duration) -> Result<Audited, Refusal> {
+        let open = open_mut(&mut self.conversation)?;
+        let vertex = open
+            .graph
+            .find(node)
+            .ok_or_else(|| SessionError::UnknownVertex(node.to_owned()))?;
+        let facts = ServerFacts {
+            record: &self.record,
+            machine: &self.machine,
+            content: &open.library.content,
+        };
+        let shown = open.walk.advance(&open.graph, vertex, &facts)?;
+        open.tally.stepped(&open.graph, &open.walk, shown, now);
+        Ok(Audited::Trail)
+    }
+
+    pub(super) fn on_choose(&mut self, response: &str, now: Duration) -> Result<Audited, Refusal> {
+        let open = open_mut(&mut self.conversation)?;
+        let vertex = open
+            .graph
+            .find(response)
+            .ok_or_else(|| SessionError::UnknownVertex(response.to_owned()))?;
+        let facts = ServerFacts {
+            record: &self.record,
+            machine: &self.machine,
+            content: &open.library.content,
+        };
+        let shown = open.walk.choose(&open.graph, vertex, &facts)?;
+        open.tally.chose(vertex);
+        open.tally.stepped(&open.graph, &open.walk, shown, now);
+        Ok(Audited::Trail)
+    }
+
+    pub(super) fn on_close(&mut self, now: Duration) -> Result<Audited, Refusal> {
+        if self.conversation.is_none() {
+            return Err(SessionError::NoConversation.into());
+        }
+        self.close_conversation(CloseReason::Client, now);
+        Ok(Audited::Trail)
+    }
+
+    pub(super) fn on_set_afk(&mut self, afk: bool) -> Result<Audited, Refusal> {
+        self.afk.set(&mut self.machine, afk);
+        Ok(Audited::Trail)
+    }
+
+    pub(super) fn on_set_locale(&mut self, locale: &str) -> Result<Audited, Refusal> {
+        let locale = Locale::parse(locale).map_err(SessionError::BadLocale)?;
+        self.locale = Some(locale);
+        let locale = self.served_locale();
+        self.out.push(ServerMessage::LocaleSet { locale });
+        Ok(Audited::Trail)
+    }
+
+    /// The open conversation's own version (the one its `opened` or `resumed` hash names), else
+    /// the version served now.
+    pub(super) fn on_fetch_conversation(&mut self, conversation: &str) -> Result<Audited, Refusal> {
+        let library = match &self.conversation {
+            Some(open) if open.name == conversation => open.library.clone(),
+            _ => self.app.content.current(),
+        };
+        let published = library
+            .conversations
+            .get(conversation)
+            .ok_or_else(|| SessionError::UnknownConversation(conversation.to_owned()))?;
+        let (json, hash) = published.for_locale(self.locale.as_ref());
+        self.out.push(ServerMessage::Conversation {
+            conversation: conversation.to_owned(),
+            hash: hash.to_owned(),
+            content: json.to_string(),
+        });
+        Ok(Audited::Trail)
+    }
+
+    pub(super) async fn on_talk(
+        &mut self,
+        name: &str,
+        hint: Option<&str>,
+        cached: Option<&str>,
+        now: Duration,
+    ) -> Result<Audited, Refusal> {
+        if self.conversation.is_some() {
+            return Err(SessionError::ConversationOpen.into());
+        }
+        let position = self.check_free()?;
+        let rules = &self.app.config.world;
+        if banter_rules::talk_cooldown_left(rules, self.last_talk, now).is_some() {
+            return Err(WorldError::TalkCooldown(rules.talk_cooldown).into());
+        }
+        let library = self.app.content.current();
+        let npc = library
+            .npcs
+            .resolve(name, hint, position)
+            .ok_or_else(|| WorldError::UnknownNpc(name.to_owned()))?
+            .clone();
+        world::check_reach(&self.app.config.world, &npc, &self.body)?;
+        self.open_conversation(library, npc, cached, now).await
+    }
+
+    pub(super) async fn open_conversation(
+        &mut self,
+        library: Arc<ContentVersion>,
+        npc: NpcDef,
+        cached: Option<&str>,
+        now: Duration,
+    ) -> Result<Audited, Refusal> {
+        let published = library
+            .conversations
+            .get(&npc.conversation)
+            .ok_or_else(|| SessionError::UnknownConversation(npc.conversation.clone()))?;
+        let graph = published.graph.clone();
+        let first = graph
+            .first_node()
+            .and_then(|v| graph.vertex(v))
+            .map(|v| &*v.name);
+        // During the tutorial every NPC but the one it points at opens on the stage's lockout
+        // line; the pointed NPC comes from the function clients use too.
+        let lockout = banter_dialogue::tutorial::lockout_entry(
+            &library.content,
+            self.record.profile.tutorial_stage,
+            &npc.id,
+        );
+        let resolved = match lockout {
+            Some(node) => Some(node),
+            None => quests::resolve_entry(&library.content, &npc.id, first, &self.record),
+        };
+        let entry_name = resolved.ok_or_else(|| {
+            SessionError::Content(format!("`{}` has no entry for this player", npc.id))
+        })?;
+        if lockout.is_none()
+            && let Some(quest) = banter_dialogue::resolver::cutscene_offer(
+                &library.content,
+                &npc.id,
+                entry_name,
+                |q| quests::quest_status(&self.record, &library.content, &q.id),
+            )
+        {
+            // A cutscene quest opens no conversation: accept, play, pay when it ends.
+            let quest = quest.clone();
+            return self.start_cutscene_quest(&library, &quest, now).await;
+        }
+        // The player is talking from here on: the facts the client gets say so, as do the ones
+        // the server checks later conditions against. Undone if the walk cannot open.
+        let was = self.machine;
+        self.dialogue
+            .enter(&mut self.machine, DialogueState::Talking);
+        let facts = ServerFacts {
+            record: &self.record,
+            machine: &self.machine,
+            content: &library.content,
+        };
+        let opened = match graph.find(entry_name) {
+            Some(entry) => Walk::open(&graph, entry, &facts)
+                .map(|(walk, _)| (walk, entry))
+                .map_err(Refusal::from),
+            None => Err(SessionError::Content(format!(
+                "the entry node `{entry_name}` is not in `{}`",
+                npc.conversation
+            ))
+            .into()),
+        };
+        let (walk, entry) = match opened {
+            Ok(opened) => opened,
+            Err(refusal) => {
+                self.machine = was;
+                return Err(refusal);
+            }
+        };
+        let sheet = facts.sheet(&graph);
+        let entry_name = entry_name.to_owned();
+        self.last_talk = Some(now);
+        self.remember();
+        self.app.metrics.conversation_opened();
+        // The text in the player's locale: its own hash, the same structure.
+        let (json, hash) = published.for_locale(self.locale.as_ref());
+        self.out.push(ServerMessage::Opened {
+            conversation: npc.conversation.clone(),
+            npc: world::npc_ref(&npc),
+            speaker: graph.speaker().map(str::to_owned),
+            entry: entry_name,
+            hash: hash.to_owned(),
+            content: (cached != Some(hash)).then(|| json.to_string()),
+            facts: sheet,
+        });
+        let uid = self.next_uid();
+        let tally = ConversationTally::opened(&graph, &walk, entry, now);
+        let locale = self.served_locale();
+        self.conversation = Some(OpenConversation {
+            name: npc.conversation.clone(),
+            npc,
+            library,
+            graph,
+            walk,
+            uid,
+            spent: HashMap::new(),
+            tally,
+            locale,
+        });
+        // A new conversation supersedes one a dropped connection left for a resume, here or on
+        // another instance (asked of the store once a session: only a session's first
+        // conversation can find one there).
+        self.app.parked.discard(&self.player);
+        if std::mem::take(&mut self.may_have_parked)
+            && let Err(e) = self.store().discard_parked(&self.player).await
+        {
+            tracing::warn!(player = %self.player, error = %e, "cannot discard a parked conversation");
+        }
+        Ok(Audited::Trail)
+    }
+
+    pub(super) async fn on_action(
+        &mut self,
+        action_type: ActionType,
+        payload: &str,
+        now: Duration,
+    ) -> Result<Audited, Refusal> {
+        let open = open_mut(&mut self.conversation)?;
+        let graph = open.graph.clone();
+        let library = open.library.clone();
+        // The world at this moment: out of reach, the conversation ends and nothing runs.
+        if let Some(far) = self.close_if_out_of_reach(now) {
+            return Err(far.into());
+        }
+        self.check_free()?;
+        let open = open_mut(&mut self.conversation)?;
+        let index = open.walk.check_action(&graph, action_type, payload)?;
+        let authored = graph
+            .action(index)
+            .ok_or_else(|| SessionError::Content("armed action missing from its graph".into()))?
+            .action
+            .clone();
+        // A server-decided jump must land on a line of this graph: check before committing.
+        if let Action::CheckQuest {
+            success_node,
+            failure_node,
+            ..
+        } = &authored
+        {
+            for node in [success_node, failure_node] {
+                graph
+                    .find(node)
+                    .ok_or_else(|| SessionError::UnknownVertex(node.clone()))?;
+            }
+        }
+        // The arming's step: the same arming sent again (after `outcome_unknown`, say) has the
+        // same key, so the store applies it at most once and the answer says what it did.
+        let key = format!(
+            "{}/{}/{}",
+            open.uid,
+            index.0,
+            open.spent.get(&index).copied().unwrap_or(0)
+        );
+        let detail = format!("{} {payload}", action_type.name());
+        let context = quests::StepContext {
+            key: &key,
+            conversation: Some(&open.name),
+            message: "action",
+            detail: Some(crate::audit::truncate(
+                &detail,
+                crate::audit::MAX_DETAIL_BYTES,
+            )),
+        };
+        let outcome = quests::execute(
+            self.app.store.as_ref(),
+            &library.content,
+            &self.player,
+            &mut self.record,
+            &authored,
+            &context,
+        )
+        .await?;
+        // Committed: only now is the arming spent.
+        let audited = if quests::mutates_store(&authored) {
+            Audited::InStep
+        } else {
+            Audited::Trail
+        };
+        self.app.metrics.action_run(action_type);
+        let open = open_mut(&mut self.conversation)?;
+        open.walk.spend(index);
+        *open.spent.entry(index).or_insert(0) += 1;
+        open.tally.ran(&graph, index);
+        self.app
+            .analytics
+            .effect(&library, &open.locale, &outcome.effect);
+        if let Some(node) = &outcome.jump {
+            let target = graph
+                .find(node)
+                .ok_or_else(|| SessionError::UnknownVertex(node.clone()))?;
+            let facts = ServerFacts {
+                record: &self.record,
+                machine: &self.machine,
+                content: &library.content,
+            };
+            open.walk.jump_to(&graph, target, &facts)?;
+            open.tally.jumped(&graph, &open.walk, target, now);
+        }
+        if let Some(scene) = &outcome.cutscene {
+            self.scene_quest = match &authored {
+                banter_protocol::Action::PlayCutscene {
+                    quest_id: Some(quest),
+                    ..
+                } => Some(quest.clone()),
+                _ => quests::active_quests(&self.record, &library.content)
+                    .into_iter()
+                    .find(|q| q.cutscene.as_deref() == Some(scene.as_str()))
+                    .map(|q| q.id.clone()),
+            };
+            self.cutscene = Some(scene.clone());
+            self.cutscene_quest = None;
+            self.story.enter(&mut self.machine, StoryState::Cutscene);
+        }
+        self.out.push(ServerMessage::Effect {
+            action: action_type,
+            effect: outcome.effect,
+            profile: quests::profile(&self.record),
+        });
+        if let Some(node) = outcome.jump {
+            self.out.push(ServerMessage::Jump { node });
+        }
+        Ok(audited)
+    }
+
+    /// Gives up an active quest (the quest log's abandon; no conversation arms it, and one may
+    /// be open). One audited store step, keyed by this session, the quest and how often this
+    /// session abandoned it before: the same request sent again after `outcome_unknown` is
+    /// applied at most once and answered with what it did.
+    pub(super) async fn on_abandon_quest(&mut self, quest: &str) -> Result<Audited, Refusal> {
+        if self.scene_quest.as_deref() == Some(quest) {
+            return Err(quests::EngineError::QuestState(format!(
+                "quest `{quest}` is in its cutscene: send `cutscene_done` first"
+            ))
+            .into());
+        }
+        let library = self.app.content.current();
+        let before = self.abandoned.get(quest).copied().unwrap_or(0);
+        let key = format!("{}/abandon/{quest}/{before}", self.app.session_key(self.id));
+        let conversation = self.conversation().map(str::to_owned);
+        let context = quests::StepContext {
+            key: &key,
+            conversation: conversation.as_deref(),
+            message: "abandon_quest",
+            detail: Some(quest),
+        };
+        quests::abandon_quest(
+            self.app.store.as_ref(),
+            &library.content,
+            &self.player,
+            &mut self.record,
+            quest,
+            &context,
+        )
+        .await?;
+        self.abandoned.insert(quest.to_owned(), before + 1);
+        self.app
+            .analytics
+            .abandoned(&library, quest, &self.served_locale());
+        self.out.push(ServerMessage::QuestAbandoned {
+            quest: quest.to_owned(),
+            profile: quests::profile(&self.record),
+        });
+        Ok(Audited::InStep)
+    }
+}
