@@ -47,7 +47,7 @@ const PAGE: [(&str, &str, &str); 3] = [
 ];
 
 /// The TypeScript client's modules, as they are in `clients/typescript/src/`.
-const CLIENT: [(&str, &str); 11] = [
+const CLIENT: [(&str, &str); 12] = [
     (
         "index.js",
         include_str!("../../clients/typescript/src/index.js"),
@@ -91,6 +91,10 @@ const CLIENT: [(&str, &str); 11] = [
     (
         "protocol.generated.js",
         include_str!("../../clients/typescript/src/protocol.generated.js"),
+    ),
+    (
+        "actions.generated.js",
+        include_str!("../../clients/typescript/src/actions.generated.js"),
     ),
 ];
 
@@ -413,6 +417,27 @@ fn short(text: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_client_module_is_served() {
+        let src =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../clients/typescript/src");
+        let mut missing = Vec::new();
+        for entry in std::fs::read_dir(&src).expect("the TypeScript client's sources") {
+            let name = entry
+                .expect("an entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned();
+            if name.ends_with(".js") && !CLIENT.iter().any(|(served, _)| *served == name) {
+                missing.push(name);
+            }
+        }
+        assert!(
+            missing.is_empty(),
+            "the playground imports every client module; add to CLIENT: {missing:?}"
+        );
+    }
 
     #[test]
     fn every_sample_conversation_draws_with_its_marks() {
