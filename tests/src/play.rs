@@ -28,6 +28,11 @@ impl Client {
         self.action(ActionType::AcceptQuest, PIMS_QUEST)
             .await
             .expect("accepted");
+        self.from_the_tale_to_the_ending().await;
+    }
+
+    /// With Pim's quest accepted: the tale, its objective, the ending. Every step accepted.
+    pub async fn from_the_tale_to_the_ending(&mut self) {
         self.advance("PimsTideTale_Tale").await.expect("the tale");
         self.action(ActionType::AdvanceObjective, PIMS_OBJECTIVE)
             .await
@@ -35,6 +40,28 @@ impl Client {
         self.advance("PimsTideTale_Ending")
             .await
             .expect("the ending");
+    }
+
+    /// With Pim's quest accepted: the tale to the ending, then the completion; its reply.
+    pub async fn finish_pims_tale(&mut self) -> Reply {
+        self.from_the_tale_to_the_ending().await;
+        self.action(ActionType::CompleteQuest, PIMS_QUEST)
+            .await
+            .expect("paid")
+    }
+
+    /// Within Grandpa Fennick's reach: talks to him, takes on Copper Snappers (the greeting's
+    /// first response, then its `AcceptQuest`) and returns the accepting reply; the conversation
+    /// stays open.
+    pub async fn accept_copper_snappers(&mut self) -> Reply {
+        let opened = self.talk("Grandpa Fennick").await.expect("talk");
+        assert_eq!(opened.entry, "CopperSnappers_Greet");
+        self.choose("CopperSnappers_Greet_r1")
+            .await
+            .expect("three snappers");
+        self.action(ActionType::AcceptQuest, "CopperSnappers")
+            .await
+            .expect("accepted")
     }
 }
 

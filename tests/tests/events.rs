@@ -55,16 +55,7 @@ async fn snapper_hunter(server: &TestServer, device: &str) -> (Client, String) {
     let (token, player) = server.login_player(device).await;
     let mut client = server.connect(&token).await;
     client.move_to(NEAR_FENNICK).await.expect("spawned");
-    let opened = client.talk("Grandpa Fennick").await.expect("talk");
-    assert_eq!(opened.entry, "CopperSnappers_Greet");
-    client
-        .choose("CopperSnappers_Greet_r1")
-        .await
-        .expect("three snappers");
-    client
-        .action(ActionType::AcceptQuest, "CopperSnappers")
-        .await
-        .expect("accepted");
+    client.accept_copper_snappers().await;
     client.close_conversation().await.expect("closed");
     (client, player)
 }

@@ -15,7 +15,6 @@ use banter_protocol::{ActionType, ClientMessage, Effect, ErrorCode, ServerMessag
 use banter_server::config::Config;
 
 const NEAR_PIM: [f64; 3] = [-640.0, 2.0, 910.0];
-const OBJECTIVE: &str = "PimsTideTale|HearTheTale|1|mistral_cay";
 
 /// A PostgreSQL cluster of our own, stopped and removed when dropped.
 struct PrivateCluster {
@@ -246,19 +245,7 @@ async fn a_database_outage_mid_conversation_loses_nothing_and_pays_once() {
         }]
     );
     assert_eq!(ready(&server).await, 200, "readyz reports the recovery");
-    client.advance("PimsTideTale_Tale").await.expect("the tale");
-    client
-        .action(ActionType::AdvanceObjective, OBJECTIVE)
-        .await
-        .expect("heard it");
-    client
-        .advance("PimsTideTale_Ending")
-        .await
-        .expect("the ending");
-    let paid = client
-        .action(ActionType::CompleteQuest, "PimsTideTale")
-        .await
-        .expect("paid");
+    let paid = client.finish_pims_tale().await;
     assert_eq!(paid.profile().expect("profile").coins, 30);
     client
         .request(ClientMessage::Close { id: None })

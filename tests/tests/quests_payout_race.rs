@@ -70,15 +70,7 @@ async fn two_instances_complete_the_same_quest_at_once_and_it_pays_once(backend:
         // Accept through a conversation on the first instance; the catch arrives on the second.
         let mut client = first.connect(&token).await;
         client.move_to(NEAR_FENNICK).await.expect("spawned");
-        assert_eq!(
-            client.talk("Grandpa Fennick").await.expect("talk").entry,
-            "CopperSnappers_Greet"
-        );
-        client.choose("CopperSnappers_Greet_r1").await.expect("yes");
-        client
-            .action(ActionType::AcceptQuest, "CopperSnappers")
-            .await
-            .expect("accepted");
+        client.accept_copper_snappers().await;
         client.close().await;
         catch_three(&second, &format!("race-{round}"), &player).await;
 

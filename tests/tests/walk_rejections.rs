@@ -312,19 +312,7 @@ async fn completing_a_quest_twice_pays_once() {
         .action(ActionType::AcceptQuest, QUEST)
         .await
         .expect("accept");
-    client.advance("PimsTideTale_Tale").await.expect("the tale");
-    client
-        .action(ActionType::AdvanceObjective, OBJECTIVE)
-        .await
-        .expect("heard it");
-    client
-        .advance("PimsTideTale_Ending")
-        .await
-        .expect("the ending");
-    let paid = client
-        .action(ActionType::CompleteQuest, QUEST)
-        .await
-        .expect("complete");
+    let paid = client.finish_pims_tale().await;
     let profile = paid.profile().expect("a profile");
     assert_eq!((profile.coins, profile.experience), (30, 20));
 
@@ -450,16 +438,7 @@ const SNAPPER_CHECK: &str = "CopperSnappers|CopperSnappers_Complete|CopperSnappe
 async fn after_a_failed_quest_check_the_success_line_stays_unreachable() {
     let server = server().await;
     let mut client = server.player_at("device-walk-14", NEAR_FENNICK).await;
-    let opened = client.talk("Grandpa Fennick").await.expect("talk");
-    assert_eq!(opened.entry, "CopperSnappers_Greet");
-    client
-        .choose("CopperSnappers_Greet_r1")
-        .await
-        .expect("three snappers");
-    client
-        .action(ActionType::AcceptQuest, "CopperSnappers")
-        .await
-        .expect("accept");
+    client.accept_copper_snappers().await;
     client.close_conversation().await.expect("closed");
 
     let opened = client.talk("Grandpa Fennick").await.expect("talk again");
