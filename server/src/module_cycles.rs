@@ -534,7 +534,7 @@ mod tests {
 }
 fn after() { crate::store::x(); }
 #[cfg(test)]
-impl<A, B> T for crate::hidden::X<A, B> { fn f() -> crate::hidden::Y<A> { todo!() } }
+impl<A, B> T for crate::hidden::X<A, B> { fn f() -> crate::hidden::Y<A> { crate::hidden::Y::new() } }
 "##;
     let (code, test_modules) = without_test_items(&code_only(source));
     assert_eq!(test_modules, ["testing"]);
