@@ -52,6 +52,8 @@
 #   BIN=/tmp/built BUILD=0 scripts/abuse-under-load.sh   # binaries built earlier, no cargo build
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib-under-load.sh
+. scripts/lib-under-load.sh
 
 PORT=${PORT:-7380}
 # 100 bots for 45 s: about 4,500 honest round trips a run, so the p99 is the 45th slowest and
@@ -93,11 +95,7 @@ cleanup() {
     wait "$SERVER" 2>/dev/null || true
 }
 trap cleanup EXIT
-for _ in $(seq 1 100); do
-    curl -sf "$URL/readyz" >/dev/null && break
-    sleep 0.1
-done
-curl -sf "$URL/readyz" >/dev/null || { echo "the server did not become ready; see $WORK/server.log" >&2; exit 1; }
+wait_ready "$URL"
 
 rss() { awk '/^VmRSS:/ { print $2 }' "/proc/$SERVER/status" 2>/dev/null || echo 0; }
 # Bytes queued in the kernel on the server's sockets, not yet taken by the peer: what a client

@@ -10,6 +10,8 @@
 #   BOTS=200 DURATION=60 KILLS=3 scripts/crash-under-load.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib-under-load.sh
+. scripts/lib-under-load.sh
 
 PG=${PG:-postgres://postgres@127.0.0.1:5432}
 DB=${DB:-banter_crash}
@@ -29,12 +31,7 @@ start_server() {
     "$BIN/banter-server" serve --bind "127.0.0.1:$PORT" --database-url "$PG/$DB" \
         >>"$WORK/server.log" 2>&1 &
     SERVER=$!
-    for _ in $(seq 1 100); do
-        curl -sf "http://127.0.0.1:$PORT/readyz" >/dev/null && return 0
-        sleep 0.1
-    done
-    echo "the server did not become ready; see $WORK/server.log" >&2
-    exit 1
+    wait_ready "http://127.0.0.1:$PORT"
 }
 
 start_server

@@ -12,6 +12,8 @@
 #   BIN=target/release BUILD=0 scripts/reload-under-load.sh   # binaries already built
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib-under-load.sh
+. scripts/lib-under-load.sh
 
 NPCS=${NPCS:-10000}
 BOTS=${BOTS:-50}
@@ -62,15 +64,7 @@ SERVER=$!
 # The reloader loops until `stop` exists: an early exit must stop it too, or it spins on.
 trap 'touch "$WORK/stop"; kill $SERVER 2>/dev/null || true' EXIT
 # A large world takes as long to load at start as a reload does: wait up to 20 minutes.
-ready=0
-for _ in $(seq 1 12000); do
-    if curl -sf "http://127.0.0.1:$PORT/readyz" >/dev/null; then ready=1; break; fi
-    sleep 0.1
-done
-if [ "$ready" != 1 ]; then
-    echo "the server did not become ready; see $WORK/server.log" >&2
-    exit 1
-fi
+wait_ready "http://127.0.0.1:$PORT" 12000
 
 # One load run into $WORK/<run>.json. banter-sim fails a run with any refusal or error; say
 # what they were before `set -e` ends the script, instead of stopping without a word.

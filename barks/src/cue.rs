@@ -14,6 +14,29 @@ use core::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+/// `Display` as the name and `FromStr` from it, for a closed set of names with `ALL` and
+/// `name()`; a name not in the set is `$unknown`.
+macro_rules! named {
+    ($ty:ident, $unknown:ident) => {
+        impl fmt::Display for $ty {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+
+        impl FromStr for $ty {
+            type Err = $unknown;
+
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                $ty::ALL
+                    .into_iter()
+                    .find(|x| x.name() == s)
+                    .ok_or_else(|| $unknown(s.to_owned()))
+            }
+        }
+    };
+}
+
 /// Whether the director raises a cue itself or game code fires it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum CueKind {
@@ -184,27 +207,12 @@ impl Cue {
     }
 }
 
-impl fmt::Display for Cue {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
 /// The name is not one of the 14 cues.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown cue {0:?}")]
 pub struct UnknownCue(pub String);
 
-impl FromStr for Cue {
-    type Err = UnknownCue;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Cue::ALL
-            .into_iter()
-            .find(|c| c.name() == s)
-            .ok_or_else(|| UnknownCue(s.to_owned()))
-    }
-}
+named!(Cue, UnknownCue);
 
 /// A key an instant cue's payload may carry. Closed, like every other name
 /// in Banter, so a misspelled key is a load error rather than a line that
@@ -236,27 +244,12 @@ impl PayloadKey {
     }
 }
 
-impl fmt::Display for PayloadKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
 /// The name is not a payload key.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown payload key {0:?}")]
 pub struct UnknownPayloadKey(pub String);
 
-impl FromStr for PayloadKey {
-    type Err = UnknownPayloadKey;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        PayloadKey::ALL
-            .into_iter()
-            .find(|k| k.name() == s)
-            .ok_or_else(|| UnknownPayloadKey(s.to_owned()))
-    }
-}
+named!(PayloadKey, UnknownPayloadKey);
 
 /// What an instant cue carries: at most one value per [`PayloadKey`].
 ///

@@ -24,6 +24,11 @@ fn errors(rows: Vec<Value>) -> Vec<CatalogError> {
     }
 }
 
+/// The errors of a catalog of [`every_cue`]'s lines and `row(id, cues, extra)`.
+fn errors_with_row(id: &str, cues: &[Cue], extra: Value) -> Vec<CatalogError> {
+    errors(with(every_cue(), row(id, cues, extra)))
+}
+
 fn warnings(rows: Vec<Value>) -> Vec<CatalogWarning> {
     load(rows).unwrap().warnings
 }
@@ -58,14 +63,11 @@ fn missing_moment_is_reported_per_cue() {
 
 #[test]
 fn unknown_names_are_typed_errors_with_the_row_id() {
-    let e = errors(with(
-        every_cue(),
-        row(
-            "bad",
-            &[Cue::Cast],
-            json!({"require": ["Fishing.Cast"], "forbid": ["Sprnting"]}),
-        ),
-    ));
+    let e = errors_with_row(
+        "bad",
+        &[Cue::Cast],
+        json!({"require": ["Fishing.Cast"], "forbid": ["Sprnting"]}),
+    );
     assert_eq!(
         e,
         vec![
@@ -91,14 +93,11 @@ fn unknown_names_are_typed_errors_with_the_row_id() {
             name: "CatchFail".into()
         }]
     );
-    let e = errors(with(
-        every_cue(),
-        row(
-            "bad",
-            &[Cue::LandFish],
-            json!({"match": {"rarity": "Common"}}),
-        ),
-    ));
+    let e = errors_with_row(
+        "bad",
+        &[Cue::LandFish],
+        json!({"match": {"rarity": "Common"}}),
+    );
     assert_eq!(
         e,
         vec![CatalogError::UnknownPayloadKey {
@@ -110,14 +109,11 @@ fn unknown_names_are_typed_errors_with_the_row_id() {
 
 #[test]
 fn contradictions_and_impossible_requires() {
-    let e = errors(with(
-        every_cue(),
-        row(
-            "both",
-            &[Cue::SailingDwell],
-            json!({"require": ["Night"], "forbid": ["Night"]}),
-        ),
-    ));
+    let e = errors_with_row(
+        "both",
+        &[Cue::SailingDwell],
+        json!({"require": ["Night"], "forbid": ["Night"]}),
+    );
     assert_eq!(
         e,
         vec![CatalogError::Contradiction {
@@ -125,14 +121,11 @@ fn contradictions_and_impossible_requires() {
             fact: Fact::Tag(Tag::Night)
         }]
     );
-    let e = errors(with(
-        every_cue(),
-        row(
-            "two",
-            &[Cue::LandFish],
-            json!({"require": ["Fishing.Casted", "Fishing.Minigame"]}),
-        ),
-    ));
+    let e = errors_with_row(
+        "two",
+        &[Cue::LandFish],
+        json!({"require": ["Fishing.Casted", "Fishing.Minigame"]}),
+    );
     assert_eq!(
         e,
         vec![CatalogError::SameOwner {
@@ -141,22 +134,16 @@ fn contradictions_and_impossible_requires() {
             second: State::Fishing(FishingState::Minigame),
         }]
     );
-    let e = errors(with(
-        every_cue(),
-        row(
-            "talk",
-            &[Cue::LandFish],
-            json!({"require": ["Dialogue.Talking"]}),
-        ),
-    ));
+    let e = errors_with_row(
+        "talk",
+        &[Cue::LandFish],
+        json!({"require": ["Dialogue.Talking"]}),
+    );
     assert!(
         matches!(&e[..], [CatalogError::NeverAvailable { id, .. }] if id == "talk"),
         "{e:?}"
     );
-    let e = errors(with(
-        every_cue(),
-        row("menu", &[Cue::LandFish], json!({"require": ["MenuOpen"]})),
-    ));
+    let e = errors_with_row("menu", &[Cue::LandFish], json!({"require": ["MenuOpen"]}));
     assert!(
         matches!(&e[..], [CatalogError::NeverAvailable { .. }]),
         "{e:?}"
@@ -166,14 +153,11 @@ fn contradictions_and_impossible_requires() {
 #[test]
 fn lines_that_can_never_be_eligible() {
     // Match on a key the cue never carries.
-    let e = errors(with(
-        every_cue(),
-        row(
-            "m",
-            &[Cue::BoatSpeedBurst],
-            json!({"match": {"Rarity": "Common"}}),
-        ),
-    ));
+    let e = errors_with_row(
+        "m",
+        &[Cue::BoatSpeedBurst],
+        json!({"match": {"Rarity": "Common"}}),
+    );
     assert_eq!(
         e,
         vec![CatalogError::NeverEligible {
@@ -187,33 +171,24 @@ fn lines_that_can_never_be_eligible() {
         }]
     );
     // Forbid the state the derived cue is raised in.
-    let e = errors(with(
-        every_cue(),
-        row("f", &[Cue::Cast], json!({"forbid": ["Fishing.Casted"]})),
-    ));
+    let e = errors_with_row("f", &[Cue::Cast], json!({"forbid": ["Fishing.Casted"]}));
     assert!(
         matches!(&e[..], [CatalogError::NeverEligible { reasons, .. }]
         if reasons == &vec![(Cue::Cast, Impossible::ForbidsCueState { state: FishingState::Casted.into() })])
     );
     // Require a state on standing still (Idle means no state at all).
-    let e = errors(with(
-        every_cue(),
-        row("i", &[Cue::IdleDwell], json!({"require": ["Boat.Driving"]})),
-    ));
+    let e = errors_with_row("i", &[Cue::IdleDwell], json!({"require": ["Boat.Driving"]}));
     assert!(
         matches!(&e[..], [CatalogError::NeverEligible { reasons, .. }]
         if reasons == &vec![(Cue::IdleDwell, Impossible::RequireHidesCueState {
             required: BoatState::Driving.into(), cue_state: Effective::Idle })])
     );
     // Require another state of the cue's own owner.
-    let e = errors(with(
-        every_cue(),
-        row(
-            "o",
-            &[Cue::WaitingForBite],
-            json!({"require": ["Fishing.Minigame"]}),
-        ),
-    ));
+    let e = errors_with_row(
+        "o",
+        &[Cue::WaitingForBite],
+        json!({"require": ["Fishing.Minigame"]}),
+    );
     assert!(
         matches!(&e[..], [CatalogError::NeverEligible { .. }]),
         "{e:?}"
@@ -257,17 +232,14 @@ fn lines_that_can_never_be_eligible() {
 
 #[test]
 fn shape_errors() {
-    let e = errors(with(every_cue(), row("base.Cast", &[Cue::Cast], json!({}))));
+    let e = errors_with_row("base.Cast", &[Cue::Cast], json!({}));
     assert_eq!(
         e,
         vec![CatalogError::DuplicateId {
             id: "base.Cast".into()
         }]
     );
-    let e = errors(with(
-        every_cue(),
-        row("p", &[Cue::Cast], json!({"priority": 3})),
-    ));
+    let e = errors_with_row("p", &[Cue::Cast], json!({"priority": 3}));
     assert_eq!(
         e,
         vec![CatalogError::BadPriority {
@@ -275,14 +247,11 @@ fn shape_errors() {
             priority: 3
         }]
     );
-    let e = errors(with(every_cue(), row("n", &[], json!({}))));
+    let e = errors_with_row("n", &[], json!({}));
     assert_eq!(e, vec![CatalogError::NoCues { id: "n".into() }]);
-    let e = errors(with(
-        every_cue(),
-        row("t", &[Cue::Cast], json!({"text": "  "})),
-    ));
+    let e = errors_with_row("t", &[Cue::Cast], json!({"text": "  "}));
     assert_eq!(e, vec![CatalogError::EmptyText { id: "t".into() }]);
-    let e = errors(with(every_cue(), row(" ", &[Cue::Cast], json!({}))));
+    let e = errors_with_row(" ", &[Cue::Cast], json!({}));
     assert!(
         matches!(&e[..], [CatalogError::EmptyId { row: 14 }]),
         "{e:?}"

@@ -64,6 +64,26 @@ fn beats(
     out
 }
 
+/// Asserts the director's only queued command is a stop of `line` for `reason`.
+#[track_caller]
+fn assert_only_stop(d: &mut BarkDirector, line: banter_barks::LineId, reason: StopReason) {
+    assert_eq!(drain(d), vec![Command::Stop { line, reason }]);
+}
+
+/// Fires `QuestHandedIn` at `t` until a line plays (the roll may fail first); returns it.
+fn hand_in_until_played(
+    d: &mut BarkDirector,
+    w: &World,
+    t: u64,
+    rng: &mut SplitMix64,
+) -> banter_barks::LineId {
+    loop {
+        if let Some(l) = fire_cue(d, w, secs(t), Cue::QuestHandedIn, rng).played() {
+            return l;
+        }
+    }
+}
+
 #[test]
 fn heartbeat_is_one_second() {
     assert_eq!(HEARTBEAT, secs(1));
@@ -102,9 +122,7 @@ fn dwell_windows_fire_once_per_window_and_rearm_whether_or_not_anything_was_said
 
 #[test]
 fn any_effective_change_resets_the_dwell_timer() {
-    let mut w = World::new();
-    let mut d = started(full_catalog(), secs(0), &w);
-    let mut rng = SplitMix64::new(1);
+    let (mut w, mut d, mut rng) = started_director(full_catalog(), 1);
     w.h.foot.enter(&mut w.m, FootState::Walking);
     d.player_changed(secs(0), &w.m, &mut rng);
     assert!(beats(&mut d, &w, 0, 40, &mut rng).is_empty());
@@ -127,9 +145,7 @@ fn any_effective_change_resets_the_dwell_timer() {
 
 #[test]
 fn derived_cues_from_state_changes_including_the_transition_nobody_writes() {
-    let mut w = World::new();
-    let mut d = started(full_catalog(), secs(0), &w);
-    let mut rng = SplitMix64::new(2);
+    let (mut w, mut d, mut rng) = started_director(full_catalog(), 2);
     let mut raised = |w: &World, t: u64, d: &mut BarkDirector| {
         d.player_changed(secs(t), &w.m, &mut rng).map(|a| a.cue)
     };
@@ -164,9 +180,7 @@ fn derived_cues_from_state_changes_including_the_transition_nobody_writes() {
 #[test]
 fn idle_ceiling_is_0_84_lines_per_idle_minute() {
     assert!((idle_ceiling_per_minute() - 0.84).abs() < 1e-12);
-    let w = World::new();
-    let mut d = started(full_catalog(), secs(0), &w);
-    let mut rng = SplitMix64::new(3);
+    let (w, mut d, mut rng) = started_director(full_catalog(), 3);
     let hours = 50u64;
     let attempts = beats(&mut d, &w, 0, hours * 3600, &mut rng);
     let minutes = (hours * 60) as f64;
@@ -193,29 +207,17 @@ fn idle_ceiling_is_0_84_lines_per_idle_minute() {
 
 #[test]
 fn going_quiet_cuts_text_and_audio_level_triggered() {
-    let mut w = World::new();
-    let mut d = started(full_catalog(), secs(0), &w);
-    let mut rng = SplitMix64::new(4);
-    let play = |d: &mut BarkDirector, w: &World, t: u64, rng: &mut SplitMix64| loop {
-        if let Some(l) = d
-            .fire(secs(t), Cue::QuestHandedIn, &Payload::EMPTY, &w.m, rng)
-            .played()
-        {
-            drain(d);
-            return l;
-        }
+    let (mut w, mut d, mut rng) = started_director(full_catalog(), 4);
+    let play = |d: &mut BarkDirector, w: &World, t: u64, rng: &mut SplitMix64| {
+        let l = hand_in_until_played(d, w, t, rng);
+        drain(d);
+        l
     };
     // A cutscene opens while a line plays.
     let l = play(&mut d, &w, 10, &mut rng);
     w.h.story.enter(&mut w.m, StoryState::Cutscene);
     assert_eq!(d.player_changed(secs(11), &w.m, &mut rng), None);
-    assert_eq!(
-        drain(&mut d),
-        vec![Command::Stop {
-            line: l,
-            reason: StopReason::Quiet(QuietCause::Unavailable)
-        }]
-    );
+    assert_only_stop(&mut d, l, StopReason::Quiet(QuietCause::Unavailable));
     assert!(d.speaking(secs(11)).is_none());
     w.h.story.clear(&mut w.m);
     d.player_changed(secs(12), &w.m, &mut rng);
@@ -223,25 +225,13 @@ fn going_quiet_cuts_text_and_audio_level_triggered() {
     let l = play(&mut d, &w, 30, &mut rng);
     w.h.tags.menu_open.set(&mut w.m, true);
     d.player_changed(secs(31), &w.m, &mut rng);
-    assert_eq!(
-        drain(&mut d),
-        vec![Command::Stop {
-            line: l,
-            reason: StopReason::Quiet(QuietCause::Unavailable)
-        }]
-    );
+    assert_only_stop(&mut d, l, StopReason::Quiet(QuietCause::Unavailable));
     w.h.tags.menu_open.set(&mut w.m, false);
     // Missed event: the heartbeat recomputes and cuts anyway.
     let l = play(&mut d, &w, 50, &mut rng);
     w.h.dialogue.enter(&mut w.m, DialogueState::Talking);
     d.heartbeat(secs(51), &w.m, &mut rng);
-    assert_eq!(
-        drain(&mut d),
-        vec![Command::Stop {
-            line: l,
-            reason: StopReason::Quiet(QuietCause::Unavailable)
-        }]
-    );
+    assert_only_stop(&mut d, l, StopReason::Quiet(QuietCause::Unavailable));
     // Nothing playing: nothing to cut, and no command.
     d.player_changed(secs(52), &w.m, &mut rng);
     assert!(drain(&mut d).is_empty());
@@ -249,11 +239,9 @@ fn going_quiet_cuts_text_and_audio_level_triggered() {
 
 #[test]
 fn player_switch_and_named_holds_do_not_mix() {
-    let w = World::new();
-    let mut d = started(full_catalog(), secs(0), &w);
-    let mut rng = SplitMix64::new(5);
+    let (w, mut d, mut rng) = started_director(full_catalog(), 5);
     let fire = |d: &mut BarkDirector, t: u64, rng: &mut SplitMix64| {
-        d.fire(secs(t), Cue::QuestHandedIn, &Payload::EMPTY, &w.m, rng)
+        fire_cue(d, &w, secs(t), Cue::QuestHandedIn, rng)
     };
     // Releasing a hold never taken does nothing.
     assert!(!d.release(QuietSource::CombatTutorial));
@@ -266,12 +254,10 @@ fn player_switch_and_named_holds_do_not_mix() {
     drain(&mut d);
     assert!(d.hold(QuietSource::CombatTutorial));
     assert!(!d.hold(QuietSource::CombatTutorial), "taken once");
-    assert_eq!(
-        drain(&mut d),
-        vec![Command::Stop {
-            line: l,
-            reason: StopReason::Quiet(QuietCause::Held(QuietSource::CombatTutorial))
-        }]
+    assert_only_stop(
+        &mut d,
+        l,
+        StopReason::Quiet(QuietCause::Held(QuietSource::CombatTutorial)),
     );
     d.hold(QuietSource::Credits);
     assert!(matches!(
@@ -303,13 +289,7 @@ fn player_switch_and_named_holds_do_not_mix() {
         panic!("{cmds:?}")
     };
     d.set_player_switch(false);
-    assert_eq!(
-        drain(&mut d),
-        vec![Command::Stop {
-            line,
-            reason: StopReason::Quiet(QuietCause::SwitchedOff)
-        }]
-    );
+    assert_only_stop(&mut d, line, StopReason::Quiet(QuietCause::SwitchedOff));
 }
 
 #[test]
@@ -326,7 +306,7 @@ fn cooldowns_keep_a_line_from_repeating() {
     let mut d = started(cat, secs(0), &w);
     let mut rng = SplitMix64::new(6);
     let mut fire = |d: &mut BarkDirector, t: u64| {
-        let o = d.fire(secs(t), Cue::QuestHandedIn, &Payload::EMPTY, &w.m, &mut rng);
+        let o = fire_cue(d, &w, secs(t), Cue::QuestHandedIn, &mut rng);
         if let Some(l) = o.played() {
             d.line_finished(l);
         }
@@ -365,57 +345,21 @@ fn cooldowns_keep_a_line_from_repeating() {
 
 #[test]
 fn speaking_lock_expires_after_30_s() {
-    let w = World::new();
-    let mut d = started(full_catalog(), secs(0), &w);
-    let mut rng = SplitMix64::new(7);
-    let l = loop {
-        if let Some(l) = d
-            .fire(
-                secs(100),
-                Cue::QuestHandedIn,
-                &Payload::EMPTY,
-                &w.m,
-                &mut rng,
-            )
-            .played()
-        {
-            break l;
-        }
-    };
+    let (w, mut d, mut rng) = started_director(full_catalog(), 7);
+    let l = hand_in_until_played(&mut d, &w, 100, &mut rng);
     drain(&mut d);
     d.heartbeat(secs(129), &w.m, &mut rng);
     assert!(drain(&mut d).is_empty());
     assert!(d.speaking(secs(129)).is_some());
     d.heartbeat(secs(130), &w.m, &mut rng);
-    assert_eq!(
-        drain(&mut d),
-        vec![Command::Stop {
-            line: l,
-            reason: StopReason::LockExpired
-        }]
-    );
+    assert_only_stop(&mut d, l, StopReason::LockExpired);
     assert!(!d.line_finished(l), "already released");
 }
 
 #[test]
 fn line_finished_releases_only_its_own_lock() {
-    let w = World::new();
-    let mut d = started(full_catalog(), secs(0), &w);
-    let mut rng = SplitMix64::new(8);
-    let l = loop {
-        if let Some(l) = d
-            .fire(
-                secs(100),
-                Cue::QuestHandedIn,
-                &Payload::EMPTY,
-                &w.m,
-                &mut rng,
-            )
-            .played()
-        {
-            break l;
-        }
-    };
+    let (w, mut d, mut rng) = started_director(full_catalog(), 8);
+    let l = hand_in_until_played(&mut d, &w, 100, &mut rng);
     let other = d.catalog().pool(Cue::IdleDwell)[0];
     assert!(!d.line_finished(other));
     assert!(d.speaking(secs(101)).is_some());
@@ -446,7 +390,7 @@ fn script(d: &mut BarkDirector, w: &mut World, from: u64, rng: &mut SplitMix64) 
             log += &format!("{a:?}\n");
         }
         if t % 19 == 0 {
-            let o = d.fire(secs(t), Cue::LoseFish, &Payload::EMPTY, &w.m, rng);
+            let o = fire_cue(d, w, secs(t), Cue::LoseFish, rng);
             log += &format!("{o:?}\n");
         }
         while let Some(c) = d.poll_command() {
@@ -458,9 +402,7 @@ fn script(d: &mut BarkDirector, w: &mut World, from: u64, rng: &mut SplitMix64) 
 
 #[test]
 fn snapshot_and_restore_continue_identically() {
-    let mut w = World::new();
-    let mut d = started(full_catalog(), secs(0), &w);
-    let mut rng = SplitMix64::new(9);
+    let (mut w, mut d, mut rng) = started_director(full_catalog(), 9);
     script(&mut d, &mut w, 0, &mut rng);
     let snap = d.snapshot();
     let text = serde_json::to_string(&snap).unwrap();
@@ -480,9 +422,7 @@ fn snapshot_and_restore_continue_identically() {
 
 #[test]
 fn restore_against_an_edited_catalog_and_a_bad_version() {
-    let mut w = World::new();
-    let mut d = started(full_catalog(), secs(0), &w);
-    let mut rng = SplitMix64::new(10);
+    let (mut w, mut d, mut rng) = started_director(full_catalog(), 10);
     script(&mut d, &mut w, 0, &mut rng);
     let snap = d.snapshot();
     // Drop one idle line from the catalog.

@@ -65,7 +65,7 @@ fn play(
     rng: &mut SplitMix64,
 ) -> banter_barks::LineId {
     loop {
-        match d.fire(secs(t), cue, &Payload::EMPTY, &w.m, rng) {
+        match fire_cue(d, w, secs(t), cue, rng) {
             FireOutcome::Played { line, .. } => return line,
             FireOutcome::Rejected(r) => assert_eq!(r.filter(), Filter::Roll, "{r:?}"),
         }
@@ -79,26 +79,24 @@ fn filter_1_not_started_beats_everything() {
     let mut d = BarkDirector::new(catalog());
     let before = spendable(&d);
     let mut rng = SplitMix64::new(1);
-    let r = d.fire(secs(5), Cue::LandFish, &Payload::EMPTY, &w.m, &mut rng);
+    let r = fire_cue(&mut d, &w, secs(5), Cue::LandFish, &mut rng);
     assert_eq!(r, FireOutcome::Rejected(Reason::NotStarted));
     assert_eq!(spendable(&d), before);
 }
 
 #[test]
 fn filter_1_switch_and_holds_beat_availability() {
-    let mut w = World::new();
-    let mut d = started(catalog(), secs(0), &w);
+    let (mut w, mut d, mut rng) = started_director(catalog(), 1);
     w.h.story.enter(&mut w.m, StoryState::Cutscene);
-    let mut rng = SplitMix64::new(1);
     let before = spendable(&d);
 
     d.set_player_switch(false);
-    let r = d.fire(secs(5), Cue::LandFish, &Payload::EMPTY, &w.m, &mut rng);
+    let r = fire_cue(&mut d, &w, secs(5), Cue::LandFish, &mut rng);
     assert_eq!(r, FireOutcome::Rejected(Reason::SwitchedOff));
 
     d.set_player_switch(true);
     d.hold(QuietSource::CombatTutorial);
-    let r = d.fire(secs(6), Cue::LandFish, &Payload::EMPTY, &w.m, &mut rng);
+    let r = fire_cue(&mut d, &w, secs(6), Cue::LandFish, &mut rng);
     let FireOutcome::Rejected(Reason::HeldQuiet { holds }) = r else {
         panic!("{r:?}")
     };
@@ -108,37 +106,27 @@ fn filter_1_switch_and_holds_beat_availability() {
 
 #[test]
 fn filter_2_a_cue_during_a_cutscene_never_spends_a_card() {
-    let mut w = World::new();
-    let mut d = started(catalog(), secs(0), &w);
+    let (mut w, mut d, mut rng) = started_director(catalog(), 2);
     w.h.story.enter(&mut w.m, StoryState::Cutscene);
-    let mut rng = SplitMix64::new(2);
     let before = spendable(&d);
     for t in 0..1000 {
-        let r = d.fire(secs(t * 10), Cue::LandFish, &Payload::EMPTY, &w.m, &mut rng);
+        let r = fire_cue(&mut d, &w, secs(t * 10), Cue::LandFish, &mut rng);
         assert_eq!(r, FireOutcome::Rejected(Reason::Unavailable));
         // Even a cue whose pool has no eligible line: 2 comes before 3.
-        let r = d.fire(
-            secs(t * 10),
-            Cue::QuestHandedIn,
-            &Payload::EMPTY,
-            &w.m,
-            &mut rng,
-        );
+        let r = fire_cue(&mut d, &w, secs(t * 10), Cue::QuestHandedIn, &mut rng);
         assert_eq!(r, FireOutcome::Rejected(Reason::Unavailable));
     }
     assert_eq!(spendable(&d), before);
     // The menu and the microphone are availability too.
     w.h.story.clear(&mut w.m);
     w.h.tags.using_microphone.set(&mut w.m, true);
-    let r = d.fire(secs(20_000), Cue::LandFish, &Payload::EMPTY, &w.m, &mut rng);
+    let r = fire_cue(&mut d, &w, secs(20_000), Cue::LandFish, &mut rng);
     assert_eq!(r, FireOutcome::Rejected(Reason::Unavailable));
 }
 
 #[test]
 fn filter_3_no_eligible_line_beats_spacing_and_says_why() {
-    let w = World::new();
-    let mut d = started(catalog(), secs(0), &w);
-    let mut rng = SplitMix64::new(3);
+    let (w, mut d, mut rng) = started_director(catalog(), 3);
     let legend = play(&mut d, &w, 100, Cue::LegendaryFish, &mut rng);
     d.line_finished(legend);
     let before = spendable(&d);
@@ -169,7 +157,7 @@ fn filter_3_no_eligible_line_beats_spacing_and_says_why() {
         d2.line_finished(l);
         seen.push(l);
     }
-    let r = d2.fire(secs(50), Cue::LandFish, &Payload::EMPTY, &w2.m, &mut rng);
+    let r = fire_cue(&mut d2, &w2, secs(50), Cue::LandFish, &mut rng);
     let FireOutcome::Rejected(Reason::NoEligibleLine { lines }) = r else {
         panic!("{r:?}")
     };
@@ -189,23 +177,19 @@ fn filter_3_no_eligible_line_beats_spacing_and_says_why() {
 
 #[test]
 fn filter_3_empty_pool() {
-    let w = World::new();
-    let mut d = started(catalog(), secs(0), &w);
-    let mut rng = SplitMix64::new(3);
-    let r = d.fire(secs(1), Cue::MutatedFish, &Payload::EMPTY, &w.m, &mut rng);
+    let (w, mut d, mut rng) = started_director(catalog(), 3);
+    let r = fire_cue(&mut d, &w, secs(1), Cue::MutatedFish, &mut rng);
     assert_eq!(r, FireOutcome::Rejected(Reason::EmptyPool));
 }
 
 #[test]
 fn filter_4_spacing_beats_speaking_and_roll_and_spends_nothing() {
-    let w = World::new();
-    let mut d = started(catalog(), secs(0), &w);
-    let mut rng = SplitMix64::new(4);
+    let (w, mut d, mut rng) = started_director(catalog(), 4);
     let first = play(&mut d, &w, 100, Cue::LandFish, &mut rng);
     // Still speaking (5 would reject), 3 s later (4 rejects first).
     let before = spendable(&d);
     for _ in 0..200 {
-        let r = d.fire(secs(103), Cue::LandFish, &Payload::EMPTY, &w.m, &mut rng);
+        let r = fire_cue(&mut d, &w, secs(103), Cue::LandFish, &mut rng);
         let FireOutcome::Rejected(Reason::TooSoon { line, since_last }) = r else {
             panic!("{r:?}")
         };
@@ -214,38 +198,24 @@ fn filter_4_spacing_beats_speaking_and_roll_and_spends_nothing() {
     }
     assert_eq!(spendable(&d), before);
     // The candidate is the same card every time: nothing was spent.
-    let c1 = d.fire(secs(103), Cue::LandFish, &Payload::EMPTY, &w.m, &mut rng);
-    let c2 = d.fire(secs(104), Cue::LandFish, &Payload::EMPTY, &w.m, &mut rng);
+    let c1 = fire_cue(&mut d, &w, secs(103), Cue::LandFish, &mut rng);
+    let c2 = fire_cue(&mut d, &w, secs(104), Cue::LandFish, &mut rng);
     assert_eq!(
         c1.reason().unwrap().candidate(),
         c2.reason().unwrap().candidate()
     );
     // Exactly 8 s later the spacing no longer applies.
     d.line_finished(first);
-    let r = d.fire(
-        secs(100) + SPACING,
-        Cue::LandFish,
-        &Payload::EMPTY,
-        &w.m,
-        &mut rng,
-    );
+    let r = fire_cue(&mut d, &w, secs(100) + SPACING, Cue::LandFish, &mut rng);
     assert_ne!(r.reason().map(|r| r.filter()), Some(Filter::Spacing));
 }
 
 #[test]
 fn filter_4_priority_2_ignores_spacing() {
-    let w = World::new();
-    let mut d = started(catalog(), secs(0), &w);
-    let mut rng = SplitMix64::new(5);
+    let (w, mut d, mut rng) = started_director(catalog(), 5);
     let land = play(&mut d, &w, 100, Cue::LandFish, &mut rng);
     d.line_finished(land);
-    let r = d.fire(
-        secs(101),
-        Cue::LegendaryFish,
-        &Payload::EMPTY,
-        &w.m,
-        &mut rng,
-    );
+    let r = fire_cue(&mut d, &w, secs(101), Cue::LegendaryFish, &mut rng);
     assert!(
         matches!(r.reason().map(|r| r.filter()), None | Some(Filter::Roll)),
         "{r:?}"
@@ -254,15 +224,13 @@ fn filter_4_priority_2_ignores_spacing() {
 
 #[test]
 fn filter_5_speaking_equal_priority_beats_roll_and_higher_cuts() {
-    let w = World::new();
-    let mut d = started(catalog(), secs(0), &w);
-    let mut rng = SplitMix64::new(6);
+    let (w, mut d, mut rng) = started_director(catalog(), 6);
     let idle = play(&mut d, &w, 100, Cue::IdleDwell, &mut rng);
     drain(&mut d);
     // 9 s later (past spacing), the idle line (priority 0) still speaks.
     let before = spendable(&d);
     for _ in 0..100 {
-        let r = d.fire(secs(109), Cue::IdleDwell, &Payload::EMPTY, &w.m, &mut rng);
+        let r = fire_cue(&mut d, &w, secs(109), Cue::IdleDwell, &mut rng);
         let FireOutcome::Rejected(Reason::Speaking { speaking, .. }) = r else {
             panic!("{r:?}")
         };
@@ -295,25 +263,17 @@ fn filter_5_speaking_equal_priority_beats_roll_and_higher_cuts() {
         ]
     );
     // Equal priority 2 while it speaks: rejected by 5.
-    let r = d.fire(
-        secs(111),
-        Cue::LegendaryFish,
-        &Payload::EMPTY,
-        &w.m,
-        &mut rng,
-    );
+    let r = fire_cue(&mut d, &w, secs(111), Cue::LegendaryFish, &mut rng);
     assert_eq!(r.reason().map(|r| r.filter()), Some(Filter::Speaking));
 }
 
 #[test]
 fn filter_5_a_failed_roll_cuts_nothing() {
-    let w = World::new();
-    let mut d = started(catalog(), secs(0), &w);
-    let mut rng = SplitMix64::new(7);
+    let (w, mut d, mut rng) = started_director(catalog(), 7);
     let idle = play(&mut d, &w, 100, Cue::IdleDwell, &mut rng);
     drain(&mut d);
     loop {
-        let r = d.fire(secs(109), Cue::LandFish, &Payload::EMPTY, &w.m, &mut rng);
+        let r = fire_cue(&mut d, &w, secs(109), Cue::LandFish, &mut rng);
         if r.reason().is_some() {
             assert_eq!(r.reason().map(|r| r.filter()), Some(Filter::Roll));
             assert!(drain(&mut d).is_empty(), "the old line keeps playing");
@@ -329,15 +289,13 @@ fn filter_5_a_failed_roll_cuts_nothing() {
 
 #[test]
 fn filter_6_roll_comes_last_and_a_lost_roll_spends_nothing() {
-    let w = World::new();
-    let mut d = started(catalog(), secs(0), &w);
-    let mut rng = SplitMix64::new(8);
+    let (w, mut d, mut rng) = started_director(catalog(), 8);
     let mut losses = 0;
     let mut t = 0;
     while losses < 50 {
         t += 10;
         let before = spendable(&d);
-        match d.fire(secs(t), Cue::LandFish, &Payload::EMPTY, &w.m, &mut rng) {
+        match fire_cue(&mut d, &w, secs(t), Cue::LandFish, &mut rng) {
             FireOutcome::Rejected(Reason::Roll {
                 line,
                 probability,

@@ -293,6 +293,15 @@ impl Sim {
         }
     }
 
+    /// Reports the state change just made, then plays on in it for `lo..=hi` seconds (drawn
+    /// from the script); returns how long.
+    fn changed_then_wait(&mut self, lo: u32, hi: u32) -> Duration {
+        self.changed();
+        let dt = self.secs(lo, hi);
+        self.wait(dt);
+        dt
+    }
+
     fn secs(&mut self, lo: u32, hi: u32) -> Duration {
         let span = hi.saturating_sub(lo) * 1000;
         Duration::from_millis(u64::from(lo) * 1000 + u64::from(below(&mut self.script, span + 1)))
@@ -326,9 +335,7 @@ impl Sim {
             } else {
                 self.h.tags.menu_open.set(&mut self.m, true);
             }
-            self.changed();
-            let dt = self.secs(4, 25);
-            self.wait(dt);
+            let dt = self.changed_then_wait(4, 25);
             self.h.tags.using_microphone.set(&mut self.m, false);
             self.h.tags.menu_open.set(&mut self.m, false);
             self.changed();
@@ -401,9 +408,7 @@ impl Sim {
 
     fn cast_once(&mut self) {
         self.h.fishing.enter(&mut self.m, FishingState::Charging);
-        self.changed();
-        let dt = self.secs(1, 2);
-        self.wait(dt);
+        self.changed_then_wait(1, 2);
         self.h.fishing.enter(&mut self.m, FishingState::Casted);
         self.changed();
         // Bites come fast or slow; long waits give the 12 s dwell its turn.
@@ -414,9 +419,7 @@ impl Sim {
         };
         self.wait(bite);
         self.h.fishing.enter(&mut self.m, FishingState::Minigame);
-        self.changed();
-        let dt = self.secs(4, 12);
-        self.wait(dt);
+        self.changed_then_wait(4, 12);
         let roll = unit(&mut self.script);
         let rarity = if roll < 0.55 {
             "Common"
@@ -450,16 +453,12 @@ impl Sim {
             );
         }
         self.h.fishing.enter(&mut self.m, FishingState::Cooldown);
-        self.changed();
-        let dt = self.secs(1, 3);
-        self.wait(dt);
+        self.changed_then_wait(1, 3);
     }
 
     fn talk(&mut self) {
         self.h.dialogue.enter(&mut self.m, DialogueState::Talking);
-        self.changed();
-        let dt = self.secs(15, 75);
-        self.wait(dt);
+        self.changed_then_wait(15, 75);
         self.h.dialogue.clear(&mut self.m);
         self.changed();
         if self.chance(0.5) {
@@ -475,15 +474,11 @@ impl Sim {
     fn interruption(&mut self) {
         if self.chance(0.6) {
             self.h.story.enter(&mut self.m, StoryState::Cutscene);
-            self.changed();
-            let dt = self.secs(20, 90);
-            self.wait(dt);
+            self.changed_then_wait(20, 90);
             self.h.story.clear(&mut self.m);
         } else {
             self.h.steal.enter(&mut self.m, StealState::Victim);
-            self.changed();
-            let dt = self.secs(5, 20);
-            self.wait(dt);
+            self.changed_then_wait(5, 20);
             self.h.steal.clear(&mut self.m);
         }
         self.changed();

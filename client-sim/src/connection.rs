@@ -2,5 +2,5 @@
 //! library's ([`banter_client::connection`]).
 
 pub use banter_client::connection::{
-    ANSWER_TIMEOUT, Connection, Refusal, Reply, Resumed, Welcome, upgrade_status,
+    ANSWER_TIMEOUT, Connection, Refusal, Reply, Resumed, Welcome, handshake, upgrade_status,
 };

@@ -39,6 +39,15 @@ fn total(tally: &BTreeMap<String, u64>) -> u64 {
     tally.values().sum()
 }
 
+/// Asserts `report` serializes to JSON with each of `keys` at its top level.
+#[track_caller]
+fn assert_json_fields(report: &impl serde::Serialize, keys: &[&str]) {
+    let json = serde_json::to_value(report).expect("json");
+    for key in keys {
+        assert!(json.get(key).is_some(), "{key}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tiny_throughput_bench_measures_echo_and_step_without_errors() {
     let server = bench_server().await;
@@ -69,16 +78,16 @@ async fn a_tiny_throughput_bench_measures_echo_and_step_without_errors() {
     assert_eq!(report.ratio, round.ratio);
     assert!(report.ratio > 0.0, "{text}");
     assert_eq!(report.message_bytes.len(), 3);
-    let json = serde_json::to_value(&report).expect("json");
-    for key in [
-        "machine",
-        "echo_msgs_per_sec",
-        "step_msgs_per_sec",
-        "ratio",
-        "rounds",
-    ] {
-        assert!(json.get(key).is_some(), "{key}");
-    }
+    assert_json_fields(
+        &report,
+        &[
+            "machine",
+            "echo_msgs_per_sec",
+            "step_msgs_per_sec",
+            "ratio",
+            "rounds",
+        ],
+    );
     server.stop().await.expect("clean shutdown");
 }
 
@@ -294,19 +303,19 @@ async fn a_tiny_abuse_run_is_held_and_its_counts_add_up() {
         "{text}"
     );
 
-    let json = serde_json::to_value(&report).expect("json");
-    for key in [
-        "machine",
-        "slowloris",
-        "noread",
-        "churn",
-        "malformed",
-        "replay",
-        "health",
-        "findings",
-        "ok",
-    ] {
-        assert!(json.get(key).is_some(), "{key}");
-    }
+    assert_json_fields(
+        &report,
+        &[
+            "machine",
+            "slowloris",
+            "noread",
+            "churn",
+            "malformed",
+            "replay",
+            "health",
+            "findings",
+            "ok",
+        ],
+    );
     server.stop().await.expect("clean shutdown");
 }

@@ -8,6 +8,7 @@
 //! sends one message with a fresh id and collects everything the server sent up to its answer.
 //! [`Connection::resume`] takes back the conversation a dropped session left open.
 
+use std::future::Future;
 use std::time::{Duration, Instant};
 
 use banter_protocol::{ClientMessage, ErrorCode, Profile, ServerMessage};
@@ -106,6 +107,33 @@ impl Drop for Connection {
     }
 }
 
+/// What `tokio_tungstenite`'s connect functions answer: the stream and the server's `101`, or
+/// why not.
+type Upgraded<W> =
+    std::result::Result<(W, tungstenite::handshake::client::Response), tungstenite::Error>;
+
+/// Waits at most [`ANSWER_TIMEOUT`] for a WebSocket handshake to `path` (`upgrade`, from one
+/// of `tokio_tungstenite`'s connect functions). An upgrade the server refused is
+/// [`Error::Http`] with its status and body.
+pub async fn handshake<W>(path: &str, upgrade: impl Future<Output = Upgraded<W>>) -> Result<W> {
+    let (ws, _) = tokio::time::timeout(ANSWER_TIMEOUT, upgrade)
+        .await
+        .map_err(|_| Error::Timeout(ANSWER_TIMEOUT))?
+        .map_err(|e| match e {
+            tungstenite::Error::Http(response) => Error::Http {
+                path: path.to_owned(),
+                status: response.status().as_u16(),
+                body: response
+                    .body()
+                    .as_ref()
+                    .map(|b| String::from_utf8_lossy(b).into_owned())
+                    .unwrap_or_default(),
+            },
+            other => other.into(),
+        })?;
+    Ok(ws)
+}
+
 /// The outcome of a WebSocket upgrade attempt: `Ok(101)` when it was accepted.
 pub async fn upgrade_status(endpoint: &Endpoint, token: &str) -> Result<u16> {
     match tokio_tungstenite::connect_async(endpoint.ws_url(token)).await {
@@ -123,24 +151,11 @@ impl Connection {
     pub async fn connect(endpoint: &Endpoint, token: &str) -> Result<Connection> {
         // Nagle off, as a game client's socket is: a small message sent while an earlier one
         // is not yet acknowledged must not wait out the server's delayed ACK (40 ms).
-        let (ws, _) = tokio::time::timeout(
-            ANSWER_TIMEOUT,
+        let ws = handshake(
+            "/v1/ws",
             tokio_tungstenite::connect_async_with_config(endpoint.ws_url(token), None, true),
         )
-        .await
-        .map_err(|_| Error::Timeout(ANSWER_TIMEOUT))?
-        .map_err(|e| match e {
-            tungstenite::Error::Http(response) => Error::Http {
-                path: "/v1/ws".to_owned(),
-                status: response.status().as_u16(),
-                body: response
-                    .body()
-                    .as_ref()
-                    .map(|b| String::from_utf8_lossy(b).into_owned())
-                    .unwrap_or_default(),
-            },
-            other => other.into(),
-        })?;
+        .await?;
         let (sink, mut stream) = ws.split();
         let (tx, inbox) = mpsc::unbounded_channel();
         let reader = tokio::spawn(async move {

@@ -111,14 +111,9 @@ fn decode_node(d: &mut Decoder<'_>, name: &str, value: &Json) -> Option<NodeEntr
     d.unknown_fields(node, None, fields.iter().map(|(k, _)| k), |k| {
         NODE_FIELDS.contains(&k)
     });
-    let patch = match field("Patch") {
-        None => false,
-        Some(Json::Bool(b)) => *b,
-        Some(other) => {
-            d.wrong_type(node, "Patch", "a boolean", other);
-            false
-        }
-    };
+    let patch = field("Patch")
+        .and_then(|v| d.boolean(node, "Patch", v))
+        .unwrap_or(false);
     let line = field(LINE_ID).and_then(|v| d.ident(node, LINE_ID, LINE_ID, v));
     let text = field("Text").and_then(|v| d.string(node, "Text", v));
     let direction = field("Direction").and_then(|v| d.string(node, "Direction", v));
@@ -200,14 +195,7 @@ fn decode_exit(
     close: Option<&Json>,
 ) -> Option<Exit> {
     // `Close: false` is the same as no Close at all; it is not an exit.
-    let close = match close {
-        None => None,
-        Some(Json::Bool(b)) => Some(*b),
-        Some(other) => {
-            d.wrong_type(node, "Close", "a boolean", other);
-            None
-        }
-    };
+    let close = close.and_then(|v| d.boolean(node, "Close", v));
     let present: Vec<&str> = [
         responses.map(|_| "Responses"),
         next.map(|_| "NextNode"),

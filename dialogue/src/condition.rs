@@ -353,6 +353,19 @@ impl Parser<'_> {
         }
     }
 
+    /// The arguments of a call such as `has(...)`, read by `inside`: past the function's name,
+    /// then its parentheses around them.
+    fn arguments<T>(
+        &mut self,
+        inside: impl FnOnce(&mut Self) -> Result<T, ConditionError>,
+    ) -> Result<T, ConditionError> {
+        self.at += 1;
+        self.expect_op("(")?;
+        let arguments = inside(self)?;
+        self.expect_op(")")?;
+        Ok(arguments)
+    }
+
     fn expect_op(&mut self, op: &str) -> Result<(), ConditionError> {
         if self.eat_op(op) {
             Ok(())
@@ -384,26 +397,29 @@ impl Parser<'_> {
     }
 
     fn or(&mut self) -> Result<Condition, ConditionError> {
-        let mut parts = vec![self.and()?];
-        while self.eat_op("||") {
-            parts.push(self.and()?);
-        }
-        Ok(if parts.len() == 1 {
-            parts.remove(0)
-        } else {
-            Condition::Any(parts)
-        })
+        self.joined("||", Self::and, Condition::Any)
     }
 
     fn and(&mut self) -> Result<Condition, ConditionError> {
-        let mut parts = vec![self.unary()?];
-        while self.eat_op("&&") {
-            parts.push(self.unary()?);
+        self.joined("&&", Self::unary, Condition::All)
+    }
+
+    /// One or more operands (each read by `operand`) between `op`s: a lone one as it is, more
+    /// made one by `join`.
+    fn joined(
+        &mut self,
+        op: &str,
+        operand: fn(&mut Self) -> Result<Condition, ConditionError>,
+        join: fn(Vec<Condition>) -> Condition,
+    ) -> Result<Condition, ConditionError> {
+        let mut parts = vec![operand(self)?];
+        while self.eat_op(op) {
+            parts.push(operand(self)?);
         }
         Ok(if parts.len() == 1 {
             parts.remove(0)
         } else {
-            Condition::All(parts)
+            join(parts)
         })
     }
 
@@ -432,17 +448,11 @@ impl Parser<'_> {
                 Ok(Condition::Const(b))
             }
             Some((_, Token::Name(n))) if n == "has" => {
-                self.at += 1;
-                self.expect_op("(")?;
-                let name = self.name("a state or tag name")?;
-                self.expect_op(")")?;
+                let name = self.arguments(|p| p.name("a state or tag name"))?;
                 Ok(Condition::Has(name))
             }
             Some((_, Token::Name(n))) if n == "quest" => {
-                self.at += 1;
-                self.expect_op("(")?;
-                let quest = self.name("a quest id")?;
-                self.expect_op(")")?;
+                let quest = self.arguments(|p| p.name("a quest id"))?;
                 let is = if self.eat_op("==") {
                     true
                 } else if self.eat_op("!=") {
@@ -452,15 +462,17 @@ impl Parser<'_> {
                 };
                 let position = self.position();
                 let word = self.name("a quest status")?;
-                let status = QuestStatus::ALL
-                    .into_iter()
-                    .find(|s| s.name() == word)
-                    .ok_or_else(|| ConditionError {
-                        position,
-                        message: format!(
+                let status = one_named(
+                    QuestStatus::ALL,
+                    QuestStatus::name,
+                    &word,
+                    position,
+                    || {
+                        format!(
                             "unknown quest status `{word}` (unavailable, available, active, completed)"
-                        ),
-                    })?;
+                        )
+                    },
+                )?;
                 Ok(Condition::Quest { quest, is, status })
             }
             _ => {
@@ -493,31 +505,43 @@ impl Parser<'_> {
                 Ok(Value::Int(i))
             }
             Some((_, Token::Name(n))) if n == "progress" => {
-                self.at += 1;
-                self.expect_op("(")?;
-                let quest = self.name("a quest id")?;
-                self.expect_op(",")?;
-                let objective = self.name("an objective id")?;
-                self.expect_op(")")?;
+                let (quest, objective) = self.arguments(|p| {
+                    let quest = p.name("a quest id")?;
+                    p.expect_op(",")?;
+                    Ok((quest, p.name("an objective id")?))
+                })?;
                 Ok(Value::Progress { quest, objective })
             }
             Some((position, Token::Name(n))) => {
-                let counter = Counter::ALL
-                    .into_iter()
-                    .find(|c| c.name() == n)
-                    .ok_or_else(|| ConditionError {
-                        position,
-                        message: format!(
-                            "unknown name `{n}` (counters: coins, experience, tutorial_stage; \
-                             use has(...) for states and tags)"
-                        ),
-                    })?;
+                let counter = one_named(Counter::ALL, Counter::name, n, position, || {
+                    format!(
+                        "unknown name `{n}` (counters: coins, experience, tutorial_stage; \
+                         use has(...) for states and tags)"
+                    )
+                })?;
                 self.at += 1;
                 Ok(Value::Counter(counter))
             }
             _ => self.fail("expected a value"),
         }
     }
+}
+
+/// The one of `all` whose `name` is `word`, else an error at `position` with the message
+/// `unknown` writes.
+fn one_named<T: Copy, const N: usize>(
+    all: [T; N],
+    name: fn(T) -> &'static str,
+    word: &str,
+    position: usize,
+    unknown: impl FnOnce() -> String,
+) -> Result<T, ConditionError> {
+    all.into_iter()
+        .find(|t| name(*t) == word)
+        .ok_or_else(|| ConditionError {
+            position,
+            message: unknown(),
+        })
 }
 
 #[cfg(test)]

@@ -290,14 +290,9 @@ fn decode_node(
         .map(|v| d.actions(node, "Actions", v))
         .unwrap_or_default();
     let conditions = field("Conditions").and_then(|v| d.conditions(node, "Conditions", v));
-    let close = match field("Close") {
-        None => false,
-        Some(Json::Bool(b)) => *b,
-        Some(other) => {
-            d.wrong_type(node, "Close", "a boolean", other);
-            false
-        }
-    };
+    let close = field("Close")
+        .and_then(|v| d.boolean(node, "Close", v))
+        .unwrap_or(false);
     let present: Vec<&str> = [
         field("Responses").map(|_| "Responses"),
         field("Next").map(|_| "Next"),

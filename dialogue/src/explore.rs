@@ -159,11 +159,7 @@ pub fn states(content: &Content) -> Vec<ExploreState> {
             active.clone(),
             BTreeMap::new(),
         );
-        let finished: BTreeMap<(String, String), u32> = quest
-            .objectives
-            .iter()
-            .map(|o| ((quest.id.clone(), o.id.clone()), o.target))
-            .collect();
+        let finished = objectives_done(quest);
         push(
             format!("{} active, objectives done", quest.id),
             active,
@@ -191,11 +187,7 @@ pub fn states(content: &Content) -> Vec<ExploreState> {
         let available = base(&others);
         let mut active = available.clone();
         active.insert(quest.id.clone(), QuestStatus::Active);
-        let finished: BTreeMap<(String, String), u32> = quest
-            .objectives
-            .iter()
-            .map(|o| ((quest.id.clone(), o.id.clone()), o.target))
-            .collect();
+        let finished = objectives_done(quest);
         push(
             format!("{} available, met last", quest.id),
             available,
@@ -213,6 +205,15 @@ pub fn states(content: &Content) -> Vec<ExploreState> {
         );
     }
     out
+}
+
+/// Progress with every objective of `quest` at its target.
+fn objectives_done(quest: &QuestDef) -> BTreeMap<(String, String), u32> {
+    quest
+        .objectives
+        .iter()
+        .map(|o| ((quest.id.clone(), o.id.clone()), o.target))
+        .collect()
 }
 
 /// True if `quest` needs `other` completed first, directly or through its prerequisites.
@@ -628,6 +629,17 @@ mod tests {
         content
     }
 
+    /// Content with one NPC, `a`, speaking conversation `A`: the plain [`giver`] of `quest_ids`.
+    fn one_giver(quests: &str, quest_ids: &[&str]) -> Content {
+        content(
+            quests,
+            &[("a", "A")],
+            &[("A", &giver(quest_ids, ""))],
+            None,
+            None,
+        )
+    }
+
     fn quest(id: &str, giver: &str, prerequisites: &[&str], extra: &str) -> String {
         format!(
             r#"{{ "Id": "{id}", "Giver": "{giver}", "Kind": "side", "Prerequisites": {prerequisites:?},
@@ -701,13 +713,7 @@ mod tests {
     #[test]
     fn a_quest_whose_prerequisite_never_completes_is_never_active() {
         let quests = format!("[{}]", quest("Orphan", "a", &["Nowhere"], ""));
-        let content = content(
-            &quests,
-            &[("a", "A")],
-            &[("A", &giver(&["Orphan"], ""))],
-            None,
-            None,
-        );
+        let content = one_giver(&quests, &["Orphan"]);
         assert!(questline(&content).is_empty());
         let found = explore(&content);
         assert!(
@@ -775,13 +781,7 @@ mod tests {
             "[{}]",
             quest("Scene", "a", &[], r#", "Cutscene": "Lighting""#)
         );
-        let content = content(
-            &quests,
-            &[("a", "A")],
-            &[("A", &giver(&["Scene"], ""))],
-            None,
-            None,
-        );
+        let content = one_giver(&quests, &["Scene"]);
         let found = explore(&content);
         let messages = messages(&found);
         assert!(

@@ -108,6 +108,28 @@ fn jumps(graph: &DialogueGraph, id: VertexId) -> Vec<(VertexId, &'static str)> {
     out
 }
 
+/// An edge as the diagrams draw it: an output of a vertex, labelled with its number when the
+/// vertex has several, or a quest check's jump on its outcome.
+enum Edge {
+    Output(VertexId, VertexId, Option<String>),
+    Jump(VertexId, VertexId, &'static str),
+}
+
+/// Every edge, vertex by vertex: its outputs in order, then its quest checks' jumps.
+fn edges(graph: &DialogueGraph) -> Vec<Edge> {
+    let mut edges = Vec::new();
+    for (id, _) in graph.vertices() {
+        let outputs = graph.outputs(id);
+        for (i, target) in outputs.iter().enumerate() {
+            edges.push(Edge::Output(id, *target, edge_label(outputs, i)));
+        }
+        for (target, outcome) in jumps(graph, id) {
+            edges.push(Edge::Jump(id, target, outcome));
+        }
+    }
+    edges
+}
+
 /// The label of an output edge: its priority, only where the walk has a choice to order.
 fn edge_label(outputs: &[VertexId], position: usize) -> Option<String> {
     (outputs.len() > 1).then(|| (position + 1).to_string())
@@ -183,13 +205,22 @@ fn condition_text(c: &Condition) -> String {
 /// Escapes text for a double-quoted Graphviz string. Inside one, `"` ends the string and `\`
 /// starts an escape that Graphviz interprets in labels (`\n`, `\l`, `\N`), so both are escaped.
 fn dot_escape(text: &str) -> String {
+    escape_with(text, |c| match c {
+        '"' => Some("\\\""),
+        '\\' => Some("\\\\"),
+        _ => None,
+    })
+}
+
+/// `text` with each character that `escaped` has an escape for replaced by it, and control
+/// characters by spaces.
+fn escape_with(text: &str, escaped: impl Fn(char) -> Option<&'static str>) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if c.is_control() => out.push(' '),
-            c => out.push(c),
+        match escaped(c) {
+            Some(escape) => out.push_str(escape),
+            None if c.is_control() => out.push(' '),
+            None => out.push(c),
         }
     }
     out
@@ -227,30 +258,25 @@ pub fn to_dot(graph: &DialogueGraph) -> String {
             lines.join("\\n")
         );
     }
-    for (id, _) in graph.vertices() {
-        let outputs = graph.outputs(id);
-        for (i, target) in outputs.iter().enumerate() {
-            match edge_label(outputs, i) {
-                Some(l) => {
-                    let _ = writeln!(out, "  v{} -> v{} [label=\"{l}\"];", id.0, target.0);
-                }
-                None => {
-                    let _ = writeln!(out, "  v{} -> v{};", id.0, target.0);
-                }
+    for edge in edges(graph) {
+        let _ = match edge {
+            Edge::Output(from, to, Some(l)) => {
+                writeln!(out, "  v{} -> v{} [label=\"{l}\"];", from.0, to.0)
             }
-        }
-        for (target, outcome) in jumps(graph, id) {
-            let color = if outcome == "success" {
-                "darkgreen"
-            } else {
-                "firebrick"
-            };
-            let _ = writeln!(
-                out,
-                "  v{} -> v{} [label=\"{outcome}\", style=dashed, color={color}, fontcolor={color}];",
-                id.0, target.0
-            );
-        }
+            Edge::Output(from, to, None) => writeln!(out, "  v{} -> v{};", from.0, to.0),
+            Edge::Jump(from, to, outcome) => {
+                let color = if outcome == "success" {
+                    "darkgreen"
+                } else {
+                    "firebrick"
+                };
+                writeln!(
+                    out,
+                    "  v{} -> v{} [label=\"{outcome}\", style=dashed, color={color}, fontcolor={color}];",
+                    from.0, to.0
+                )
+            }
+        };
     }
     out.push_str("}\n");
     out
@@ -260,20 +286,15 @@ pub fn to_dot(graph: &DialogueGraph) -> String {
 /// HTML inside labels, so `"`, `#`, `<`, `>` and `&` become entity codes, and backticks (which
 /// switch a label to markdown) too.
 fn mermaid_escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("#quot;"),
-            '#' => out.push_str("#35;"),
-            '<' => out.push_str("#lt;"),
-            '>' => out.push_str("#gt;"),
-            '&' => out.push_str("#amp;"),
-            '`' => out.push_str("#96;"),
-            c if c.is_control() => out.push(' '),
-            c => out.push(c),
-        }
-    }
-    out
+    escape_with(text, |c| match c {
+        '"' => Some("#quot;"),
+        '#' => Some("#35;"),
+        '<' => Some("#lt;"),
+        '>' => Some("#gt;"),
+        '&' => Some("#amp;"),
+        '`' => Some("#96;"),
+        _ => None,
+    })
 }
 
 /// A Mermaid flowchart of the graph.
@@ -303,21 +324,14 @@ pub fn to_mermaid(graph: &DialogueGraph) -> String {
         };
         let _ = writeln!(out, "  v{}{open}\"{text}\"{close}", id.0);
     }
-    for (id, _) in graph.vertices() {
-        let outputs = graph.outputs(id);
-        for (i, target) in outputs.iter().enumerate() {
-            match edge_label(outputs, i) {
-                Some(l) => {
-                    let _ = writeln!(out, "  v{} -->|{l}| v{}", id.0, target.0);
-                }
-                None => {
-                    let _ = writeln!(out, "  v{} --> v{}", id.0, target.0);
-                }
+    for edge in edges(graph) {
+        let _ = match edge {
+            Edge::Output(from, to, Some(l)) => writeln!(out, "  v{} -->|{l}| v{}", from.0, to.0),
+            Edge::Output(from, to, None) => writeln!(out, "  v{} --> v{}", from.0, to.0),
+            Edge::Jump(from, to, outcome) => {
+                writeln!(out, "  v{} -.->|{outcome}| v{}", from.0, to.0)
             }
-        }
-        for (target, outcome) in jumps(graph, id) {
-            let _ = writeln!(out, "  v{} -.->|{outcome}| v{}", id.0, target.0);
-        }
+        };
     }
     let closes: Vec<String> = graph
         .vertices()

@@ -661,12 +661,13 @@ fn conversation(t: &Transcription, taken: &mut HashSet<String>) -> String {
         quest_nodes(q, &mut nodes);
     }
     nodes.push(("AllDone".to_owned(), NodeOut::closing(&t.lines.all_done)));
-    // Line ids from the conversation, the node and (for a response) its text: the same
-    // transcription always generates the same ids, and reordering quests or responses keeps them.
+    // Line ids from the conversation, the node and (for a response) its text, salted as
+    // `strings tag` does when an earlier line has one: the same transcription always generates
+    // the same ids (NPCs are generated in id order), and reordering quests or responses keeps them.
     for (name, node) in &mut nodes {
-        node.line_id = Some(unique_id(&[c, name], taken));
+        node.line_id = Some(crate::lines::unique_id(&[c, name], taken));
         for response in &mut node.responses {
-            response.line_id = Some(unique_id(&[c, name, response.text], taken));
+            response.line_id = Some(crate::lines::unique_id(&[c, name, response.text], taken));
         }
     }
 
@@ -679,23 +680,6 @@ fn conversation(t: &Transcription, taken: &mut HashSet<String>) -> String {
     }
     text.push_str("\n}\n");
     text
-}
-
-/// The line id [`derive_id`](crate::lines::derive_id) makes from `parts`, unless an earlier
-/// line has it: then the parts with a counter, as `strings tag` does. NPCs are generated in id
-/// order, so the same transcriptions give the same ids.
-fn unique_id(parts: &[&str], taken: &mut HashSet<String>) -> String {
-    let mut id = crate::lines::derive_id(parts);
-    let mut salt = 0u32;
-    while taken.contains(&id) {
-        salt += 1;
-        let salted = salt.to_string();
-        let mut with_salt = parts.to_vec();
-        with_salt.push(&salted);
-        id = crate::lines::derive_id(&with_salt);
-    }
-    taken.insert(id.clone());
-    id
 }
 
 fn quest_nodes<'a>(q: &'a TranscribedQuest, nodes: &mut Vec<(String, NodeOut<'a>)>) {

@@ -222,6 +222,16 @@ impl Decoder<'_> {
         }
     }
 
+    pub fn boolean(&mut self, node: Option<&str>, field: &str, v: &Json) -> Option<bool> {
+        match v {
+            Json::Bool(b) => Some(*b),
+            other => {
+                self.wrong_type(node, field, "a boolean", other);
+                None
+            }
+        }
+    }
+
     /// A non-empty identifier (quest, node, objective names).
     pub fn ident(
         &mut self,

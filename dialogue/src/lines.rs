@@ -550,19 +550,26 @@ pub fn tag_file(
     wanted.sort_by_key(|(start, _)| std::cmp::Reverse(*start));
     for (start, parts) in wanted {
         let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
-        let mut id = derive_id(&parts);
-        let mut salt = 0u32;
-        while taken.contains(&id) {
-            salt += 1;
-            let salted = salt.to_string();
-            let mut with_salt = parts.clone();
-            with_salt.push(&salted);
-            id = derive_id(&with_salt);
-        }
-        taken.insert(id.clone());
+        let id = unique_id(&parts, taken);
         out.insert_str(start + 1, &insertion(text, start, &id));
     }
     Ok((out, count))
+}
+
+/// The line id [`derive_id`] makes from `parts`, unless `taken` has it: then the parts with a
+/// counter. `taken` gains the id. The same parts, in the same order, give the same ids.
+pub(crate) fn unique_id(parts: &[&str], taken: &mut HashSet<String>) -> String {
+    let mut id = derive_id(parts);
+    let mut salt = 0u32;
+    while taken.contains(&id) {
+        salt += 1;
+        let salted = salt.to_string();
+        let mut with_salt = parts.to_vec();
+        with_salt.push(&salted);
+        id = derive_id(&with_salt);
+    }
+    taken.insert(id.clone());
+    id
 }
 
 /// Every `LineId` written in `text` (a file that does not parse has none).
@@ -800,33 +807,45 @@ mod scan {
             }
         }
 
-        fn object(&mut self, start: usize) -> Result<Value, (usize, &'static str)> {
+        /// The items of an object or array, from its opening bracket to past `close`: `item`
+        /// reads each, and a `,` or `close` must follow it (else the error `reason`).
+        fn items<T>(
+            &mut self,
+            close: u8,
+            reason: &'static str,
+            mut item: impl FnMut(&mut Self) -> Result<T, (usize, &'static str)>,
+        ) -> Result<Vec<T>, (usize, &'static str)> {
             self.at += 1;
-            let mut members = Vec::new();
+            let mut items = Vec::new();
             self.space();
-            if self.bytes.get(self.at) == Some(&b'}') {
+            if self.bytes.get(self.at) == Some(&close) {
                 self.at += 1;
-            } else {
-                loop {
-                    self.space();
-                    let key = self.value()?;
-                    if !matches!(key.kind, Kind::String) {
-                        return Err((key.start, "expected a string key"));
+                return Ok(items);
+            }
+            loop {
+                items.push(item(self)?);
+                self.space();
+                match self.bytes.get(self.at) {
+                    Some(b',') => self.at += 1,
+                    Some(&b) if b == close => {
+                        self.at += 1;
+                        return Ok(items);
                     }
-                    self.expect(b':', "expected `:`")?;
-                    let value = self.value()?;
-                    members.push((key, value));
-                    self.space();
-                    match self.bytes.get(self.at) {
-                        Some(b',') => self.at += 1,
-                        Some(b'}') => {
-                            self.at += 1;
-                            break;
-                        }
-                        _ => return Err((self.at, "expected `,` or `}`")),
-                    }
+                    _ => return Err((self.at, reason)),
                 }
             }
+        }
+
+        fn object(&mut self, start: usize) -> Result<Value, (usize, &'static str)> {
+            let members = self.items(b'}', "expected `,` or `}`", |p| {
+                p.space();
+                let key = p.value()?;
+                if !matches!(key.kind, Kind::String) {
+                    return Err((key.start, "expected a string key"));
+                }
+                p.expect(b':', "expected `:`")?;
+                Ok((key, p.value()?))
+            })?;
             Ok(Value {
                 start,
                 end: self.at,
@@ -835,25 +854,7 @@ mod scan {
         }
 
         fn array(&mut self, start: usize) -> Result<Value, (usize, &'static str)> {
-            self.at += 1;
-            let mut items = Vec::new();
-            self.space();
-            if self.bytes.get(self.at) == Some(&b']') {
-                self.at += 1;
-            } else {
-                loop {
-                    items.push(self.value()?);
-                    self.space();
-                    match self.bytes.get(self.at) {
-                        Some(b',') => self.at += 1,
-                        Some(b']') => {
-                            self.at += 1;
-                            break;
-                        }
-                        _ => return Err((self.at, "expected `,` or `]`")),
-                    }
-                }
-            }
+            let items = self.items(b']', "expected `,` or `]`", Self::value)?;
             Ok(Value {
                 start,
                 end: self.at,

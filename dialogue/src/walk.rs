@@ -30,7 +30,7 @@
 use banter_protocol::ActionType;
 
 use crate::condition::Facts;
-use crate::graph::{ActionIndex, DialogueGraph, VertexId, VertexKind};
+use crate::graph::{ActionIndex, DialogueGraph, Vertex, VertexId, VertexKind};
 
 /// The most executions one arming can stockpile (the article's hand-picked 2).
 pub const ARM_CAP: u8 = 2;
@@ -253,6 +253,26 @@ impl Walk {
         })
     }
 
+    /// The vertex `id`, if the walk is open, `id` is reached and is of `kind` (else
+    /// `wrong_kind`): what the player's advancing past a line or picking a response acts on.
+    fn target_of_move<'g>(
+        &self,
+        graph: &'g DialogueGraph,
+        id: VertexId,
+        kind: VertexKind,
+        wrong_kind: WalkError,
+    ) -> Result<&'g Vertex, WalkError> {
+        self.check_open()?;
+        let vertex = graph.vertex(id).ok_or(WalkError::UnknownVertex)?;
+        if !self.is_reachable(id) {
+            return Err(WalkError::NotReachable);
+        }
+        if vertex.kind != kind {
+            return Err(wrong_kind);
+        }
+        Ok(vertex)
+    }
+
     /// The player advances past the NPC line `line`.
     pub fn advance(
         &mut self,
@@ -260,14 +280,7 @@ impl Walk {
         line: VertexId,
         facts: &dyn Facts,
     ) -> Result<Shown, WalkError> {
-        self.check_open()?;
-        let vertex = graph.vertex(line).ok_or(WalkError::UnknownVertex)?;
-        if !self.is_reachable(line) {
-            return Err(WalkError::NotReachable);
-        }
-        if vertex.kind != VertexKind::Prompt {
-            return Err(WalkError::NotALine);
-        }
+        let vertex = self.target_of_move(graph, line, VertexKind::Prompt, WalkError::NotALine)?;
         if vertex.awaits_jump || self.awaiting_jump {
             return Err(WalkError::AwaitsJump);
         }
@@ -284,14 +297,12 @@ impl Walk {
         response: VertexId,
         facts: &dyn Facts,
     ) -> Result<Shown, WalkError> {
-        self.check_open()?;
-        let vertex = graph.vertex(response).ok_or(WalkError::UnknownVertex)?;
-        if !self.is_reachable(response) {
-            return Err(WalkError::NotReachable);
-        }
-        if vertex.kind != VertexKind::Response {
-            return Err(WalkError::NotAResponse);
-        }
+        let vertex = self.target_of_move(
+            graph,
+            response,
+            VertexKind::Response,
+            WalkError::NotAResponse,
+        )?;
         if self.awaiting_jump {
             return Err(WalkError::AwaitsJump);
         }

@@ -287,11 +287,9 @@ fn an_npc_whose_conversation_has_no_base_file_is_an_error() {
         r#""Conversation": "Tlak""#,
     );
     let diagnostics = c.diagnostics();
-    let d = expect_one(
+    let d = c.expect_file_error(
         &diagnostics,
-        Severity::Error,
-        &c.file("world.json"),
-        None,
+        "world.json",
         other("speaks conversation `Tlak`"),
     );
     assert_eq!(d.field.as_deref(), Some("Npcs[1].Conversation"));
@@ -307,13 +305,7 @@ fn an_npc_on_an_unknown_island_is_an_error() {
         r#""Island": "hoem", "Position""#,
     );
     let diagnostics = c.diagnostics();
-    let d = expect_one(
-        &diagnostics,
-        Severity::Error,
-        &c.file("world.json"),
-        None,
-        other("unknown island `hoem`"),
-    );
+    let d = c.expect_file_error(&diagnostics, "world.json", other("unknown island `hoem`"));
     assert_eq!(d.field.as_deref(), Some("Npcs[1].Island"));
 }
 
@@ -324,13 +316,9 @@ fn a_duplicate_npc_id_is_an_error_but_a_shared_name_is_not() {
       { "Id": "keeper2", "Name": "Keeper", "Island": "home", "Position": [5, 0, 0], "Conversation": "Talk" },
       { "Id": "keeper", "Name": "Other", "Island": "home", "Position": [9, 0, 0], "Conversation": "Talk" }"#);
     let diagnostics = c.diagnostics();
-    let d = expect_one(
-        &diagnostics,
-        Severity::Error,
-        &c.file("world.json"),
-        None,
-        |p| *p == Problem::Duplicate("keeper".to_owned()),
-    );
+    let d = c.expect_file_error(&diagnostics, "world.json", |p| {
+        *p == Problem::Duplicate("keeper".to_owned())
+    });
     assert_eq!(d.field.as_deref(), Some("Npcs[3].Id"));
     expect_only(&diagnostics, |x| x == d);
 }
@@ -344,11 +332,9 @@ fn a_quest_giver_that_is_not_an_npc_is_an_error() {
         r#""Giver": "Keeper""#,
     );
     let diagnostics = c.diagnostics();
-    let d = expect_one(
+    let d = c.expect_file_error(
         &diagnostics,
-        Severity::Error,
-        &c.file("quests.json"),
-        None,
+        "quests.json",
         other("given by `Keeper`, which is not an NPC id"),
     );
     assert_eq!(d.field.as_deref(), Some("[1].Giver"));
@@ -363,11 +349,9 @@ fn quest_nodes_missing_from_the_givers_conversation_are_errors() {
         r#""Check": "Fish_Chek""#,
     );
     let diagnostics = c.diagnostics();
-    let d = expect_one(
+    let d = c.expect_file_error(
         &diagnostics,
-        Severity::Error,
-        &c.file("quests.json"),
-        None,
+        "quests.json",
         other("opens on node `Fish_Chek`"),
     );
     assert_eq!(d.field.as_deref(), Some("[1].Nodes.Check"));
@@ -390,11 +374,9 @@ fn prerequisites_naming_unknown_quests_are_errors() {
         r#""Kind": "side", "Prerequisites": ["Tutorial"],"#,
     );
     let diagnostics = c.diagnostics();
-    let d = expect_one(
+    let d = c.expect_file_error(
         &diagnostics,
-        Severity::Error,
-        &c.file("quests.json"),
-        None,
+        "quests.json",
         other("requires unknown quest `Tutorial`"),
     );
     assert_eq!(d.field.as_deref(), Some("[1].Prerequisites[1]"));
@@ -409,11 +391,9 @@ fn quests_that_require_each_other_are_errors() {
         r#""Kind": "side", "Prerequisites": ["Fish"],"#,
     );
     let diagnostics = c.diagnostics();
-    expect_one(
+    c.expect_file_error(
         &diagnostics,
-        Severity::Error,
-        &c.file("quests.json"),
-        None,
+        "quests.json",
         other("quests `Fish` require each other"),
     );
 }
@@ -423,11 +403,9 @@ fn a_talk_objective_no_action_names_can_never_advance_and_is_an_error() {
     let c = TempContent::minimal("objective-talk");
     c.edit("quests.json", r#""Kind": "catch""#, r#""Kind": "talk""#);
     let diagnostics = c.diagnostics();
-    let d = expect_one(
+    let d = c.expect_file_error(
         &diagnostics,
-        Severity::Error,
-        &c.file("quests.json"),
-        None,
+        "quests.json",
         other("objective `Catch` of quest `Fish` can never advance"),
     );
     assert_eq!(d.field.as_deref(), Some("[1].Objectives[1]"));
@@ -459,21 +437,13 @@ fn a_find_objective_with_a_species_or_a_zero_target_can_never_advance() {
         r#""Kind": "find", "Target": 0, "Species": "Sprat","#,
     );
     let diagnostics = c.diagnostics();
-    let species = expect_one(
+    let species = c.expect_file_error(
         &diagnostics,
-        Severity::Error,
-        &c.file("quests.json"),
-        None,
+        "quests.json",
         other("item_found events carry no species"),
     );
     assert_eq!(species.field.as_deref(), Some("[1].Objectives[1].Species"));
-    let target = expect_one(
-        &diagnostics,
-        Severity::Error,
-        &c.file("quests.json"),
-        None,
-        other("its target is 0"),
-    );
+    let target = c.expect_file_error(&diagnostics, "quests.json", other("its target is 0"));
     assert_eq!(target.field.as_deref(), Some("[1].Objectives[1].Target"));
 }
 

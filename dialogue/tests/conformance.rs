@@ -869,11 +869,7 @@ fn advance_named(
     facts: &FactSheet,
     out: &mut Vec<Outgoing>,
 ) -> Result<(), WalkError> {
-    // The server's order: no conversation before an unknown name.
-    if walk.walk().is_closed() {
-        return Err(WalkError::Closed);
-    }
-    let named = graph.find(node).ok_or(WalkError::UnknownVertex)?;
+    let named = find_named(graph, walk, node)?;
     walk.advance(graph, named, facts, out)
 }
 
@@ -885,11 +881,17 @@ fn choose_named(
     facts: &FactSheet,
     out: &mut Vec<Outgoing>,
 ) -> Result<(), WalkError> {
+    let named = find_named(graph, walk, response)?;
+    walk.choose(graph, named, facts, out)
+}
+
+/// The vertex a client message names, in the server's order: no conversation before an
+/// unknown name.
+fn find_named(graph: &DialogueGraph, walk: &ClientWalk, name: &str) -> Result<VertexId, WalkError> {
     if walk.walk().is_closed() {
         return Err(WalkError::Closed);
     }
-    let named = graph.find(response).ok_or(WalkError::UnknownVertex)?;
-    walk.choose(graph, named, facts, out)
+    graph.find(name).ok_or(WalkError::UnknownVertex)
 }
 
 /// One input as the vectors write it (`advance`, `choose` or the server's `jump`), given to the

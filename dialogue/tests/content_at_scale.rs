@@ -9,8 +9,8 @@ use banter_dialogue::check::{self, is_clean};
 use banter_dialogue::generate::{
     self, LEGACY_QUESTS_FILE, LEGACY_WORLD_FILE, QUESTS_DIR, WORLD_DIR,
 };
-use banter_dialogue::{Diagnostic, Problem, Severity};
-use content_support::{TempContent, expect_one, render};
+use banter_dialogue::{Diagnostic, Problem};
+use content_support::{TempContent, expect_error_starting, generate_errors, render};
 
 fn other(fragment: &'static str) -> impl Fn(&Problem) -> bool {
     move |p| matches!(p, Problem::Other(m) if m.contains(fragment))
@@ -32,6 +32,21 @@ fn world_of(npcs: &[String]) -> String {
     format!(r#"{{ "Islands": [], "Npcs": [ {} ] }}"#, npcs.join(", "))
 }
 
+/// Where the entry with id `wanted` stands in `entries`.
+fn index_of<T>(entries: &[T], id: impl Fn(&T) -> &String, wanted: &str) -> usize {
+    entries
+        .iter()
+        .position(|e| id(e) == wanted)
+        .unwrap_or_else(|| panic!("no entry `{wanted}`"))
+}
+
+/// Writes the world shard of one generated NPC, `id` on `island`; returns the shard's path.
+fn write_npc_shard(c: &TempContent, id: &str, island: &str) -> String {
+    let shard = format!("{WORLD_DIR}/{id}.json");
+    c.write(&shard, &world_of(&[generated_npc(id, island)]));
+    shard
+}
+
 #[test]
 fn an_error_in_the_older_single_generated_world_file_names_that_file_and_its_index() {
     let c = TempContent::minimal("legacy-world");
@@ -43,11 +58,9 @@ fn an_error_in_the_older_single_generated_world_file_names_that_file_and_its_ind
         ]),
     );
     let diagnostics = c.diagnostics();
-    let d = expect_one(
+    let d = c.expect_file_error(
         &diagnostics,
-        Severity::Error,
-        &c.file(LEGACY_WORLD_FILE),
-        None,
+        LEGACY_WORLD_FILE,
         other("unknown island `atlantis`"),
     );
     assert_eq!(d.field.as_deref(), Some("Npcs[2].Island"), "{d}");
@@ -62,18 +75,9 @@ fn an_error_in_the_older_single_generated_world_file_names_that_file_and_its_ind
 #[test]
 fn an_error_in_a_generated_world_shard_names_that_shard_and_its_index() {
     let c = TempContent::minimal("world-shard");
-    c.write(
-        &format!("{WORLD_DIR}/second.json"),
-        &world_of(&[generated_npc("second", "atlantis")]),
-    );
+    let shard = write_npc_shard(&c, "second", "atlantis");
     let diagnostics = c.diagnostics();
-    let d = expect_one(
-        &diagnostics,
-        Severity::Error,
-        &c.file(&format!("{WORLD_DIR}/second.json")),
-        None,
-        other("unknown island `atlantis`"),
-    );
+    let d = c.expect_file_error(&diagnostics, &shard, other("unknown island `atlantis`"));
     assert_eq!(d.field.as_deref(), Some("Npcs[1].Island"), "{d}");
 }
 
@@ -94,13 +98,7 @@ fn an_error_in_generated_quests_names_that_file_and_its_index() {
         let c = TempContent::minimal("quests-shard");
         c.write(&relative, QUESTS);
         let diagnostics = c.diagnostics();
-        let d = expect_one(
-            &diagnostics,
-            Severity::Error,
-            &c.file(&relative),
-            None,
-            other("given by `nobody`"),
-        );
+        let d = c.expect_file_error(&diagnostics, &relative, other("given by `nobody`"));
         assert_eq!(d.field.as_deref(), Some("[2].Giver"), "{d}");
     }
 }
@@ -108,18 +106,11 @@ fn an_error_in_generated_quests_names_that_file_and_its_index() {
 #[test]
 fn an_npc_defined_by_hand_and_by_the_generator_names_both_files() {
     let c = TempContent::minimal("duplicate-across");
-    c.write(
-        &format!("{WORLD_DIR}/keeper.json"),
-        &world_of(&[generated_npc("keeper", "home")]),
-    );
+    let shard = write_npc_shard(&c, "keeper", "home");
     let diagnostics = c.diagnostics();
-    let d = expect_one(
-        &diagnostics,
-        Severity::Error,
-        &c.file(&format!("{WORLD_DIR}/keeper.json")),
-        None,
-        |p| *p == Problem::Duplicate("keeper".to_owned()),
-    );
+    let d = c.expect_file_error(&diagnostics, &shard, |p| {
+        *p == Problem::Duplicate("keeper".to_owned())
+    });
     assert_eq!(d.field.as_deref(), Some("Npcs[1].Id"));
     let line = d.to_string();
     assert!(
@@ -151,32 +142,36 @@ fn a_resolver_gap_of_a_generated_npc_is_reported_on_its_shard() {
         "world.json",
         r#"{ "Islands": [ { "Id": "home", "Name": "Home" } ], "Npcs": [] }"#,
     );
-    c.write(
-        &format!("{WORLD_DIR}/keeper.json"),
-        &world_of(&[generated_npc("keeper", "home")]),
-    );
+    let shard = write_npc_shard(&c, "keeper", "home");
     c.edit("dialogue/base/Talk.json", r#""AllDone""#, r#""AllGone""#);
     let diagnostics = c.diagnostics();
     let d = diagnostics
         .iter()
         .find(|d| d.problem.to_string().contains("entry resolver"))
         .unwrap_or_else(|| panic!("a resolver error:\n{}", render(&diagnostics)));
-    assert_eq!(d.file, c.file(&format!("{WORLD_DIR}/keeper.json")), "{d}");
+    assert_eq!(d.file, c.file(&shard), "{d}");
     assert_eq!(d.field.as_deref(), Some("Npcs[1]"), "{d}");
 }
 
-#[test]
-fn a_missing_world_json_is_reported_missing_first_and_not_as_its_consequences() {
-    let c = TempContent::minimal("no-world");
-    std::fs::remove_file(c.root.join("world.json")).expect("remove");
+/// Removes file `relative`: the first diagnostic then says it is missing. Returns them all.
+fn remove_and_expect_missing_first(c: &TempContent, relative: &str) -> Vec<Diagnostic> {
+    std::fs::remove_file(c.root.join(relative)).expect("remove");
     let diagnostics = c.diagnostics();
     let first = diagnostics.first().expect("a diagnostic");
-    assert_eq!(first.file, c.file("world.json"), "{}", render(&diagnostics));
+    assert_eq!(first.file, c.file(relative), "{}", render(&diagnostics));
     assert!(
         matches!(first.problem, Problem::MissingFile(_)),
         "{}",
         render(&diagnostics)
     );
+    diagnostics
+}
+
+#[test]
+fn a_missing_world_json_is_reported_missing_first_and_not_as_its_consequences() {
+    let c = TempContent::minimal("no-world");
+    let diagnostics = remove_and_expect_missing_first(&c, "world.json");
+    let first = &diagnostics[0];
     assert!(first.to_string().contains("the file is missing"), "{first}");
     // Its consequences are not reported as causes: no quest "given by an unknown NPC", no
     // objective "on an unknown island", no "world without NPCs".
@@ -200,20 +195,7 @@ fn a_missing_world_json_is_reported_missing_first_and_not_as_its_consequences() 
 #[test]
 fn a_missing_quests_json_is_reported_missing_first_and_not_as_its_consequences() {
     let c = TempContent::minimal("no-quests");
-    std::fs::remove_file(c.root.join("quests.json")).expect("remove");
-    let diagnostics = c.diagnostics();
-    let first = diagnostics.first().expect("a diagnostic");
-    assert_eq!(
-        first.file,
-        c.file("quests.json"),
-        "{}",
-        render(&diagnostics)
-    );
-    assert!(
-        matches!(first.problem, Problem::MissingFile(_)),
-        "{}",
-        render(&diagnostics)
-    );
+    let diagnostics = remove_and_expect_missing_first(&c, "quests.json");
     // The conversation's AcceptQuest of `Fish` is not "unknown", and the quest's nodes are not
     // "unreachable": both only repeat that quests.json is missing.
     assert!(
@@ -283,18 +265,10 @@ fn a_world_with_no_npcs_or_no_conversations_is_an_error() {
     );
     c.write("quests.json", "[]");
     let diagnostics = c.diagnostics();
-    expect_one(
+    c.expect_file_error(&diagnostics, "world.json", other("the world has no NPCs"));
+    c.expect_file_error(
         &diagnostics,
-        Severity::Error,
-        &c.file("world.json"),
-        None,
-        other("the world has no NPCs"),
-    );
-    expect_one(
-        &diagnostics,
-        Severity::Error,
-        &c.file("dialogue/base"),
-        None,
+        "dialogue/base",
         other("no conversation was loaded"),
     );
     // The same world with an NPC and its conversation is clean.
@@ -310,11 +284,9 @@ fn the_older_single_file_beside_the_shards_is_one_error_on_the_old_file() {
     c.write(LEGACY_WORLD_FILE, &second);
     c.write(&format!("{WORLD_DIR}/second.json"), &second);
     let diagnostics = c.diagnostics();
-    let d = expect_one(
+    let d = c.expect_file_error(
         &diagnostics,
-        Severity::Error,
-        &c.file(LEGACY_WORLD_FILE),
-        None,
+        LEGACY_WORLD_FILE,
         other("run gen-content again"),
     );
     assert!(d.to_string().contains(WORLD_DIR), "{d}");
@@ -389,12 +361,7 @@ fn the_generator_writes_one_small_shard_per_npc_and_the_loader_reads_them_clean(
     assert_eq!(content.quests.len(), 2 * NPCS);
     assert_eq!(content.conversations.len(), NPCS);
     // Each entry knows its shard.
-    let i = content
-        .world
-        .npcs
-        .iter()
-        .position(|n| n.id == "npc7")
-        .expect("npc7");
+    let i = index_of(&content.world.npcs, |n| &n.id, "npc7");
     assert_eq!(
         content.origins.npc(&content.root, i),
         (
@@ -402,11 +369,7 @@ fn the_generator_writes_one_small_shard_per_npc_and_the_loader_reads_them_clean(
             "Npcs[1]".to_owned()
         )
     );
-    let q = content
-        .quests
-        .iter()
-        .position(|q| q.id == "Q7b")
-        .expect("Q7b");
+    let q = index_of(&content.quests, |q| &q.id, "Q7b");
     assert_eq!(
         content.origins.quest(&content.root, q),
         (c.file(&format!("{QUESTS_DIR}/npc7.json")), "[2]".to_owned())
@@ -427,11 +390,7 @@ fn ids_and_conversations_that_differ_only_in_case_are_refused() {
         ("a.json".to_owned(), text.into_bytes()),
         ("b.json".to_owned(), upper.into_bytes()),
     ];
-    let errors: Vec<String> = generate::generate(&files)
-        .expect_err("refused")
-        .iter()
-        .map(ToString::to_string)
-        .collect();
+    let errors = generate_errors(&files);
     assert!(
         errors.iter().any(
             |e| e.starts_with("b.json: Npc.Id: NPC `NPC1` differs from `npc1`")
@@ -439,11 +398,9 @@ fn ids_and_conversations_that_differ_only_in_case_are_refused() {
         ),
         "{errors:#?}"
     );
-    assert!(
-        errors
-            .iter()
-            .any(|e| e.starts_with("b.json: Conversation: conversation `VILLAGER1` differs")),
-        "{errors:#?}"
+    expect_error_starting(
+        &errors,
+        "b.json: Conversation: conversation `VILLAGER1` differs",
     );
 }
 

@@ -4,8 +4,8 @@
 mod content_support;
 
 use banter_dialogue::json::MAX_FILE_BYTES;
-use banter_dialogue::{Diagnostic, Position, Problem, Severity};
-use content_support::{TempContent, expect_one, render};
+use banter_dialogue::{Diagnostic, Position, Problem};
+use content_support::{TempContent, render};
 
 /// Parses bytes as a canonical and as an editor file; both must fail the same way.
 fn parse_both(bytes: &[u8]) -> Vec<Vec<Diagnostic>> {
@@ -85,13 +85,9 @@ fn a_file_over_the_size_limit_is_refused_before_parsing() {
     let c = TempContent::minimal("too-large");
     c.write_bytes("dialogue/base/Huge.json", &big);
     let diagnostics = c.diagnostics();
-    expect_one(
-        &diagnostics,
-        Severity::Error,
-        &c.file("dialogue/base/Huge.json"),
-        None,
-        |p| matches!(p, Problem::TooLarge { .. }),
-    );
+    c.expect_file_error(&diagnostics, "dialogue/base/Huge.json", |p| {
+        matches!(p, Problem::TooLarge { .. })
+    });
 }
 
 #[test]
@@ -115,10 +111,15 @@ fn deep_nesting_is_an_error_not_a_stack_overflow() {
     // The typed files (world, quests) go through the same strict parser first.
     let c = TempContent::minimal("deep-world");
     c.write("world.json", &"[".repeat(100_000));
+    expect_error_with_position(&c, "world.json");
+}
+
+/// The folder's first diagnostic about file `relative` is an error that names a position in it.
+fn expect_error_with_position(c: &TempContent, relative: &str) {
     let diagnostics = c.diagnostics();
     let d = diagnostics
         .iter()
-        .find(|d| d.file == c.file("world.json"))
+        .find(|d| d.file == c.file(relative))
         .unwrap_or_else(|| panic!("{}", render(&diagnostics)));
     assert!(d.is_error() && d.position.is_some(), "{d}");
 }
@@ -128,13 +129,9 @@ fn a_missing_first_node_is_an_error() {
     let c = TempContent::minimal("first-node");
     c.edit("dialogue/base/Talk.json", r#""FirstNode": "Hello","#, "");
     let diagnostics = c.diagnostics();
-    expect_one(
-        &diagnostics,
-        Severity::Error,
-        &c.file("dialogue/base/Talk.json"),
-        None,
-        |p| *p == Problem::NoFirstNode,
-    );
+    c.expect_file_error(&diagnostics, "dialogue/base/Talk.json", |p| {
+        *p == Problem::NoFirstNode
+    });
 }
 
 /// A decode error: the file parses as JSON but a node is wrong. It names node and field.
@@ -198,12 +195,7 @@ fn a_node_with_two_exits_is_an_error() {
 fn broken_typed_files_name_line_and_column() {
     let c = TempContent::minimal("typed");
     c.write("quests.json", r#"[ { "Id": "Fish", "Giver": 7 } ]"#);
-    let diagnostics = c.diagnostics();
-    let d = diagnostics
-        .iter()
-        .find(|d| d.file == c.file("quests.json"))
-        .unwrap_or_else(|| panic!("{}", render(&diagnostics)));
-    assert!(d.is_error() && d.position.is_some(), "{d}");
+    expect_error_with_position(&c, "quests.json");
 }
 
 #[test]

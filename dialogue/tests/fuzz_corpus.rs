@@ -26,32 +26,23 @@ fn replay(target: &str, run: fn(&[u8])) {
     }
 }
 
-#[test]
-fn content_loader_corpus() {
-    replay("content_loader", harness::content_loader);
+/// One test per fuzz target, `<target>_corpus`: replays that target's corpus.
+macro_rules! corpus_tests {
+    ($($test:ident: $target:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $test() {
+                replay(stringify!($target), harness::$target);
+            }
+        )*
+    };
 }
 
-#[test]
-fn payload_parser_corpus() {
-    replay("payload_parser", harness::payload_parser);
-}
-
-#[test]
-fn condition_corpus() {
-    replay("condition", harness::condition);
-}
-
-#[test]
-fn frame_decoder_corpus() {
-    replay("frame_decoder", harness::frame_decoder);
-}
-
-#[test]
-fn line_tagger_corpus() {
-    replay("line_tagger", harness::line_tagger);
-}
-
-#[test]
-fn string_table_corpus() {
-    replay("string_table", harness::string_table);
+corpus_tests! {
+    content_loader_corpus: content_loader,
+    payload_parser_corpus: payload_parser,
+    condition_corpus: condition,
+    frame_decoder_corpus: frame_decoder,
+    line_tagger_corpus: line_tagger,
+    string_table_corpus: string_table,
 }

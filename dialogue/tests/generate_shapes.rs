@@ -1,9 +1,12 @@
 //! The content generator: both quest shapes, the talk-only ordering as a client walks it, and
 //! clear errors for bad transcriptions.
 
+mod content_support;
+
 use banter_dialogue::generate::{self, GenError, Generated};
 use banter_dialogue::{ClientWalk, DialogueGraph, NoFacts, Outgoing, Screen, build_conversation};
 use banter_protocol::ActionType;
+use content_support::{expect_error_starting, generate_errors};
 
 const TRANSCRIPTION: &str = r#"{
   "Npc": { "Id": "mara", "Name": "Mara", "Island": "harbour", "Position": [1.0, 2.0, 3.0] },
@@ -201,11 +204,7 @@ fn an_interrupted_talk_quest_resumes_from_its_check_node() {
 }
 
 fn errors_of(text: &str) -> Vec<String> {
-    gen_one(text)
-        .expect_err("refused")
-        .iter()
-        .map(ToString::to_string)
-        .collect()
+    generate_errors(&[("mara.json".to_owned(), text.as_bytes().to_vec())])
 }
 
 fn assert_error(text: &str, expected: &str) {
@@ -279,25 +278,11 @@ fn duplicates_across_files_are_refused_and_nothing_is_generated() {
         ("a.json".to_owned(), TRANSCRIPTION.as_bytes().to_vec()),
         ("b.json".to_owned(), TRANSCRIPTION.as_bytes().to_vec()),
     ];
-    let errors: Vec<String> = generate::generate(&files)
-        .expect_err("refused")
-        .iter()
-        .map(ToString::to_string)
-        .collect();
+    let errors = generate_errors(&files);
     assert!(
         errors.contains(&"b.json: Npc.Id: NPC `mara` is also transcribed in a.json".to_owned()),
         "{errors:#?}"
     );
-    assert!(
-        errors
-            .iter()
-            .any(|e| e.starts_with("b.json: Conversation: conversation `Mara`")),
-        "{errors:#?}"
-    );
-    assert!(
-        errors
-            .iter()
-            .any(|e| e.starts_with("b.json: Quests[0].Id: quest `MendTheNets`")),
-        "{errors:#?}"
-    );
+    expect_error_starting(&errors, "b.json: Conversation: conversation `Mara`");
+    expect_error_starting(&errors, "b.json: Quests[0].Id: quest `MendTheNets`");
 }

@@ -66,19 +66,8 @@ fn the_sample_is_translated_whole_into_japanese_and_arabic() {
 fn the_committed_tables_are_what_export_writes() {
     // A table out of date (a line added, removed or changed since the last export) fails here:
     // run `banter-server strings export --locale <tag> content`.
-    let root = sample_content();
-    let (content, _) = check::load_and_check(&root);
-    let index = LineIndex::new(&content);
     for tag in ["ja", "ar"] {
-        let path = root.join("locales").join(format!("{tag}.po"));
-        let text = std::fs::read_to_string(&path).expect("table");
-        let existing = table::read(&path.display().to_string(), locale(tag), &text).expect("reads");
-        let (written, summary) = table::export(
-            &index,
-            &content.locales.settings,
-            &locale(tag),
-            Some(&existing),
-        );
+        let (summary, written, text) = export_over(&sample_content(), tag);
         assert_eq!(
             (summary.added, summary.removed, summary.marked_stale),
             (0, 0, 0)
@@ -112,14 +101,20 @@ fn a_translation_changes_text_and_nothing_else() {
 
 /// The sample with its Japanese table edited: `(from, to)` replaced once.
 fn planted(tag: &str, edits: &[(&str, &str)]) -> (TempContent, String) {
-    let content = TempContent::empty(tag);
-    copy_dir(&sample_content(), &content.root);
+    let content = sample_copy(tag);
     let file = "locales/ja.po";
     for (from, to) in edits {
         content.edit(file, from, to);
     }
     let path = content.file(file);
     (content, path)
+}
+
+/// A copy of the sample content folder, to change.
+fn sample_copy(tag: &str) -> TempContent {
+    let content = TempContent::empty(tag);
+    copy_dir(&sample_content(), &content.root);
+    content
 }
 
 fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
@@ -257,8 +252,7 @@ fn planted_faults_are_one_line_each_with_the_table_and_the_line_id() {
 
 #[test]
 fn a_duplicate_or_missing_line_id_in_content_is_an_error_at_its_place() {
-    let content = TempContent::empty("line-ids");
-    copy_dir(&sample_content(), &content.root);
+    let content = sample_copy("line-ids");
     let pim = "dialogue/base/Pim.json";
     let text = std::fs::read_to_string(content.root.join(pim)).expect("Pim");
     // Copy Pim_Hello's id onto Pim_Bye's, and drop Pim_Ines's.
@@ -378,12 +372,12 @@ fn pim_line(node: &str) -> String {
     rest[start..start + rest[start..].find('"').expect("end")].to_owned()
 }
 
-/// Exports `tag`'s table of the content in `root` over the one there, writes it, and returns
-/// what export did and the text written.
-fn export_in_place(root: &std::path::Path, tag: &str) -> (table::ExportSummary, String) {
+/// Exports `tag`'s table of the content in `root` over the one there, without writing it:
+/// what export did, the text it writes and the text there now.
+fn export_over(root: &std::path::Path, tag: &str) -> (table::ExportSummary, String, String) {
     let (content, _) = check::load_and_check(root);
     let index = LineIndex::new(&content);
-    let path = root.join("locales").join(format!("{tag}.po"));
+    let path = table_path(root, tag);
     let text = std::fs::read_to_string(&path).expect("table");
     let existing = table::read(&path.display().to_string(), locale(tag), &text).expect("reads");
     let (written, summary) = table::export(
@@ -392,14 +386,24 @@ fn export_in_place(root: &std::path::Path, tag: &str) -> (table::ExportSummary, 
         &locale(tag),
         Some(&existing),
     );
-    std::fs::write(&path, &written).expect("write the table");
+    (summary, written, text)
+}
+
+/// Exports `tag`'s table of the content in `root` over the one there, writes it, and returns
+/// what export did and the text written.
+fn export_in_place(root: &std::path::Path, tag: &str) -> (table::ExportSummary, String) {
+    let (summary, written, _) = export_over(root, tag);
+    std::fs::write(table_path(root, tag), &written).expect("write the table");
     (summary, written)
+}
+
+fn table_path(root: &std::path::Path, tag: &str) -> std::path::PathBuf {
+    root.join("locales").join(format!("{tag}.po"))
 }
 
 #[test]
 fn export_adds_drops_and_marks_a_changed_source_stale_with_what_it_was_made_from() {
-    let content = TempContent::empty("export-stale");
-    copy_dir(&sample_content(), &content.root);
+    let content = sample_copy("export-stale");
     let pim = "dialogue/base/Pim.json";
     // A response retired and a new one written in its place; Pim's goodbye rewritten.
     content.edit(
@@ -497,8 +501,7 @@ fn export_adds_drops_and_marks_a_changed_source_stale_with_what_it_was_made_from
 
 #[test]
 fn an_export_keeps_translators_comments_and_a_limit_set_on_an_entry() {
-    let content = TempContent::empty("export-comments");
-    copy_dir(&sample_content(), &content.root);
+    let content = sample_copy("export-comments");
     let help = pim_line_response("Need any help?");
     let ja = "locales/ja.po";
     let text = std::fs::read_to_string(content.file(ja)).expect("ja.po");
@@ -562,8 +565,7 @@ fn hand_written_table(tag: &str, entries: &[(&str, &str, &str)]) -> String {
 
 #[test]
 fn pt_br_falls_back_to_pt_then_to_the_source() {
-    let content = TempContent::empty("fallback");
-    copy_dir(&sample_content(), &content.root);
+    let content = sample_copy("fallback");
     let (hello, bye, ines) = (
         pim_line("Pim_Hello"),
         pim_line("Pim_Bye"),

@@ -34,51 +34,42 @@ fn mara(with_all_done: bool) -> String {
     } else {
         ""
     };
+    let first = quest_nodes("First", "Catch me two fish?", "Fish?", "Thanks!");
+    let second = quest_nodes("Second", "Find my ring?", "Ring?", "My ring!");
     format!(
         r#"{{
   "FirstNode": "Hello",
   "Speaker": "Mara",
   "Hello": {{ "Text": "Hello.", "Close": true }},
-  "First_Greet": {{
-    "Text": "Catch me two fish?",
-    "Responses": [
-      {{ "Text": "Sure.", "Actions": [ {{ "Type": "AcceptQuest", "QuestId": "First" }} ], "NextNode": "Bye" }},
-      {{ "Text": "No.", "NextNode": "Bye" }}
-    ]
-  }},
-  "First_Check": {{
-    "Text": "Fish?",
-    "Responses": [
-      {{ "Text": "Here.", "Actions": [ {{ "Type": "CheckQuest", "QuestId": "First", "SuccessNode": "First_Done", "FailureNode": "Bye" }} ] }},
-      {{ "Text": "Not yet.", "NextNode": "Bye" }}
-    ]
-  }},
-  "First_Done": {{
-    "Text": "Thanks!",
-    "Actions": [ {{ "Type": "CompleteQuest", "QuestId": "First" }} ],
-    "Close": true
-  }},
-  "Second_Greet": {{
-    "Text": "Find my ring?",
-    "Responses": [
-      {{ "Text": "Sure.", "Actions": [ {{ "Type": "AcceptQuest", "QuestId": "Second" }} ], "NextNode": "Bye" }},
-      {{ "Text": "No.", "NextNode": "Bye" }}
-    ]
-  }},
-  "Second_Check": {{
-    "Text": "Ring?",
-    "Responses": [
-      {{ "Text": "Here.", "Actions": [ {{ "Type": "CheckQuest", "QuestId": "Second", "SuccessNode": "Second_Done", "FailureNode": "Bye" }} ] }},
-      {{ "Text": "Not yet.", "NextNode": "Bye" }}
-    ]
-  }},
-  "Second_Done": {{
-    "Text": "My ring!",
-    "Actions": [ {{ "Type": "CompleteQuest", "QuestId": "Second" }} ],
-    "Close": true
-  }},
-  "Bye": {{ "Text": "Bye.", "Close": true }}{all_done}
+{first}{second}  "Bye": {{ "Text": "Bye.", "Close": true }}{all_done}
 }}"#
+    )
+}
+
+/// A quest's nodes in Mara's conversation: the offer (`<id>_Greet`), the check (`<id>_Check`)
+/// and the thanks as it completes (`<id>_Done`); each ends the conversation at `Bye`.
+fn quest_nodes(id: &str, offer: &str, check: &str, thanks: &str) -> String {
+    format!(
+        r#"  "{id}_Greet": {{
+    "Text": "{offer}",
+    "Responses": [
+      {{ "Text": "Sure.", "Actions": [ {{ "Type": "AcceptQuest", "QuestId": "{id}" }} ], "NextNode": "Bye" }},
+      {{ "Text": "No.", "NextNode": "Bye" }}
+    ]
+  }},
+  "{id}_Check": {{
+    "Text": "{check}",
+    "Responses": [
+      {{ "Text": "Here.", "Actions": [ {{ "Type": "CheckQuest", "QuestId": "{id}", "SuccessNode": "{id}_Done", "FailureNode": "Bye" }} ] }},
+      {{ "Text": "Not yet.", "NextNode": "Bye" }}
+    ]
+  }},
+  "{id}_Done": {{
+    "Text": "{thanks}",
+    "Actions": [ {{ "Type": "CompleteQuest", "QuestId": "{id}" }} ],
+    "Close": true
+  }},
+"#
     )
 }
 

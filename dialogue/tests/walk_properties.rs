@@ -292,20 +292,37 @@ fn play_honest(
     Ok(())
 }
 
-#[test]
-fn an_honest_client_is_never_rejected() {
+/// Checks `property` on `CASES` random walks, each a graph, a world, an entry pick and the
+/// `steps` drawn by `step`; `what` names the property when it fails.
+fn check_walks<S>(
+    what: &str,
+    step: S,
+    steps: std::ops::Range<usize>,
+    property: impl Fn((Arc<DialogueGraph>, World, usize, Vec<S::Value>)) -> Result<(), TestCaseError>,
+) where
+    S: Strategy,
+    S::Value: std::fmt::Debug,
+{
     let mut runner = TestRunner::new(Config::with_cases(CASES));
     let strategy = (
         any_graph(),
         world(),
         any::<usize>(),
-        prop::collection::vec(any::<usize>(), 1..40),
+        prop::collection::vec(step, steps),
     );
-    runner
-        .run(&strategy, |(graph, facts, start, picks)| {
+    runner.run(&strategy, property).expect(what);
+}
+
+#[test]
+fn an_honest_client_is_never_rejected() {
+    check_walks(
+        "honest play",
+        any::<usize>(),
+        1..40,
+        |(graph, facts, start, picks)| {
             play_honest(&graph, &facts, start, &picks).map_err(TestCaseError::fail)
-        })
-        .expect("honest play");
+        },
+    );
 }
 
 /// A message an attacker might send, drawn without regard to what was shown.
@@ -342,15 +359,11 @@ const FOREIGN: [(banter_protocol::ActionType, &str); 3] = [
 
 #[test]
 fn forged_messages_are_rejected_and_executions_never_exceed_armings() {
-    let mut runner = TestRunner::new(Config::with_cases(CASES));
-    let strategy = (
-        any_graph(),
-        world(),
-        any::<usize>(),
-        prop::collection::vec(message(), 1..60),
-    );
-    runner
-        .run(&strategy, |(graph, facts, start, messages)| {
+    check_walks(
+        "forged play",
+        message(),
+        1..60,
+        |(graph, facts, start, messages)| {
             let g = &*graph;
             let (mut walk, _) = Walk::open(g, entry(g, start), &facts).expect("opens");
             let mut armings: HashMap<ActionIndex, u32> = HashMap::new();
@@ -452,8 +465,8 @@ fn forged_messages_are_rejected_and_executions_never_exceed_armings() {
                 }
             }
             Ok(())
-        })
-        .expect("forged play");
+        },
+    );
 }
 
 /// Inputs a player (or a buggy client) gives, named without regard to what is on screen.
@@ -478,15 +491,11 @@ fn input() -> impl Strategy<Value = Input> {
 /// the server, in order, are all accepted).
 #[test]
 fn the_client_walk_and_the_server_answer_every_input_alike() {
-    let mut runner = TestRunner::new(Config::with_cases(CASES));
-    let strategy = (
-        any_graph(),
-        world(),
-        any::<usize>(),
-        prop::collection::vec(input(), 1..60),
-    );
-    runner
-        .run(&strategy, |(graph, facts, start, inputs)| {
+    check_walks(
+        "client and server agree",
+        input(),
+        1..60,
+        |(graph, facts, start, inputs)| {
             let g = &*graph;
             let first = entry(g, start);
             let mut out = Vec::new();
@@ -554,6 +563,6 @@ fn the_client_walk_and_the_server_answer_every_input_alike() {
                 prop_assert_eq!(mirror.is_closed(), server.is_closed());
             }
             Ok(())
-        })
-        .expect("client and server agree");
+        },
+    );
 }

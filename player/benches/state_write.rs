@@ -2,23 +2,17 @@
 
 use std::hint::black_box;
 
-use banter_player::{BoatState, FishingState, PlayerStateMachine, StoryState};
-use criterion::{Criterion, criterion_group, criterion_main};
+use banter_player::{BoatState, FishingState, OwnerHandles, PlayerStateMachine, StoryState};
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, Criterion, criterion_group, criterion_main};
 
 fn state_write(c: &mut Criterion) {
     let mut group = c.benchmark_group("state_write");
 
     // Every write is a real change that moves the effective state (Charging <-> Casted over
     // Boat.Driving), so each iteration pays the write, the revision bump and the refresh.
-    group.bench_function("enter_moves_effective", |b| {
-        let (mut m, h) = PlayerStateMachine::new();
-        h.boat.enter(&mut m, BoatState::Driving);
-        let phases = [FishingState::Charging, FishingState::Casted];
-        let mut i = 0usize;
-        b.iter(|| {
-            i ^= 1;
-            black_box(h.fishing.enter(black_box(&mut m), black_box(phases[i])))
-        });
+    alternate_fishing_phases(&mut group, "enter_moves_effective", |m, h| {
+        h.boat.enter(m, BoatState::Driving);
     });
 
     // The derived transition: clear Fishing while sailing, then cast again.
@@ -32,15 +26,8 @@ fn state_write(c: &mut Criterion) {
     });
 
     // A real change hidden under a heavier state: write and refresh, no announcement.
-    group.bench_function("enter_under_cutscene", |b| {
-        let (mut m, h) = PlayerStateMachine::new();
-        h.story.enter(&mut m, StoryState::Cutscene);
-        let phases = [FishingState::Charging, FishingState::Casted];
-        let mut i = 0usize;
-        b.iter(|| {
-            i ^= 1;
-            black_box(h.fishing.enter(black_box(&mut m), black_box(phases[i])))
-        });
+    alternate_fishing_phases(&mut group, "enter_under_cutscene", |m, h| {
+        h.story.enter(m, StoryState::Cutscene);
     });
 
     // The no-op write: entering the state already held.
@@ -51,6 +38,25 @@ fn state_write(c: &mut Criterion) {
     });
 
     group.finish();
+}
+
+/// Benchmarks `name`: Fishing.Charging and Fishing.Casted written in turn, each a real change,
+/// on a machine first put in the state `setup` writes.
+fn alternate_fishing_phases(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    name: &str,
+    setup: impl Fn(&mut PlayerStateMachine, &OwnerHandles),
+) {
+    group.bench_function(name, |b| {
+        let (mut m, h) = PlayerStateMachine::new();
+        setup(&mut m, &h);
+        let phases = [FishingState::Charging, FishingState::Casted];
+        let mut i = 0usize;
+        b.iter(|| {
+            i ^= 1;
+            black_box(h.fishing.enter(black_box(&mut m), black_box(phases[i])))
+        });
+    });
 }
 
 criterion_group!(benches, state_write);

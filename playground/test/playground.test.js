@@ -78,20 +78,52 @@ async function playUntil(page, kind) {
   }
 }
 
+/**
+ * A new 1200 x 1400 page, with the message of every uncaught error in its scripts collected in
+ * `problems`.
+ */
+async function watchedPage() {
+  const page = await browser.newPage({ viewport: { width: 1200, height: 1400 } });
+  /** @type {string[]} */
+  const problems = [];
+  page.on('pageerror', (e) => problems.push(e.message));
+  return { page, problems };
+}
+
+/**
+ * Opens the playground, logs in (in `locale`, when given) standing by `npc` and talks to them.
+ * @param {import('playwright-core').Page} page
+ * @param {string} npc
+ * @param {string} [locale]
+ */
+async function talkTo(page, npc, locale) {
+  await page.goto(`${address}/playground`);
+  if (locale) await page.selectOption('#locale-at-login', locale);
+  await page.selectOption('#spawn', npc);
+  await page.click('#play');
+  await page.waitForSelector(`#map [data-npc="${npc}"]`);
+  await page.click(`#map [data-npc="${npc}"]`);
+}
+
+/**
+ * Waits until the writer graph's image has loaded.
+ * @param {import('playwright-core').Page} page
+ */
+async function graphImageLoaded(page) {
+  await page.waitForFunction(() => {
+    const image = /** @type {HTMLImageElement | null} */ (document.querySelector('#graph img'));
+    return image !== null && image.complete && image.naturalWidth > 0;
+  });
+}
+
 after(async () => {
   await browser?.close();
   server?.kill('SIGTERM');
 });
 
 test('a quest played to completion through the page', { timeout: 90000 }, async () => {
-  const page = await browser.newPage({ viewport: { width: 1200, height: 1400 } });
-  const problems = [];
-  page.on('pageerror', (e) => problems.push(e.message));
-  await page.goto(`${address}/playground`);
-  await page.selectOption('#spawn', 'pim');
-  await page.click('#play');
-  await page.waitForSelector('#map [data-npc="pim"]');
-  await page.click('#map [data-npc="pim"]');
+  const { page, problems } = await watchedPage();
+  await talkTo(page, 'pim');
   // Talk, then take the first response or continue until Pim's quest pays.
   await playUntil(page, 'quest_completed');
   await page.waitForSelector('#effects [data-effect="quest_completed"]', { timeout: 10000 });
@@ -105,20 +137,13 @@ test('a quest played to completion through the page', { timeout: 90000 }, async 
 
 test('a conversation graph drawn on the server with the walk marked, in Japanese', { timeout: 60000 }, async () => {
   const page = await browser.newPage({ viewport: { width: 1200, height: 1600 } });
-  await page.goto(`${address}/playground`);
-  await page.selectOption('#locale-at-login', 'ja');
-  await page.selectOption('#spawn', 'pim');
-  await page.click('#play');
-  await page.click('#map [data-npc="pim"]');
+  await talkTo(page, 'pim', 'ja');
   await page.waitForSelector('#line[data-node]');
   await page.waitForFunction(() => /[\u3040-\u30ff]/.test(document.querySelector('#line')?.textContent ?? ''));
   await page.click('#draw');
   const img = page.locator('#graph img[data-conversation="Pim"]');
   await img.waitFor();
-  await page.waitForFunction(() => {
-    const image = /** @type {HTMLImageElement | null} */ (document.querySelector('#graph img'));
-    return image !== null && image.complete && image.naturalWidth > 0;
-  });
+  await graphImageLoaded(page);
   const src = await img.getAttribute('src');
   assert.match(src ?? '', /current=PimsTideTale_Greet/);
   const svg = await (await fetch(new URL(src ?? '', address))).text();
@@ -149,10 +174,7 @@ test('what players did, drawn on the writer graph', { timeout: 60000 }, async ()
   await page.check('#overlay');
   await page.click('#draw');
   await page.waitForSelector('#graph img[data-overlay="analytics"]');
-  await page.waitForFunction(() => {
-    const image = /** @type {HTMLImageElement | null} */ (document.querySelector('#graph img'));
-    return image !== null && image.complete && image.naturalWidth > 0;
-  });
+  await graphImageLoaded(page);
   const svg = await (await fetch(`${address}/playground/api/graph/Pim.svg?analytics=true`, { headers })).text();
   assert.match(svg, /visits [1-9]/, 'a line players saw has its visits');
   assert.match(svg, /chosen [1-9]\d* \(\d+%\)/, 'a response players chose has its split');
@@ -163,14 +185,8 @@ test('what players did, drawn on the writer graph', { timeout: 60000 }, async ()
 });
 
 test('the quest log abandons a quest, the language switches in game, and content reloads from the page', { timeout: 90000 }, async () => {
-  const page = await browser.newPage({ viewport: { width: 1200, height: 1400 } });
-  const problems = [];
-  page.on('pageerror', (e) => problems.push(e.message));
-  await page.goto(`${address}/playground`);
-  await page.selectOption('#spawn', 'fennick');
-  await page.click('#play');
-  await page.waitForSelector('#map [data-npc="fennick"]');
-  await page.click('#map [data-npc="fennick"]');
+  const { page, problems } = await watchedPage();
+  await talkTo(page, 'fennick');
   // Take the first response or continue until Grandpa Fennick's quest is accepted.
   await playUntil(page, 'quest_accepted');
   const entry = page.locator('#quest-log [data-quest="CopperSnappers"]');

@@ -164,41 +164,28 @@ pub trait ActionField: Sized {
     fn from_value(value: FieldValue) -> Option<Self>;
 }
 
-impl ActionField for String {
-    fn field_ref(&self) -> FieldRef<'_> {
-        FieldRef::Text(self)
-    }
-    fn from_value(value: FieldValue) -> Option<Self> {
-        match value {
-            FieldValue::Text(s) => Some(s),
-            _ => None,
+/// Implements [`ActionField`] for `$ty`, the `$variant` of [`FieldValue`] and [`FieldRef`]; the
+/// borrowed form is `$field` (a `&$ty`) after `$borrow`.
+macro_rules! action_field {
+    ($ty:ty, $variant:ident, |$field:ident| $borrow:expr) => {
+        impl ActionField for $ty {
+            fn field_ref(&self) -> FieldRef<'_> {
+                let $field = self;
+                FieldRef::$variant($borrow)
+            }
+            fn from_value(value: FieldValue) -> Option<Self> {
+                match value {
+                    FieldValue::$variant(v) => Some(v),
+                    _ => None,
+                }
+            }
         }
-    }
+    };
 }
 
-impl ActionField for Option<String> {
-    fn field_ref(&self) -> FieldRef<'_> {
-        FieldRef::Maybe(self.as_deref())
-    }
-    fn from_value(value: FieldValue) -> Option<Self> {
-        match value {
-            FieldValue::Maybe(s) => Some(s),
-            _ => None,
-        }
-    }
-}
-
-impl ActionField for Option<ObjectiveAmount> {
-    fn field_ref(&self) -> FieldRef<'_> {
-        FieldRef::Amount(self.as_ref())
-    }
-    fn from_value(value: FieldValue) -> Option<Self> {
-        match value {
-            FieldValue::Amount(a) => Some(a),
-            _ => None,
-        }
-    }
-}
+action_field!(String, Text, |s| s);
+action_field!(Option<String>, Maybe, |s| s.as_deref());
+action_field!(Option<ObjectiveAmount>, Amount, |a| a.as_ref());
 
 /// The Rust type of a field kind.
 macro_rules! field_type {

@@ -135,6 +135,28 @@ pub struct DecodeError {
     pub message: String,
 }
 
+/// Binds `$id` to the request id field of the client message `$message` (every variant has
+/// one) and evaluates `$body`: the one list of variants [`ClientMessage::id`] and
+/// [`ClientMessage::with_id`] share.
+macro_rules! with_request_id {
+    ($message:expr, $id:ident => $body:expr) => {
+        match $message {
+            ClientMessage::Move { $id, .. }
+            | ClientMessage::Talk { $id, .. }
+            | ClientMessage::Advance { $id, .. }
+            | ClientMessage::Choose { $id, .. }
+            | ClientMessage::Action { $id, .. }
+            | ClientMessage::Close { $id }
+            | ClientMessage::SetAfk { $id, .. }
+            | ClientMessage::SetLocale { $id, .. }
+            | ClientMessage::FetchConversation { $id, .. }
+            | ClientMessage::CutsceneDone { $id, .. }
+            | ClientMessage::AbandonQuest { $id, .. }
+            | ClientMessage::Resume { $id, .. } => $body,
+        }
+    };
+}
+
 impl ClientMessage {
     /// Decodes one text frame: the frame decoder the server runs on every message (and the
     /// `frame_decoder` fuzz target). Never panics.
@@ -163,38 +185,12 @@ impl ClientMessage {
 
     /// The request id, if the client gave one.
     pub fn id(&self) -> Option<u64> {
-        match self {
-            ClientMessage::Move { id, .. }
-            | ClientMessage::Talk { id, .. }
-            | ClientMessage::Advance { id, .. }
-            | ClientMessage::Choose { id, .. }
-            | ClientMessage::Action { id, .. }
-            | ClientMessage::Close { id }
-            | ClientMessage::SetAfk { id, .. }
-            | ClientMessage::SetLocale { id, .. }
-            | ClientMessage::FetchConversation { id, .. }
-            | ClientMessage::CutsceneDone { id, .. }
-            | ClientMessage::AbandonQuest { id, .. }
-            | ClientMessage::Resume { id, .. } => *id,
-        }
+        with_request_id!(self, id => *id)
     }
 
     /// The same message with its request id set.
     pub fn with_id(mut self, new_id: u64) -> Self {
-        match &mut self {
-            ClientMessage::Move { id, .. }
-            | ClientMessage::Talk { id, .. }
-            | ClientMessage::Advance { id, .. }
-            | ClientMessage::Choose { id, .. }
-            | ClientMessage::Action { id, .. }
-            | ClientMessage::Close { id }
-            | ClientMessage::SetAfk { id, .. }
-            | ClientMessage::SetLocale { id, .. }
-            | ClientMessage::FetchConversation { id, .. }
-            | ClientMessage::CutsceneDone { id, .. }
-            | ClientMessage::AbandonQuest { id, .. }
-            | ClientMessage::Resume { id, .. } => *id = Some(new_id),
-        }
+        with_request_id!(&mut self, id => *id = Some(new_id));
         self
     }
 

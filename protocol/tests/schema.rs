@@ -6,21 +6,8 @@ use banter_protocol::schema::json_schemas;
 
 #[test]
 fn committed_json_schemas_are_up_to_date() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/schema");
-    let bless = std::env::var_os("BANTER_BLESS").is_some();
     for (name, fresh) in json_schemas() {
-        let path = dir.join(name);
-        if bless {
-            std::fs::create_dir_all(&dir).expect("create docs/schema");
-            std::fs::write(&path, &fresh).expect("write schema");
-            continue;
-        }
-        let committed = std::fs::read_to_string(&path).unwrap_or_default();
-        assert!(
-            committed == fresh,
-            "{} is out of date; regenerate with `BANTER_BLESS=1 cargo test -p banter-protocol --test schema`",
-            path.display()
-        );
+        check_or_bless(name, &fresh);
     }
 }
 
@@ -28,10 +15,16 @@ fn committed_json_schemas_are_up_to_date() {
 /// client generates its action tables from it (clients/typescript/scripts/gen-types.js).
 #[test]
 fn committed_actions_json_is_up_to_date() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/schema/actions.json");
-    let fresh = banter_protocol::actions_json();
+    check_or_bless("actions.json", &banter_protocol::actions_json());
+}
+
+/// Asserts `docs/schema/<name>` holds `fresh`, or writes it there with `BANTER_BLESS` set.
+fn check_or_bless(name: &str, fresh: &str) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/schema");
+    let path = dir.join(name);
     if std::env::var_os("BANTER_BLESS").is_some() {
-        std::fs::write(&path, &fresh).expect("write actions.json");
+        std::fs::create_dir_all(&dir).expect("create docs/schema");
+        std::fs::write(&path, fresh).expect("write schema");
         return;
     }
     let committed = std::fs::read_to_string(&path).unwrap_or_default();

@@ -840,6 +840,11 @@ fn num(value: &Value, key: &str) -> f64 {
     value.get(key).and_then(Value::as_f64).unwrap_or(f64::NAN)
 }
 
+/// The array under `key`; empty when there is none.
+fn items<'a>(value: &'a Value, key: &str) -> &'a [Value] {
+    value[key].as_array().map(Vec::as_slice).unwrap_or(&[])
+}
+
 fn print_tables(report: &Value) {
     let machine = &report["machine"];
     println!("# store_tps");
@@ -869,42 +874,7 @@ fn print_tables(report: &Value) {
             pg["pgbench_command"].as_str().unwrap_or("?")
         );
         println!();
-        println!(
-            "| c | round | pgbench tps | store quest tx/s | pairs/s | ratio store/pgbench | accept p50 / p99 ms | complete p50 / p99 ms |"
-        );
-        println!("|---|---|---|---|---|---|---|---|");
-        for setting in pg["settings"].as_array().map(Vec::as_slice).unwrap_or(&[]) {
-            let c = &setting["concurrency"];
-            for (i, round) in setting["rounds"]
-                .as_array()
-                .map(Vec::as_slice)
-                .unwrap_or(&[])
-                .iter()
-                .enumerate()
-            {
-                let store = &round["store"];
-                println!(
-                    "| {c} | {} | {:.0} | {:.0} | {:.0} | {:.3} | {:.2} / {:.2} | {:.2} / {:.2} |",
-                    i + 1,
-                    num(round, "pgbench_tps"),
-                    num(store, "quest_tps"),
-                    num(store, "pairs_per_sec"),
-                    num(round, "ratio"),
-                    num(store, "accept_p50_ms"),
-                    num(store, "accept_p99_ms"),
-                    num(store, "complete_p50_ms"),
-                    num(store, "complete_p99_ms"),
-                );
-            }
-            let m = &setting["median"];
-            println!(
-                "| {c} | **median** | {:.0} | {:.0} | {:.0} | **{:.3}** | | |",
-                num(m, "pgbench_tps"),
-                num(m, "quest_tps"),
-                num(m, "pairs_per_sec"),
-                num(m, "ratio"),
-            );
-        }
+        print_rounds(pg, "pgbench", "pgbench tps", false);
     }
     if let Some(sq) = report.get("sqlite") {
         println!();
@@ -916,44 +886,59 @@ fn print_tables(report: &Value) {
         );
         println!("alternation: {}", sq["alternation"].as_str().unwrap_or("?"));
         println!();
-        println!(
-            "| c | round | raw tx/s | store quest tx/s | pairs/s | ratio store/raw | raw p50 / p99 ms | accept p50 / p99 ms | complete p50 / p99 ms |"
-        );
-        println!("|---|---|---|---|---|---|---|---|---|");
-        for setting in sq["settings"].as_array().map(Vec::as_slice).unwrap_or(&[]) {
-            let c = &setting["concurrency"];
-            for (i, round) in setting["rounds"]
-                .as_array()
-                .map(Vec::as_slice)
-                .unwrap_or(&[])
-                .iter()
-                .enumerate()
-            {
-                let store = &round["store"];
-                println!(
-                    "| {c} | {} | {:.0} | {:.0} | {:.0} | {:.3} | {:.2} / {:.2} | {:.2} / {:.2} | {:.2} / {:.2} |",
-                    i + 1,
-                    num(round, "raw_tps"),
-                    num(store, "quest_tps"),
-                    num(store, "pairs_per_sec"),
-                    num(round, "ratio"),
-                    num(round, "raw_p50_ms"),
-                    num(round, "raw_p99_ms"),
-                    num(store, "accept_p50_ms"),
-                    num(store, "accept_p99_ms"),
-                    num(store, "complete_p50_ms"),
-                    num(store, "complete_p99_ms"),
-                );
-            }
-            let m = &setting["median"];
-            println!(
-                "| {c} | **median** | {:.0} | {:.0} | {:.0} | **{:.3}** | | | |",
-                num(m, "raw_tps"),
-                num(m, "quest_tps"),
-                num(m, "pairs_per_sec"),
-                num(m, "ratio"),
+        print_rounds(sq, "raw", "raw tx/s", true);
+    }
+}
+
+/// One database's table in Markdown: a row per round of each concurrency setting, then the
+/// setting's median. `baseline` names what the store is compared with (its keys are
+/// `{baseline}_tps` and, with `baseline_latency`, `{baseline}_p50_ms` and `{baseline}_p99_ms`);
+/// `baseline_tps` is its throughput column.
+fn print_rounds(results: &Value, baseline: &str, baseline_tps: &str, baseline_latency: bool) {
+    let latency = |value: &Value, name: &str| {
+        let p50 = num(value, &format!("{name}_p50_ms"));
+        let p99 = num(value, &format!("{name}_p99_ms"));
+        format!(" {p50:.2} / {p99:.2} |")
+    };
+    let tps = format!("{baseline}_tps");
+    let mut header = format!(
+        "| c | round | {baseline_tps} | store quest tx/s | pairs/s | ratio store/{baseline} |"
+    );
+    if baseline_latency {
+        header += &format!(" {baseline} p50 / p99 ms |");
+    }
+    header += " accept p50 / p99 ms | complete p50 / p99 ms |";
+    println!("{header}");
+    println!("{}|", "|---".repeat(header.matches('|').count() - 1));
+    for setting in items(results, "settings") {
+        let c = &setting["concurrency"];
+        for (i, round) in items(setting, "rounds").iter().enumerate() {
+            let store = &round["store"];
+            let mut row = format!(
+                "| {c} | {} | {:.0} | {:.0} | {:.0} | {:.3} |",
+                i + 1,
+                num(round, &tps),
+                num(store, "quest_tps"),
+                num(store, "pairs_per_sec"),
+                num(round, "ratio"),
             );
+            if baseline_latency {
+                row += &latency(round, baseline);
+            }
+            row += &latency(store, "accept");
+            row += &latency(store, "complete");
+            println!("{row}");
         }
+        let m = &setting["median"];
+        let latencies = if baseline_latency { 3 } else { 2 };
+        println!(
+            "| {c} | **median** | {:.0} | {:.0} | {:.0} | **{:.3}** |{}",
+            num(m, &tps),
+            num(m, "quest_tps"),
+            num(m, "pairs_per_sec"),
+            num(m, "ratio"),
+            " |".repeat(latencies),
+        );
     }
 }
 

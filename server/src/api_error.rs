@@ -167,29 +167,23 @@ fn rejection_text(status: StatusCode, text: &str) -> ApiError {
     }
 }
 
-impl From<JsonRejection> for ApiError {
-    fn from(e: JsonRejection) -> ApiError {
-        rejection_text(e.status(), &e.body_text())
-    }
+/// `From` each of axum's rejections (they share no trait), through [`rejection_text`].
+macro_rules! from_rejections {
+    ($($rejection:ty),+ $(,)?) => {$(
+        impl From<$rejection> for ApiError {
+            fn from(e: $rejection) -> ApiError {
+                rejection_text(e.status(), &e.body_text())
+            }
+        }
+    )+};
 }
 
-impl From<QueryRejection> for ApiError {
-    fn from(e: QueryRejection) -> ApiError {
-        rejection_text(e.status(), &e.body_text())
-    }
-}
-
-impl From<PathRejection> for ApiError {
-    fn from(e: PathRejection) -> ApiError {
-        rejection_text(e.status(), &e.body_text())
-    }
-}
-
-impl From<WebSocketUpgradeRejection> for ApiError {
-    fn from(e: WebSocketUpgradeRejection) -> ApiError {
-        rejection_text(e.status(), &e.body_text())
-    }
-}
+from_rejections!(
+    JsonRejection,
+    QueryRejection,
+    PathRejection,
+    WebSocketUpgradeRejection,
+);
 
 /// Answers a path no route serves.
 pub async fn no_route() -> ApiError {

@@ -437,78 +437,71 @@ mod tests {
 
     #[tokio::test]
     async fn every_store_and_event_error_has_one_status_and_no_internal_text() {
-        let cases: Vec<(ApiError, StatusCode, &str)> = vec![
+        // A store failure that is a bug or a misconfiguration: `internal`, with a reference.
+        let internal = [
+            StoreError::Database(SECRET.into()),
+            StoreError::Corrupt(SECRET.into()),
+            StoreError::Config(SECRET.into()),
+            StoreError::Migration(SECRET.into()),
+            StoreError::AlreadyPaid { quest: "Q".into() },
+        ]
+        .map(|e| {
             (
-                StoreError::Unavailable(SECRET.into()).into(),
-                StatusCode::SERVICE_UNAVAILABLE,
-                "store_unavailable",
-            ),
-            (
-                StoreError::Database(SECRET.into()).into(),
+                ApiError::from(e),
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "internal",
-            ),
-            (
-                StoreError::Corrupt(SECRET.into()).into(),
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "internal",
-            ),
-            (
-                StoreError::Config(SECRET.into()).into(),
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "internal",
-            ),
-            (
-                StoreError::Migration(SECRET.into()).into(),
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "internal",
-            ),
-            (
-                StoreError::AlreadyPaid { quest: "Q".into() }.into(),
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "internal",
-            ),
-            (
-                StoreError::InvalidInput("bad id".into()).into(),
-                StatusCode::BAD_REQUEST,
-                "bad_request",
-            ),
-            (
-                StoreError::InvalidAmount { amount: 0 }.into(),
-                StatusCode::BAD_REQUEST,
-                "bad_request",
-            ),
-            (
-                EventError::UnknownPlayer("p".into()).into(),
-                StatusCode::NOT_FOUND,
-                "unknown_player",
-            ),
-            (
-                EventError::Duplicate("e".into()).into(),
-                StatusCode::CONFLICT,
-                "duplicate",
-            ),
-            (
-                EventError::Store(StoreError::Unavailable(SECRET.into())).into(),
-                StatusCode::SERVICE_UNAVAILABLE,
-                "store_unavailable",
-            ),
-            (
-                AuthError::Expired.into(),
-                StatusCode::UNAUTHORIZED,
-                "unauthorized",
-            ),
-            (
-                ServiceKeyError::Missing.into(),
-                StatusCode::UNAUTHORIZED,
-                "unauthorized",
-            ),
-            (
-                ServiceKeyError::Wrong.into(),
-                StatusCode::FORBIDDEN,
-                "forbidden",
-            ),
-        ];
+            )
+        });
+        let cases: Vec<(ApiError, StatusCode, &str)> = internal
+            .into_iter()
+            .chain([
+                (
+                    StoreError::Unavailable(SECRET.into()).into(),
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "store_unavailable",
+                ),
+                (
+                    StoreError::InvalidInput("bad id".into()).into(),
+                    StatusCode::BAD_REQUEST,
+                    "bad_request",
+                ),
+                (
+                    StoreError::InvalidAmount { amount: 0 }.into(),
+                    StatusCode::BAD_REQUEST,
+                    "bad_request",
+                ),
+                (
+                    EventError::UnknownPlayer("p".into()).into(),
+                    StatusCode::NOT_FOUND,
+                    "unknown_player",
+                ),
+                (
+                    EventError::Duplicate("e".into()).into(),
+                    StatusCode::CONFLICT,
+                    "duplicate",
+                ),
+                (
+                    EventError::Store(StoreError::Unavailable(SECRET.into())).into(),
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "store_unavailable",
+                ),
+                (
+                    AuthError::Expired.into(),
+                    StatusCode::UNAUTHORIZED,
+                    "unauthorized",
+                ),
+                (
+                    ServiceKeyError::Missing.into(),
+                    StatusCode::UNAUTHORIZED,
+                    "unauthorized",
+                ),
+                (
+                    ServiceKeyError::Wrong.into(),
+                    StatusCode::FORBIDDEN,
+                    "forbidden",
+                ),
+            ])
+            .collect();
         for (error, status, code) in cases {
             let (got, body) = answer(error).await;
             assert_eq!(got, status, "{body}");

@@ -76,18 +76,16 @@ pub fn project(held: &Held, migrations: &[&ContentMigration]) -> Held {
     for migration in migrations {
         let quest = |id: &String| migration.rename_quests.get(id).unwrap_or(id).clone();
         let removed = |id: &String| migration.remove_quests.contains_key(id);
-        held.active_quests = held
-            .active_quests
-            .iter()
-            .filter(|(id, _)| !removed(id))
-            .map(|(id, n)| (quest(id), *n))
-            .collect();
-        held.tracked_quests = held
-            .tracked_quests
-            .iter()
-            .filter(|(id, _)| !removed(id))
-            .map(|(id, n)| (quest(id), *n))
-            .collect();
+        // Quests with a count of players: renamed, and without the removed ones.
+        let quests = |counts: &[(String, u64)]| -> Vec<(String, u64)> {
+            counts
+                .iter()
+                .filter(|(id, _)| !removed(id))
+                .map(|(id, n)| (quest(id), *n))
+                .collect()
+        };
+        held.active_quests = quests(&held.active_quests);
+        held.tracked_quests = quests(&held.tracked_quests);
         held.objectives = held
             .objectives
             .iter()

@@ -35,7 +35,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use banter_dialogue::content::Content;
-use banter_dialogue::{ClientWalk, DialogueGraph, Outgoing, Screen, build_conversation};
+use banter_dialogue::{ClientWalk, DialogueGraph, Outgoing, Screen, WalkError, build_conversation};
 use banter_protocol::{
     ActionType, ClientMessage, Effect, ErrorCode, FactSheet, QuestStatus, ServerMessage,
 };
@@ -601,16 +601,10 @@ impl Player {
                     ));
                 };
                 let mut out = Vec::new();
-                match open
+                let walked = open
                     .walk
-                    .choose(&open.graph, response, &self.facts, &mut out)
-                {
-                    Ok(()) => self.send_walked(out).await,
-                    Err(e) => {
-                        self.refused = Some(crate::session::walk_code(&e).to_owned());
-                        Ok(())
-                    }
-                }
+                    .choose(&open.graph, response, &self.facts, &mut out);
+                self.after_walk(walked, out).await
             }
             Step::Advance => {
                 let open = self
@@ -618,16 +612,10 @@ impl Player {
                     .as_mut()
                     .ok_or("no conversation is open: `talk` first")?;
                 let mut out = Vec::new();
-                match open
+                let walked = open
                     .walk
-                    .advance_current(&open.graph, &self.facts, &mut out)
-                {
-                    Ok(()) => self.send_walked(out).await,
-                    Err(e) => {
-                        self.refused = Some(crate::session::walk_code(&e).to_owned());
-                        Ok(())
-                    }
-                }
+                    .advance_current(&open.graph, &self.facts, &mut out);
+                self.after_walk(walked, out).await
             }
             Step::Close => {
                 // A walk that reached its end has sent its `close` already.
@@ -688,50 +676,30 @@ impl Player {
                     Err(format!("expected {n} choices, the player sees {shown}"))
                 }
             }
-            Step::ExpectEffect { kind, quest } => {
-                let found = self.effects[self.read..].iter().position(|e| {
+            Step::ExpectEffect { kind, quest } => self.read_effect(
+                |e| {
                     effect_kind(e) == *kind
                         && quest
                             .as_ref()
                             .is_none_or(|q| effect_quest(e) == Some(q.as_str()))
-                });
-                match found {
-                    Some(at) => {
-                        self.read += at + 1;
-                        Ok(())
-                    }
-                    None => Err(format!(
-                        "expected the effect {kind}{}, got {:?}",
-                        quest.as_ref().map(|q| format!(" {q}")).unwrap_or_default(),
-                        self.effects[self.read..]
-                            .iter()
-                            .map(describe)
-                            .collect::<Vec<_>>()
-                    )),
-                }
-            }
-            Step::ExpectReward { coins, experience } => {
-                let paid = self.effects[self.read..].iter().position(|e| {
+                },
+                || {
+                    let quest = quest.as_ref().map(|q| format!(" {q}")).unwrap_or_default();
+                    format!("the effect {kind}{quest}")
+                },
+            ),
+            Step::ExpectReward { coins, experience } => self.read_effect(
+                |e| {
                     matches!(e, Effect::QuestCompleted { coins: c, experience: x, .. }
                         if c == coins && experience.is_none_or(|want| *x == want))
-                });
-                match paid {
-                    Some(at) => {
-                        self.read += at + 1;
-                        Ok(())
-                    }
-                    None => Err(format!(
-                        "expected a reward of {coins} coins{}, got {:?}",
-                        experience
-                            .map(|x| format!(" and {x} experience"))
-                            .unwrap_or_default(),
-                        self.effects[self.read..]
-                            .iter()
-                            .map(describe)
-                            .collect::<Vec<_>>()
-                    )),
-                }
-            }
+                },
+                || {
+                    let experience = experience
+                        .map(|x| format!(" and {x} experience"))
+                        .unwrap_or_default();
+                    format!("a reward of {coins} coins{experience}")
+                },
+            ),
             Step::ExpectRefusal(code) => match self.refused.take() {
                 Some(got) if got == *code => Ok(()),
                 Some(got) => Err(format!("expected the refusal {code}, got {got}")),
@@ -813,6 +781,43 @@ impl Player {
     }
 
     /// Sends what the client walk queued, answering a quest check's jump as a client does.
+    /// Reads on to the next effect `wanted` accepts; none: what was `expected` (said lazily),
+    /// and the effects that came instead.
+    fn read_effect(
+        &mut self,
+        wanted: impl Fn(&Effect) -> bool,
+        expected: impl FnOnce() -> String,
+    ) -> Result<(), String> {
+        let unread = &self.effects[self.read..];
+        match unread.iter().position(wanted) {
+            Some(at) => {
+                self.read += at + 1;
+                Ok(())
+            }
+            None => Err(format!(
+                "expected {}, got {:?}",
+                expected(),
+                unread.iter().map(describe).collect::<Vec<_>>()
+            )),
+        }
+    }
+
+    /// What a choose or advance of the walk did: its steps sent to the server, or its refusal
+    /// kept as the player's, under the code a client's own walk refuses with.
+    async fn after_walk(
+        &mut self,
+        walked: Result<(), WalkError>,
+        out: Vec<Outgoing>,
+    ) -> Result<(), String> {
+        match walked {
+            Ok(()) => self.send_walked(out).await,
+            Err(e) => {
+                self.refused = Some(crate::session::walk_code(&e).to_owned());
+                Ok(())
+            }
+        }
+    }
+
     async fn send_walked(&mut self, mut out: Vec<Outgoing>) -> Result<(), String> {
         while !out.is_empty() {
             let queued = std::mem::take(&mut out);

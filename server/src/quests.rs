@@ -440,7 +440,11 @@ async fn execute_once(
     ) {
         *record = store.load_player(player).await?;
     }
-    let stepped = match action {
+    // The stored actions each land one step: the arms say which change, and the quest state it
+    // leaves for the tutorial's next move. Their buffers live out here, borrowed by the change.
+    let objectives: Vec<String>;
+    let advances: [ObjectiveAdvance; 1];
+    let (change, after) = match action {
         Action::AcceptQuest { quest_id } => {
             let def = quest_def(content, quest_id)?;
             match quest_status(record, content, quest_id) {
@@ -453,17 +457,13 @@ async fn execute_once(
                     .into());
                 }
             }
-            let objectives: Vec<String> = def.objectives.iter().map(|o| o.id.clone()).collect();
+            objectives = def.objectives.iter().map(|o| o.id.clone()).collect();
             let change = Change::Accept {
                 quest: quest_id,
                 objectives: &objectives,
             };
             let after = Some((quest_id.as_str(), Some(banter_rules::Accepted::Active)));
-            land(
-                store,
-                &context.step(player, change, tutorial_move(content, record, after)),
-            )
-            .await?
+            (change, after)
         }
         Action::CheckQuest {
             quest_id,
@@ -498,11 +498,7 @@ async fn execute_once(
                 advances: &[],
             };
             let after = Some((quest_id.as_str(), Some(banter_rules::Accepted::Completed)));
-            land(
-                store,
-                &context.step(player, change, tutorial_move(content, record, after)),
-            )
-            .await?
+            (change, after)
         }
         Action::AdvanceObjective {
             quest_id,
@@ -520,7 +516,7 @@ async fn execute_once(
                         "quest `{quest_id}` has no objective `{objective_id}`"
                     ))
                 })?;
-            let advances = [ObjectiveAdvance {
+            advances = [ObjectiveAdvance {
                 quest: quest_id.clone(),
                 objective: objective_id.clone(),
                 amount: amount.as_ref().map_or(1, |a| a.amount),
@@ -530,22 +526,14 @@ async fn execute_once(
                 event_id: None,
                 advances: &advances,
             };
-            land(
-                store,
-                &context.step(player, change, tutorial_move(content, record, None)),
-            )
-            .await?
+            (change, None)
         }
         Action::TrackQuest { quest_id } => {
             quest_def(content, quest_id)?;
             let change = Change::Track {
                 quest: Some(quest_id),
             };
-            land(
-                store,
-                &context.step(player, change, tutorial_move(content, record, None)),
-            )
-            .await?
+            (change, None)
         }
         Action::OpenShop { shop } => return Ok(plain(Effect::OpenShop { shop: shop.clone() })),
         Action::OpenSellMenu => return Ok(plain(Effect::OpenSellMenu {})),
@@ -564,6 +552,8 @@ async fn execute_once(
             }));
         }
     };
+    let tutorial = tutorial_move(content, record, after);
+    let stepped = land(store, &context.step(player, change, tutorial)).await?;
     *record = stepped.record;
     Ok(after_commit(content, record, action)?)
 }

@@ -3,11 +3,11 @@
 //! When a session ends without a goodbye the client chose (the connection dropped, the peer went
 //! silent, a reconnect replaced it, the client stopped reading, the server shut down) and a
 //! conversation was open, the session parks that conversation, walk and all, under the player
-//! and the session's resume token: the walk in the store (`Store::park_conversation`, taken back
-//! exactly once on any instance), and here the content version it opened with. A new session of
-//! the player that sends `resume` with that token within the grace window takes it back: the same
-//! reachable set, the same armings. After the window, or once the player opens another
-//! conversation, the parked one is gone and `resume` is refused.
+//! and the session's resume token: the walk in the store (`SessionStore::park_conversation`,
+//! taken back exactly once on any instance), and here the content version it opened with. A new
+//! session of the player that sends `resume` with that token within the grace window takes it
+//! back: the same reachable set, the same armings. After the window, or once the player opens
+//! another conversation, the parked one is gone and `resume` is refused.
 //!
 //! A reconnect usually arrives before the server has noticed the old connection is dead: the new
 //! session replaces the old one, which parks its conversation as it winds down. `take` therefore

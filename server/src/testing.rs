@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use banter_test_db::TestDb;
+use banter_test_db::temp::copy_dir;
 
 use crate::app::{App, SharedApp};
 use crate::config::Config;
@@ -45,17 +46,4 @@ pub fn sample_copy(tag: &str) -> PathBuf {
     ));
     copy_dir(&sample_content(), &dir);
     dir
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for entry in std::fs::read_dir(from).expect("read_dir") {
-        let entry = entry.expect("entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("type").is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy");
-        }
-    }
 }

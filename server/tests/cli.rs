@@ -3,13 +3,11 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn banter(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_banter-server"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run banter-server")
-}
+use banter_test_db::temp::{TempDir, copy_dir};
+
+mod binary_support;
+
+use binary_support::{banter, stderr};
 
 fn sample_content() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../content")
@@ -19,51 +17,23 @@ fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
 /// A copy of the sample content in a unique temp folder, removed when dropped.
-struct Copy(PathBuf);
+struct Copy(TempDir);
 
 impl Copy {
     fn of_sample(tag: &str) -> Copy {
-        let root = std::env::temp_dir().join(format!("banter-cli-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
-        copy_dir(&sample_content(), &root);
-        Copy(root)
+        Copy(TempDir::copy_of(&sample_content(), &format!("cli-{tag}")))
     }
 
     fn edit(&self, relative: &str, from: &str, to: &str) {
-        let path = self.0.join(relative);
+        let path = self.0.path().join(relative);
         let text = std::fs::read_to_string(&path).expect("read");
         assert!(text.contains(from), "{relative} contains {from:?}");
         std::fs::write(&path, text.replacen(from, to, 1)).expect("write");
     }
 
     fn path(&self) -> &str {
-        self.0.to_str().expect("temp paths are UTF-8 here")
-    }
-}
-
-impl Drop for Copy {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("create");
-    for entry in std::fs::read_dir(from)
-        .expect("read dir")
-        .filter_map(Result::ok)
-    {
-        let path = entry.path();
-        if path.is_dir() {
-            copy_dir(&path, &to.join(entry.file_name()));
-        } else {
-            std::fs::copy(&path, to.join(entry.file_name())).expect("copy");
-        }
+        self.0.path().to_str().expect("temp paths are UTF-8 here")
     }
 }
 
@@ -207,7 +177,7 @@ fn test_content_runs_the_sample_plans_and_a_wrong_line_fails_with_file_and_line(
     let failed = banter(&["test-content", copy.path()]);
     assert_eq!(failed.status.code(), Some(1), "{}", stdout(&failed));
     let out = stdout(&failed);
-    let line = std::fs::read_to_string(copy.0.join("tests/pim.plan"))
+    let line = std::fs::read_to_string(copy.0.path().join("tests/pim.plan"))
         .expect("plan")
         .lines()
         .position(|l| l.contains("expect line PimsTideTale_Complete"))

@@ -3,16 +3,30 @@
 //! usage) with the file and field named.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use banter_dialogue::generate;
+use banter_test_db::temp::TempDir;
 
-fn banter(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_banter-server"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run banter-server")
+mod binary_support;
+
+use binary_support::{banter, stderr};
+
+/// `gen-content` from the transcriptions in `input` into `output`.
+fn gen_content(input: &Path, output: &Path) -> Output {
+    banter(&[
+        "gen-content",
+        input.to_str().expect("utf-8"),
+        "--out",
+        output.to_str().expect("utf-8"),
+    ])
+}
+
+/// The committed transcriptions generated into `output`, successfully.
+fn generate_sample(output: &Path) -> Output {
+    let out = gen_content(&transcriptions(), output);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    out
 }
 
 fn repo() -> PathBuf {
@@ -21,28 +35,6 @@ fn repo() -> PathBuf {
 
 fn transcriptions() -> PathBuf {
     repo().join("content-src/transcriptions")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// A unique temp folder, removed when dropped.
-struct Temp(PathBuf);
-
-impl Temp {
-    fn new(tag: &str) -> Temp {
-        let root = std::env::temp_dir().join(format!("banter-gen-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
-        std::fs::create_dir_all(&root).expect("create temp");
-        Temp(root)
-    }
-}
-
-impl Drop for Temp {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 fn files_under(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) {
@@ -61,16 +53,10 @@ fn files_under(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) {
 
 #[test]
 fn regenerating_the_sample_reproduces_the_committed_files_byte_for_byte() {
-    let temp = Temp::new("equal");
-    let out = banter(&[
-        "gen-content",
-        transcriptions().to_str().expect("utf-8"),
-        "--out",
-        temp.0.to_str().expect("utf-8"),
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let temp = TempDir::new("gen-equal");
+    generate_sample(temp.path());
     let mut generated = Vec::new();
-    files_under(&temp.0, &temp.0, &mut generated);
+    files_under(temp.path(), temp.path(), &mut generated);
     generated.sort();
     assert!(
         generated.len() >= 12,
@@ -79,7 +65,7 @@ fn regenerating_the_sample_reproduces_the_committed_files_byte_for_byte() {
     let content = repo().join("content");
     let mut shards_not_committed = Vec::new();
     for relative in &generated {
-        let fresh = std::fs::read(temp.0.join(relative)).expect("generated");
+        let fresh = std::fs::read(temp.path().join(relative)).expect("generated");
         let Ok(committed) = std::fs::read(content.join(relative)) else {
             shards_not_committed.push(relative.clone());
             continue;
@@ -127,7 +113,7 @@ fn regenerating_the_sample_reproduces_the_committed_files_byte_for_byte() {
         let old = entries(serde_json::from_slice(&committed).expect("committed JSON"));
         let mut new = Vec::new();
         for shard in shards {
-            let text = std::fs::read(temp.0.join(shard)).expect("shard");
+            let text = std::fs::read(temp.path().join(shard)).expect("shard");
             new.extend(entries(serde_json::from_slice(&text).expect("shard JSON")));
         }
         new.sort_by_key(|e| e.get("Id").map(ToString::to_string));
@@ -147,37 +133,40 @@ fn regenerating_the_sample_reproduces_the_committed_files_byte_for_byte() {
 
 #[test]
 fn regenerating_writes_shards_and_removes_the_older_single_files_and_stale_shards() {
-    let temp = Temp::new("migrate");
+    let temp = TempDir::new("gen-migrate");
     for legacy in [generate::LEGACY_WORLD_FILE, generate::LEGACY_QUESTS_FILE] {
-        std::fs::write(temp.0.join(legacy), "old").expect("write");
+        std::fs::write(temp.path().join(legacy), "old").expect("write");
     }
     // A shard for an NPC no longer transcribed, and a hand-made file beside the shard folders.
-    let stale = temp.0.join(generate::WORLD_DIR).join("gone.json");
+    let stale = temp.path().join(generate::WORLD_DIR).join("gone.json");
     std::fs::create_dir_all(stale.parent().expect("parent")).expect("mkdir");
     std::fs::write(&stale, "{}").expect("write");
-    std::fs::write(temp.0.join(generate::WORLD_DIR).join("notes.txt"), "mine").expect("write");
-    let out = banter(&[
-        "gen-content",
-        transcriptions().to_str().expect("utf-8"),
-        "--out",
-        temp.0.to_str().expect("utf-8"),
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    std::fs::write(
+        temp.path().join(generate::WORLD_DIR).join("notes.txt"),
+        "mine",
+    )
+    .expect("write");
+    let out = generate_sample(temp.path());
     let printed = String::from_utf8_lossy(&out.stdout).into_owned();
     for legacy in [generate::LEGACY_WORLD_FILE, generate::LEGACY_QUESTS_FILE] {
-        assert!(!temp.0.join(legacy).exists(), "{legacy} is removed");
+        assert!(!temp.path().join(legacy).exists(), "{legacy} is removed");
         assert!(printed.contains(&format!("removed {legacy}")), "{printed}");
     }
     assert!(!stale.exists(), "the stale shard is removed: {printed}");
-    assert!(temp.0.join(generate::WORLD_DIR).join("notes.txt").exists());
     assert!(
-        temp.0
+        temp.path()
+            .join(generate::WORLD_DIR)
+            .join("notes.txt")
+            .exists()
+    );
+    assert!(
+        temp.path()
             .join(generate::WORLD_DIR)
             .join("hattie.json")
             .exists()
     );
     assert!(
-        temp.0
+        temp.path()
             .join(generate::QUESTS_DIR)
             .join("hattie.json")
             .exists()
@@ -187,47 +176,36 @@ fn regenerating_writes_shards_and_removes_the_older_single_files_and_stale_shard
 
 #[test]
 fn regenerating_never_touches_the_layers_or_hand_written_files() {
-    let temp = Temp::new("layers");
-    let layer = temp.0.join("dialogue/side/Hattie.json");
+    let temp = TempDir::new("gen-layers");
+    let layer = temp.path().join("dialogue/side/Hattie.json");
     std::fs::create_dir_all(layer.parent().expect("parent")).expect("mkdir");
     std::fs::write(&layer, "layer").expect("write");
-    std::fs::write(temp.0.join("world.json"), "hand").expect("write");
-    std::fs::write(temp.0.join("quests.json"), "hand").expect("write");
+    std::fs::write(temp.path().join("world.json"), "hand").expect("write");
+    std::fs::write(temp.path().join("quests.json"), "hand").expect("write");
     for _ in 0..2 {
-        let out = banter(&[
-            "gen-content",
-            transcriptions().to_str().expect("utf-8"),
-            "--out",
-            temp.0.to_str().expect("utf-8"),
-        ]);
-        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        generate_sample(temp.path());
     }
     assert_eq!(std::fs::read_to_string(&layer).expect("read"), "layer");
     assert_eq!(
-        std::fs::read_to_string(temp.0.join("world.json")).expect("read"),
+        std::fs::read_to_string(temp.path().join("world.json")).expect("read"),
         "hand"
     );
     assert_eq!(
-        std::fs::read_to_string(temp.0.join("quests.json")).expect("read"),
+        std::fs::read_to_string(temp.path().join("quests.json")).expect("read"),
         "hand"
     );
 }
 
 #[test]
 fn a_bad_transcription_exits_1_naming_file_and_field_and_writes_nothing() {
-    let input = Temp::new("bad-in");
-    let output = Temp::new("bad-out");
+    let input = TempDir::new("gen-bad-in");
+    let output = TempDir::new("gen-bad-out");
     let good = std::fs::read_to_string(transcriptions().join("hattie.json")).expect("hattie");
-    std::fs::write(input.0.join("hattie.json"), &good).expect("write");
+    std::fs::write(input.path().join("hattie.json"), &good).expect("write");
     let bad = good.replace("\"Target\": 3", "\"Target\": 0");
     assert_ne!(bad, good);
-    std::fs::write(input.0.join("zz_bad.json"), bad).expect("write");
-    let out = banter(&[
-        "gen-content",
-        input.0.to_str().expect("utf-8"),
-        "--out",
-        output.0.to_str().expect("utf-8"),
-    ]);
+    std::fs::write(input.path().join("zz_bad.json"), bad).expect("write");
+    let out = gen_content(input.path(), output.path());
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let err = stderr(&out);
     assert!(
@@ -237,7 +215,7 @@ fn a_bad_transcription_exits_1_naming_file_and_field_and_writes_nothing() {
     assert!(err.contains("zz_bad.json: Npc.Id: NPC `hattie`"), "{err}");
     assert!(err.contains("nothing written"), "{err}");
     let mut written = Vec::new();
-    files_under(&output.0, &output.0, &mut written);
+    files_under(output.path(), output.path(), &mut written);
     assert!(written.is_empty(), "{written:?}");
 }
 
@@ -248,10 +226,10 @@ fn a_missing_folder_or_argument_is_a_usage_error() {
     assert!(stderr(&out).contains("not a folder of transcriptions"));
     let out = banter(&["gen-content", transcriptions().to_str().expect("utf-8")]);
     assert_eq!(out.status.code(), Some(2), "--out is required");
-    let empty = Temp::new("empty");
+    let empty = TempDir::new("gen-empty");
     let out = banter(&[
         "gen-content",
-        empty.0.to_str().expect("utf-8"),
+        empty.path().to_str().expect("utf-8"),
         "--out",
         "/tmp",
     ]);

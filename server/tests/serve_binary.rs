@@ -7,12 +7,13 @@
 
 use std::io::{BufRead, BufReader, Read};
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::thread;
 use std::time::{Duration, Instant};
+
+use banter_test_db::temp::{TempDir, copy_dir};
 
 /// How long the server may take to start listening (content load and migrations on a busy CI).
 const STARTUP: Duration = Duration::from_secs(60);
@@ -20,46 +21,6 @@ const STARTUP: Duration = Duration::from_secs(60);
 const PATIENCE: Duration = Duration::from_secs(20);
 /// Between two looks at a child's exit status.
 const POLL: Duration = Duration::from_millis(20);
-
-/// A fresh, unique, empty temporary folder, removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(label: &str) -> TempDir {
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "banter-serve-{label}-{}-{}",
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("create temp dir");
-        TempDir(dir)
-    }
-
-    fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("create folder");
-    for entry in std::fs::read_dir(from).expect("read folder") {
-        let entry = entry.expect("folder entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("file type").is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy file");
-        }
-    }
-}
 
 /// The binary, run in `dir`, with none of the caller's Banter settings leaking in: every flag
 /// takes its default unless the test passes it.
@@ -79,6 +40,31 @@ fn banter(dir: &Path, args: &[&str]) -> Command {
 struct Running(Child);
 
 impl Running {
+    /// Starts the binary in `dir` with `args` (see [`banter`]), its output read line by line.
+    fn start(dir: &Path, args: &[&str]) -> (Running, Lines, Lines) {
+        let mut child = Running(
+            banter(dir, args)
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("start banter-server"),
+        );
+        let stdout = Lines::read(child.0.stdout.take().expect("stdout"));
+        let stderr = Lines::read(child.0.stderr.take().expect("stderr"));
+        (child, stdout, stderr)
+    }
+
+    /// Runs the binary in `dir` with `args` until it exits by itself (`expect`: the failure if
+    /// it does not in time): its exit status, stdout and stderr.
+    fn to_exit(dir: &Path, args: &[&str], expect: &str) -> (ExitStatus, String, String) {
+        let (mut child, mut stdout, mut stderr) = Running::start(dir, args);
+        let status = child.wait_until(Instant::now() + PATIENCE).expect(expect);
+        let err = stderr.all(Instant::now() + PATIENCE).join("\n");
+        let out = stdout.all(Instant::now() + PATIENCE).join("\n");
+        (status, out, err)
+    }
+
     fn pid(&self) -> String {
         self.0.id().to_string()
     }
@@ -199,7 +185,7 @@ fn http_get(addr: SocketAddr, path: &str) -> (u16, String) {
 
 #[test]
 fn serve_with_no_configuration_creates_its_database_answers_http_and_stops_cleanly_on_sigterm() {
-    let dir = TempDir::new("plain");
+    let dir = TempDir::new("serve-plain");
     copy_dir(
         &Path::new(env!("CARGO_MANIFEST_DIR")).join("../content"),
         &dir.path().join("content"),
@@ -207,19 +193,10 @@ fn serve_with_no_configuration_creates_its_database_answers_http_and_stops_clean
     let data = dir.path().join("data");
     assert!(!data.exists(), "the temp folder starts without data/");
 
-    let mut child = Running(
-        banter(
-            dir.path(),
-            &["serve", "--bind", "127.0.0.1:0", "--log-format", "json"],
-        )
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start banter-server"),
+    let (mut child, mut stdout, mut stderr) = Running::start(
+        dir.path(),
+        &["serve", "--bind", "127.0.0.1:0", "--log-format", "json"],
     );
-    let mut stdout = Lines::read(child.0.stdout.take().expect("stdout"));
-    let mut stderr = Lines::read(child.0.stderr.take().expect("stderr"));
 
     let addr = stdout.find(Instant::now() + STARTUP, listening_addr);
     let Some(addr) = addr else {
@@ -274,25 +251,12 @@ fn serve_with_no_configuration_creates_its_database_answers_http_and_stops_clean
 
 #[test]
 fn serve_in_production_refuses_the_development_auth_secret() {
-    let dir = TempDir::new("production");
-    let mut child = Running(
-        banter(
-            dir.path(),
-            &["serve", "--production", "--bind", "127.0.0.1:0"],
-        )
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start banter-server"),
+    let dir = TempDir::new("serve-production");
+    let (status, out, err) = Running::to_exit(
+        dir.path(),
+        &["serve", "--production", "--bind", "127.0.0.1:0"],
+        "the server refuses to start instead of running",
     );
-    let mut stdout = Lines::read(child.0.stdout.take().expect("stdout"));
-    let mut stderr = Lines::read(child.0.stderr.take().expect("stderr"));
-    let status = child
-        .wait_until(Instant::now() + PATIENCE)
-        .expect("the server refuses to start instead of running");
-    let err = stderr.all(Instant::now() + PATIENCE).join("\n");
-    let out = stdout.all(Instant::now() + PATIENCE).join("\n");
     assert!(!status.success(), "exit status {status:?}\nstdout:\n{out}");
     assert!(
         err.contains("BANTER_AUTH_SECRET"),
@@ -303,24 +267,14 @@ fn serve_in_production_refuses_the_development_auth_secret() {
 
 #[test]
 fn migrate_creates_the_sqlite_file_and_exits_zero() {
-    let dir = TempDir::new("migrate");
+    let dir = TempDir::new("serve-migrate");
     let file = dir.path().join("x.db");
     let url = format!("sqlite://{}", file.display());
-    let mut child = Running(
-        banter(dir.path(), &["migrate", "--database-url", &url])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start banter-server"),
+    let (status, out, err) = Running::to_exit(
+        dir.path(),
+        &["migrate", "--database-url", &url],
+        "migrate finishes",
     );
-    let mut stdout = Lines::read(child.0.stdout.take().expect("stdout"));
-    let mut stderr = Lines::read(child.0.stderr.take().expect("stderr"));
-    let status = child
-        .wait_until(Instant::now() + PATIENCE)
-        .expect("migrate finishes");
-    let err = stderr.all(Instant::now() + PATIENCE).join("\n");
-    let out = stdout.all(Instant::now() + PATIENCE).join("\n");
     assert!(status.success(), "exit status {status:?}\nstderr:\n{err}");
     assert!(file.is_file(), "{} was created", file.display());
     assert!(out.contains("migrations applied"), "stdout:\n{out}");

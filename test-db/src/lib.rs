@@ -4,24 +4,31 @@
 //!
 //! PostgreSQL is `TEST_DATABASE_URL` (default [`DEFAULT_TEST_DATABASE_URL`]). An unreachable
 //! PostgreSQL fails the test with a clear message: tests that need it never skip.
+//!
+//! A test's private folder works the same way: [`temp::TempDir`].
 
 pub mod cutter;
+pub mod temp;
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use sqlx::Connection;
 use sqlx::postgres::{PgConnectOptions, PgConnection};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
+use sqlx::{Connection, query, query_scalar};
 
 /// The PostgreSQL the suite runs against when `TEST_DATABASE_URL` is not set.
 pub const DEFAULT_TEST_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
 
 /// Where the PostgreSQL of `url` listens.
 pub fn postgres_addr(url: &str) -> Option<SocketAddr> {
-    let options = PgConnectOptions::from_str(url).ok()?;
+    listen_addr(&PgConnectOptions::from_str(url).ok()?)
+}
+
+/// Where the PostgreSQL `options` connect to listens.
+fn listen_addr(options: &PgConnectOptions) -> Option<SocketAddr> {
     (options.get_host(), options.get_port())
         .to_socket_addrs()
         .ok()?
@@ -157,11 +164,7 @@ impl TestDb {
 
     /// Where the PostgreSQL server listens (to put a [`cutter::CommitCutter`] in front of it).
     pub fn pg_addr(&self) -> Option<SocketAddr> {
-        let options = self.pg_options()?;
-        (options.get_host(), options.get_port())
-            .to_socket_addrs()
-            .ok()?
-            .next()
+        listen_addr(&self.pg_options()?)
     }
 
     /// [`TestDb::pg_options`] reaching the database through `proxy` instead.
@@ -184,39 +187,36 @@ impl TestDb {
 
     /// Runs raw SQL on the test database (to tamper with state, or to look behind the store).
     pub async fn exec(&self, sql: &str) -> u64 {
-        match self {
-            TestDb::Sqlite { path } => {
-                let options = SqliteConnectOptions::new().filename(path);
-                let mut conn = SqliteConnection::connect_with(&options)
-                    .await
-                    .expect("raw SQLite connection");
-                let done = sqlx::query(sql).execute(&mut conn).await.expect("raw SQL");
-                conn.close().await.expect("close raw connection");
-                done.rows_affected()
-            }
-            TestDb::Postgres { .. } => {
-                let mut conn = PgConnection::connect_with(&self.pg_options().expect("pg options"))
-                    .await
-                    .expect("raw PG connection");
-                let done = sqlx::query(sql).execute(&mut conn).await.expect("raw SQL");
-                conn.close().await.expect("close raw connection");
-                done.rows_affected()
-            }
-        }
+        self.on_raw_connection(
+            async |conn| query(sql).execute(conn).await.map(|d| d.rows_affected()),
+            async |conn| query(sql).execute(conn).await.map(|d| d.rows_affected()),
+        )
+        .await
     }
 
     /// Runs a raw query returning one BIGINT/INTEGER.
     pub async fn scalar(&self, sql: &str) -> i64 {
+        self.on_raw_connection(
+            async |conn| query_scalar(sql).fetch_one(conn).await,
+            async |conn| query_scalar(sql).fetch_one(conn).await,
+        )
+        .await
+    }
+
+    /// Runs `sqlite` or `postgres` (whichever is this database's) on a raw connection of its
+    /// own, outside any store's pool, and closes it after; an error fails the test.
+    async fn on_raw_connection<T>(
+        &self,
+        sqlite: impl AsyncFnOnce(&mut SqliteConnection) -> Result<T, sqlx::Error>,
+        postgres: impl AsyncFnOnce(&mut PgConnection) -> Result<T, sqlx::Error>,
+    ) -> T {
         match self {
             TestDb::Sqlite { path } => {
                 let options = SqliteConnectOptions::new().filename(path);
                 let mut conn = SqliteConnection::connect_with(&options)
                     .await
                     .expect("raw SQLite connection");
-                let value: i64 = sqlx::query_scalar(sql)
-                    .fetch_one(&mut conn)
-                    .await
-                    .expect("raw SQL");
+                let value = sqlite(&mut conn).await.expect("raw SQL");
                 conn.close().await.expect("close raw connection");
                 value
             }
@@ -224,10 +224,7 @@ impl TestDb {
                 let mut conn = PgConnection::connect_with(&self.pg_options().expect("pg options"))
                     .await
                     .expect("raw PG connection");
-                let value: i64 = sqlx::query_scalar(sql)
-                    .fetch_one(&mut conn)
-                    .await
-                    .expect("raw SQL");
+                let value = postgres(&mut conn).await.expect("raw SQL");
                 conn.close().await.expect("close raw connection");
                 value
             }

@@ -1,10 +1,10 @@
 //! `Client`: a raw WebSocket client that speaks the wire protocol, and its typed answers.
 
-use std::path::Path;
-
-use banter_protocol::{ClientMessage, ErrorCode, ServerMessage};
+use banter_protocol::{ByeReason, ClientMessage, ErrorCode, ServerMessage};
 use futures_util::{SinkExt, StreamExt};
 use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::http::HeaderValue;
 use tokio_tungstenite::tungstenite::{self, Message};
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
@@ -153,6 +153,68 @@ impl Reply {
             _ => None,
         })
     }
+
+    /// The conversation a `resume` took back and its content hash, from the `resumed` message.
+    pub fn resumed(&self) -> Option<(&str, &str)> {
+        self.messages.iter().find_map(|m| match m {
+            ServerMessage::Resumed { conversation, hash } => {
+                Some((conversation.as_str(), hash.as_str()))
+            }
+            _ => None,
+        })
+    }
+
+    /// The content hash and content of the `conversation` message a fetch is answered with,
+    /// which must be the whole reply.
+    pub fn fetched(&self) -> (&str, &str) {
+        match self.messages.as_slice() {
+            [ServerMessage::Conversation { hash, content, .. }] => (hash, content),
+            other => panic!("expected a conversation, got {other:?}"),
+        }
+    }
+}
+
+/// A `talk` to `npc`, with an instance hint and the content hash cached, if any (no id).
+pub fn talk_message(npc: &str, instance: Option<&str>, cached: Option<&str>) -> ClientMessage {
+    ClientMessage::Talk {
+        id: None,
+        npc: npc.to_owned(),
+        instance: instance.map(str::to_owned),
+        cached: cached.map(str::to_owned),
+    }
+}
+
+/// Expecting a request to be refused, for `Result<_, Refused>`.
+pub trait ExpectRefused {
+    /// The refusal, which must carry `code`; panics if the request was accepted.
+    fn expect_refused(self, code: ErrorCode) -> Refused;
+
+    /// Like [`ExpectRefused::expect_refused`], and the error was all the server sent.
+    fn expect_refused_alone(self, code: ErrorCode) -> Refused;
+}
+
+impl<T: std::fmt::Debug> ExpectRefused for Result<T, Refused> {
+    #[track_caller]
+    fn expect_refused(self, code: ErrorCode) -> Refused {
+        match self {
+            Ok(accepted) => panic!("expected a refusal with {code:?}, got {accepted:?}"),
+            Err(refused) => {
+                assert_eq!(refused.code, code, "{refused:?}");
+                refused
+            }
+        }
+    }
+
+    #[track_caller]
+    fn expect_refused_alone(self, code: ErrorCode) -> Refused {
+        let refused = self.expect_refused(code);
+        assert!(
+            refused.before.is_empty(),
+            "a refusal sends nothing else: {:?}",
+            refused.before
+        );
+        refused
+    }
 }
 
 impl Client {
@@ -167,15 +229,24 @@ impl Client {
         npc: &str,
         instance: Option<&str>,
     ) -> Result<Opened, Refused> {
-        let reply = self
-            .request(ClientMessage::Talk {
-                id: None,
-                npc: npc.to_owned(),
-                instance: instance.map(str::to_owned),
-                cached: None,
-            })
-            .await?;
+        let reply = self.request(talk_message(npc, instance, None)).await?;
         Ok(reply.opened().expect("an accepted talk sends `opened`"))
+    }
+
+    /// Talks to `npc` (no instance hint, nothing cached); the whole reply, which need not hold
+    /// an `opened` (a cutscene quest's talk opens no conversation).
+    pub async fn talk_reply(&mut self, npc: &str) -> Result<Reply, Refused> {
+        self.request(talk_message(npc, None, None)).await
+    }
+
+    /// Asserts a talk to `npc` is refused with `code`, with nothing sent before the error, and
+    /// opened nothing: a close then finds no conversation.
+    pub async fn expect_talk_refused(&mut self, npc: &str, code: ErrorCode) -> Refused {
+        let refused = self.talk(npc).await.expect_refused_alone(code);
+        self.close_conversation()
+            .await
+            .expect_refused(ErrorCode::NoConversation);
+        refused
     }
 
     /// Moves the body.
@@ -221,6 +292,15 @@ impl Client {
         self.request(ClientMessage::Close { id: None }).await
     }
 
+    /// Reports the cutscene `scene` done.
+    pub async fn cutscene_done(&mut self, scene: &str) -> Result<Reply, Refused> {
+        self.request(ClientMessage::CutsceneDone {
+            id: None,
+            scene: scene.to_owned(),
+        })
+        .await
+    }
+
     /// Sends a frame; the error instead of a panic if the connection is gone.
     pub async fn try_send_frame(&mut self, frame: Message) -> Result<(), tungstenite::Error> {
         self.ws.send(frame).await
@@ -238,14 +318,44 @@ impl Client {
             other => panic!("expected an error, got {other:?}"),
         }
     }
+}
 
-    /// Reads until the server closes the connection; every protocol message seen before.
-    pub async fn until_closed(&mut self) -> Vec<ServerMessage> {
-        let mut seen = Vec::new();
-        while let Some(message) = self.try_recv().await {
-            seen.push(message);
-        }
-        seen
+// Requests about the session rather than a conversation: resuming, the locale, content.
+impl Client {
+    /// Takes back a dropped session's conversation with the resume token of its `welcome`.
+    pub async fn resume(&mut self, resume_token: &str) -> Result<Reply, Refused> {
+        self.request(ClientMessage::Resume {
+            id: None,
+            token: resume_token.to_owned(),
+        })
+        .await
+    }
+
+    /// Asks for the locale `locale`; the locale served, as its `locale_set` names it.
+    pub async fn set_locale(&mut self, locale: &str) -> Result<String, Refused> {
+        let reply = self
+            .request(ClientMessage::SetLocale {
+                id: None,
+                locale: locale.to_owned(),
+            })
+            .await?;
+        Ok(reply
+            .messages
+            .iter()
+            .find_map(|m| match m {
+                ServerMessage::LocaleSet { locale } => Some(locale.clone()),
+                _ => None,
+            })
+            .expect("a locale_set before the ack"))
+    }
+
+    /// Asks for the merged conversation `conversation`.
+    pub async fn fetch_conversation(&mut self, conversation: &str) -> Result<Reply, Refused> {
+        self.request(ClientMessage::FetchConversation {
+            id: None,
+            conversation: conversation.to_owned(),
+        })
+        .await
     }
 }
 
@@ -271,6 +381,17 @@ impl TestServer {
     ) -> Result<Client, tungstenite::Error> {
         let (ws, _) = tokio_tungstenite::connect_async(request).await?;
         Ok(Client { ws, next_id: 0 })
+    }
+
+    /// Opens a WebSocket with the token in the `Authorization` header (`Bearer`) instead of
+    /// the query; the upgrade's error if the server refused it. No welcome is read.
+    pub async fn connect_with_bearer(&self, token: &str) -> Result<Client, tungstenite::Error> {
+        let mut request = format!("ws://{}/v1/ws", self.addr)
+            .into_client_request()
+            .expect("a request");
+        let bearer = HeaderValue::from_str(&format!("Bearer {token}")).expect("a header value");
+        request.headers_mut().insert("Authorization", bearer);
+        self.connect_request(request).await
     }
 
     /// Like [`TestServer::connect`], over a socket whose kernel receive buffer is `bytes`: a
@@ -301,20 +422,6 @@ pub fn metric_value(text: &str, series: &str) -> Option<f64> {
         })
 }
 
-/// Copies a folder tree (content, for tests that edit it).
-pub fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("create the copy");
-    for entry in std::fs::read_dir(from).expect("read the folder") {
-        let entry = entry.expect("an entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("a file type").is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy a file");
-        }
-    }
-}
-
 /// Seconds since the Unix epoch, as the server's token check reads the clock.
 pub use banter_client::token::unix_now;
 
@@ -338,6 +445,24 @@ impl Client {
         while let Some(frame) = self.next_frame().await {
             frames.push(frame);
         }
+        frames
+    }
+}
+
+impl Client {
+    /// Reads to the end of the connection, which the server must end by saying only `bye`
+    /// with `reason` and then sending a close frame; every frame.
+    pub async fn until_bye(&mut self, reason: ByeReason) -> Vec<Message> {
+        let frames = self.until_eof().await;
+        let said = messages_in(&frames);
+        assert!(
+            matches!(said.as_slice(), [ServerMessage::Bye { reason: r, .. }] if *r == reason),
+            "expected only a bye {reason:?}: {said:?}"
+        );
+        assert!(
+            matches!(frames.last(), Some(Message::Close(_))),
+            "a close frame last: {frames:?}"
+        );
         frames
     }
 }

@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+pub use banter_test_db::temp::copy_dir;
 pub use banter_test_db::{Backend, TestDb};
 
 pub use crate::client::*;
@@ -31,6 +32,13 @@ pub const PATIENCE: Duration = Duration::from_secs(10);
 /// The workspace's sample content.
 pub fn content_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../content")
+}
+
+/// A private copy of the sample content in a fresh temporary folder, for a test that edits it.
+pub fn content_copy(label: &str) -> PathBuf {
+    let dir = temp_dir(label).join("content");
+    copy_dir(&content_dir(), &dir);
+    dir
 }
 
 /// A fresh, unique temporary folder.

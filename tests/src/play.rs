@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use banter_dialogue::{ClientWalk, DialogueGraph, Outgoing, Screen, build_conversation};
-use banter_protocol::{ActionType, ClientMessage, ServerMessage};
+use banter_protocol::{ActionType, Effect, Position, QuestStatus, ServerMessage};
 use futures_util::StreamExt;
 use tokio_tungstenite::MaybeTlsStream;
 use tokio_tungstenite::tungstenite::{self, Message};
@@ -15,20 +15,34 @@ use crate::*;
 // Playing whole conversations with the client rules (banter-dialogue's ClientWalk).
 // ---------------------------------------------------------------------------------------------
 
+/// Five studs from Pim, who stands at (-640, 2, 915): within his reach.
+pub const NEAR_PIM: Position = [-640.0, 2.0, 910.0];
 /// Pim's quest in the sample content: a talk quest, whose objective is hearing the tale.
 pub const PIMS_QUEST: &str = "PimsTideTale";
 /// The payload of the tale's `AdvanceObjective`.
 pub const PIMS_OBJECTIVE: &str = "PimsTideTale|HearTheTale|1|mistral_cay";
+/// The payload of Grandpa Fennick's `CheckQuest` for Copper Snappers.
+pub const SNAPPER_CHECK: &str = "CopperSnappers|CopperSnappers_Complete|CopperSnappers_NotYet";
+/// Keeper Ines's cutscene quest.
+pub const LANTERNS_QUEST: &str = "LanternsOfGullRock";
+/// The scene of Keeper Ines's cutscene quest.
+pub const LANTERN_SCENE: &str = "LanternLighting";
 
 impl Client {
     /// From Pim's greeting on screen, to the line that pays: says yes, accepts the quest, hears
     /// the tale (its objective) and advances to the ending. Every step must be accepted.
     pub async fn hear_pims_tale(&mut self) {
+        self.accept_pims_quest().await;
+        self.from_the_tale_to_the_ending().await;
+    }
+
+    /// From Pim's greeting on screen: says yes and accepts the quest; the accepting reply. Both
+    /// steps must be accepted.
+    pub async fn accept_pims_quest(&mut self) -> Reply {
         self.choose("PimsTideTale_Greet_r1").await.expect("yes");
         self.action(ActionType::AcceptQuest, PIMS_QUEST)
             .await
-            .expect("accepted");
-        self.from_the_tale_to_the_ending().await;
+            .expect("accepted")
     }
 
     /// With Pim's quest accepted: the tale, its objective, the ending. Every step accepted.
@@ -63,6 +77,105 @@ impl Client {
             .await
             .expect("accepted")
     }
+
+    /// With Fennick's `CopperSnappers_Check` on screen: has a look, then runs the armed quest
+    /// check, which must report `done`; its reply.
+    pub async fn check_copper_snappers(&mut self, done: bool) -> Reply {
+        self.choose("CopperSnappers_Check_r1")
+            .await
+            .expect("have a look");
+        self.run_the_snapper_check(done).await
+    }
+
+    /// On the check's failure line: counts again, back to the check, and has another look; the
+    /// quest check is armed again.
+    pub async fn look_at_the_snappers_again(&mut self) {
+        self.choose("CopperSnappers_NotYet_r2")
+            .await
+            .expect("count again");
+        self.choose("CopperSnappers_Check_r1")
+            .await
+            .expect("have a look, again");
+    }
+
+    /// With the look at the snappers picked: runs the armed quest check, which must report
+    /// `done`; its reply.
+    pub async fn run_the_snapper_check(&mut self, done: bool) -> Reply {
+        let checked = self
+            .action(ActionType::CheckQuest, SNAPPER_CHECK)
+            .await
+            .expect("checked");
+        let reported = Effect::QuestChecked {
+            quest: "CopperSnappers".into(),
+            done,
+        };
+        assert_eq!(checked.effects(), [reported]);
+        checked
+    }
+
+    /// Within Keeper Ines's reach, while `LanternsOfGullRock` is her offer: talks to her, which
+    /// opens no conversation but accepts the quest and starts its cutscene (both asserted); the
+    /// reply.
+    pub async fn start_the_lantern_cutscene(&mut self) -> Reply {
+        let reply = self.talk_reply("Keeper Ines").await.expect("talk to Ines");
+        assert!(reply.opened().is_none(), "{:?}", reply.messages);
+        assert_eq!(
+            reply.effects(),
+            vec![
+                Effect::QuestAccepted {
+                    quest: LANTERNS_QUEST.into(),
+                    objectives: vec!["WatchTheLighting".into()]
+                },
+                Effect::PlayCutscene {
+                    scene: LANTERN_SCENE.into()
+                }
+            ]
+        );
+        reply
+    }
+}
+
+impl TestServer {
+    /// A new player spawned next to Pim ([`NEAR_PIM`]) who talked to him: the client, with his
+    /// conversation open, and its `opened` message.
+    pub async fn player_talking_to_pim(&self, device: &str) -> (Client, Opened) {
+        let mut client = self.player_at(device, NEAR_PIM).await;
+        let opened = client.talk("Pim").await.expect("talk to Pim");
+        (client, opened)
+    }
+}
+
+impl Opened {
+    /// Asserts Pim's conversation opened on `entry`, with his quest `status` and the player's
+    /// coins and experience as `reward_so_far`.
+    #[track_caller]
+    pub fn assert_pims_quest_state(
+        &self,
+        entry: &str,
+        status: QuestStatus,
+        reward_so_far: (i64, i64),
+    ) {
+        assert_eq!(self.entry, entry);
+        assert_eq!(self.facts.quests.get(PIMS_QUEST), Some(&status));
+        assert_eq!((self.facts.coins, self.facts.experience), reward_so_far);
+    }
+}
+
+impl Reply {
+    /// Asserts this is the payment of Copper Snappers to a player who had no coins before: its
+    /// reward, and the profile after it.
+    #[track_caller]
+    pub fn assert_copper_snappers_paid(&self) {
+        assert_eq!(
+            self.effects(),
+            vec![Effect::QuestCompleted {
+                quest: "CopperSnappers".into(),
+                coins: 120,
+                experience: 40
+            }]
+        );
+        assert_eq!(self.profile().expect("a profile").coins, 120);
+    }
 }
 
 impl Client {
@@ -71,33 +184,12 @@ impl Client {
         &mut self,
         npc: &str,
     ) -> (DialogueGraph, String, banter_protocol::FactSheet) {
-        let reply = self
-            .request(ClientMessage::Talk {
-                id: None,
-                npc: npc.into(),
-                instance: None,
-                cached: None,
-            })
-            .await
-            .expect("talk accepted");
-        let opened = reply
-            .messages
-            .into_iter()
-            .find_map(|m| match m {
-                ServerMessage::Opened {
-                    conversation,
-                    entry,
-                    content,
-                    facts,
-                    ..
-                } => Some((conversation, entry, content, facts)),
-                _ => None,
-            })
-            .expect("opened");
-        let (name, entry, content, facts) = opened;
-        let (graph, diagnostics) = build_conversation(&name, &content.expect("content sent"));
+        let reply = self.talk_reply(npc).await.expect("talk accepted");
+        let opened = reply.opened().expect("opened");
+        let content = opened.content.expect("content sent");
+        let (graph, diagnostics) = build_conversation(&opened.conversation, &content);
         assert!(diagnostics.iter().all(|d| !d.is_error()), "{diagnostics:?}");
-        (graph, entry, facts)
+        (graph, opened.entry, opened.facts)
     }
 
     /// Sends what the client walk queued, in order, and collects the effects.

@@ -1,9 +1,10 @@
 //! `TestServer`: a real server on 127.0.0.1 port 0, on a private database of either backend.
 
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::Arc;
 
-use banter_protocol::{ClientMessage, ServerMessage};
+use banter_protocol::{ClientMessage, Position, ServerMessage};
 use banter_server::config::Config;
 use banter_test_db::{Backend, TestDb};
 use tokio::net::TcpListener;
@@ -52,6 +53,17 @@ impl TestServer {
         let mut server = Self::start_config(config).await;
         server.database = Some(database);
         server
+    }
+
+    /// Like [`TestServer::start_with`], serving the content folder `content` (a copy the test
+    /// edits) instead of the sample content.
+    pub async fn start_serving(content: &Path, adjust: impl FnOnce(&mut Config)) -> TestServer {
+        let content = content.to_owned();
+        Self::start_with(move |c| {
+            c.content = content;
+            adjust(c);
+        })
+        .await
     }
 
     /// A second, independent server process on the same database and configuration, on its
@@ -146,6 +158,14 @@ impl TestServer {
         .await
     }
 
+    /// Reloads the content through the admin endpoint with the service key, as an operator
+    /// does; the status and the body.
+    pub async fn reload_content(&self) -> (u16, String) {
+        let auth = format!("Bearer {}", self.config.service_key);
+        self.http("POST", "/admin/reload", &[("Authorization", &auth)], "")
+            .await
+    }
+
     /// Logs in a device through the development endpoint and returns its token.
     pub async fn login(&self, device: &str) -> String {
         self.login_player(device).await.0
@@ -161,9 +181,36 @@ impl TestServer {
 
     /// Opens a WebSocket with a token and reads the welcome.
     pub async fn connect(&self, token: &str) -> Client {
-        let mut client = self.connect_raw(token).await.expect("upgrade accepted");
+        self.connect_welcomed(token).await.0
+    }
+
+    /// Opens a WebSocket with a token; the client and what its welcome said.
+    pub async fn connect_welcomed(&self, token: &str) -> (Client, Welcome) {
+        self.connect_query_welcomed(&format!("token={token}")).await
+    }
+
+    /// Opens a WebSocket with this query string (`token=...&locale=...`); the client and what
+    /// its welcome said.
+    pub async fn connect_query_welcomed(&self, query: &str) -> (Client, Welcome) {
+        let mut client = self.connect_query(query).await.expect("upgrade accepted");
         match client.recv().await {
-            ServerMessage::Welcome { .. } => client,
+            ServerMessage::Welcome {
+                resume_token,
+                position,
+                cutscene,
+                locale,
+                locales,
+                ..
+            } => {
+                let welcome = Welcome {
+                    resume_token,
+                    position,
+                    cutscene,
+                    locale,
+                    locales,
+                };
+                (client, welcome)
+            }
             other => panic!("expected welcome, got {other:?}"),
         }
     }
@@ -190,6 +237,21 @@ impl TestServer {
             .expect("spawned");
         client
     }
+}
+
+/// What a `welcome` says that tests look at.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Welcome {
+    /// The token a later session resumes this one's conversation with.
+    pub resume_token: String,
+    /// Where the world remembers the player's body, if it does.
+    pub position: Option<Position>,
+    /// The cutscene still playing from the player's previous session, if any.
+    pub cutscene: Option<String>,
+    /// The locale served.
+    pub locale: String,
+    /// Every locale the content can be read in.
+    pub locales: Vec<String>,
 }
 
 impl Drop for TestServer {

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use banter_e2e::{Backend, TestServer};
+use banter_e2e::{Backend, ExpectRefused, TestServer};
 use banter_protocol::{ActionType, ErrorCode};
 
 const NEAR_PIM: [f64; 3] = [-640.0, 2.0, 910.0];
@@ -16,16 +16,12 @@ async fn steps_and_refusals_are_recorded_and_support_can_read_them(backend: Back
     let mut client = server.connect(&token).await;
     client.move_to(NEAR_PIM).await.expect("spawned");
     client.talk("Pim").await.expect("talk");
-    client.choose("PimsTideTale_Greet_r1").await.expect("yes");
+    client.accept_pims_quest().await;
+    // Never armed.
     client
-        .action(ActionType::AcceptQuest, "PimsTideTale")
-        .await
-        .expect("accepted");
-    let forged = client
         .action(ActionType::CompleteQuest, "PimsTideTale")
         .await
-        .expect_err("never armed");
-    assert_eq!(forged.code, ErrorCode::NotArmed);
+        .expect_refused(ErrorCode::NotArmed);
     client.close_conversation().await.expect("closed");
     client.close().await;
 

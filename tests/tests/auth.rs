@@ -8,7 +8,6 @@ use banter_server::auth::{TokenKey, player_for_device};
 use banter_server::config::DEV_SECRET;
 use tokio_tungstenite::tungstenite;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-use tokio_tungstenite::tungstenite::http::HeaderValue;
 
 /// The upgrade was refused with an HTTP status; which one.
 fn refused_status(result: Result<Client, tungstenite::Error>) -> u16 {
@@ -119,15 +118,8 @@ async fn a_token_signed_with_another_secret_gets_401() {
 async fn a_token_in_the_authorization_header_is_accepted() {
     let server = TestServer::start().await;
     let token = server.login("device-header-01").await;
-    let mut request = format!("ws://{}/v1/ws", server.addr)
-        .into_client_request()
-        .expect("a request");
-    request.headers_mut().insert(
-        "Authorization",
-        HeaderValue::from_str(&format!("Bearer {token}")).expect("a header value"),
-    );
     let mut client = server
-        .connect_request(request)
+        .connect_with_bearer(&token)
         .await
         .expect("upgrade accepted");
     match client.recv().await {

@@ -4,6 +4,19 @@
 use banter_e2e::*;
 use banter_protocol::{MAX_ERROR_MESSAGE_CHARS, QUOTED_INPUT_CHARS, ServerMessage};
 
+/// `message` is within the length bound and quotes no more than a short prefix of `long`.
+fn assert_bounded(message: &str, long: &str) {
+    assert!(
+        message.chars().count() <= MAX_ERROR_MESSAGE_CHARS + 1,
+        "{} characters: {message}",
+        message.chars().count()
+    );
+    assert!(
+        !message.contains(&long[..QUOTED_INPUT_CHARS + 1]),
+        "{message}"
+    );
+}
+
 #[tokio::test]
 async fn a_websocket_error_quotes_a_bounded_prefix_of_the_frame() {
     let server = TestServer::start().await;
@@ -22,17 +35,7 @@ async fn a_websocket_error_quotes_a_bounded_prefix_of_the_frame() {
     ] {
         client.send_text(&frame).await;
         match client.recv().await {
-            ServerMessage::Error { message, .. } => {
-                assert!(
-                    message.chars().count() <= MAX_ERROR_MESSAGE_CHARS + 1,
-                    "{} characters: {message}",
-                    message.chars().count()
-                );
-                assert!(
-                    !message.contains(&long[..QUOTED_INPUT_CHARS + 1]),
-                    "{message}"
-                );
-            }
+            ServerMessage::Error { message, .. } => assert_bounded(&message, &long),
             other => panic!("expected an error, got {other:?}"),
         }
     }
@@ -79,16 +82,7 @@ async fn an_http_error_is_json_and_quotes_a_bounded_prefix() {
         assert!(matches!(status, 400 | 404), "{status} {text}");
         let body: serde_json::Value = serde_json::from_str(&text)
             .unwrap_or_else(|e| panic!("{method} {target}: not JSON ({e}): {text}"));
-        let message = body["message"].as_str().expect("a message");
-        assert!(
-            message.chars().count() <= MAX_ERROR_MESSAGE_CHARS + 1,
-            "{} characters: {message}",
-            message.chars().count()
-        );
-        assert!(
-            !message.contains(&long[..QUOTED_INPUT_CHARS + 1]),
-            "{message}"
-        );
+        assert_bounded(body["message"].as_str().expect("a message"), &long);
     }
     server.stop().await.expect("clean shutdown");
 }

@@ -86,8 +86,7 @@ async fn count(server: &TestServer, sql: &str) -> i64 {
 }
 
 async fn a_content_migration_moves_the_players_once(backend: Backend) {
-    let content = banter_e2e::temp_dir("content").join("content");
-    banter_e2e::copy_dir(&banter_e2e::content_dir(), &content);
+    let content = banter_e2e::content_copy("content");
     let served = content.clone();
     let server = TestServer::start_on_with(backend, move |c| {
         c.content = served;

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use banter_e2e::{TestServer, content_dir, copy_dir};
+use banter_e2e::TestServer;
 
 async fn readyz_version(server: &TestServer) -> u64 {
     let (_, body) = server.http("GET", "/readyz", &[], "").await;
@@ -41,8 +41,7 @@ where
 
 #[tokio::test]
 async fn the_watcher_reloads_a_changed_folder_and_refuses_a_broken_one() {
-    let content = banter_e2e::temp_dir("watched").join("content");
-    copy_dir(&content_dir(), &content);
+    let content = banter_e2e::content_copy("watched");
     let server = TestServer::start_with(|c| {
         c.content = content.clone();
         c.watch_content = Some(Duration::from_millis(100));

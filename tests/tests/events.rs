@@ -9,7 +9,6 @@ use banter_server::store::{self, ConnectOptions};
 
 /// Grandpa Fennick stands at (14, 3, -42.5).
 const NEAR_FENNICK: [f64; 3] = [14.0, 3.0, -38.0];
-const SNAPPER_CHECK: &str = "CopperSnappers|CopperSnappers_Complete|CopperSnappers_NotYet";
 
 async fn server(backend: Backend) -> TestServer {
     TestServer::start_on_with(backend, |c| c.world.talk_cooldown = Duration::ZERO).await
@@ -60,6 +59,15 @@ async fn snapper_hunter(server: &TestServer, device: &str) -> (Client, String) {
     (client, player)
 }
 
+/// The event was applied and advanced Copper Snappers' catch, and nothing else, to `progress`.
+fn assert_snappers_advanced_to(status: u16, body: &serde_json::Value, progress: u64) {
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        advanced(body),
+        vec![("CopperSnappers/CatchSnappers".to_owned(), progress)]
+    );
+}
+
 fn advanced(value: &serde_json::Value) -> Vec<(String, u64)> {
     value["advanced"]
         .as_array()
@@ -76,6 +84,15 @@ fn advanced(value: &serde_json::Value) -> Vec<(String, u64)> {
             )
         })
         .collect()
+}
+
+/// The connected session was told its objective advanced to `progress`.
+async fn assert_pushed_progress(client: &mut Client, progress: u32) {
+    let pushed = pushed_effect(client).await;
+    assert!(
+        matches!(pushed, Effect::ObjectiveAdvanced { progress: p, .. } if p == progress),
+        "{pushed:?}"
+    );
 }
 
 async fn pushed_effect(client: &mut Client) -> Effect {
@@ -97,11 +114,7 @@ async fn catch_events_advance_copper_snappers_then_the_check_passes_and_pays_onc
 
     // Two snappers: the objective advances and the connected session is told.
     let (status, body) = post_event(&server, &catch("ev-1", &player, "Copper Snapper", 2)).await;
-    assert_eq!(status, 200, "{body}");
-    assert_eq!(
-        advanced(&body),
-        vec![("CopperSnappers/CatchSnappers".to_owned(), 2)]
-    );
+    assert_snappers_advanced_to(status, &body, 2);
     assert_eq!(
         pushed_effect(&mut client).await,
         Effect::ObjectiveAdvanced {
@@ -128,65 +141,19 @@ async fn catch_events_advance_copper_snappers_then_the_check_passes_and_pays_onc
         opened.facts.progress.get("CopperSnappers/CatchSnappers"),
         Some(&2)
     );
-    client
-        .choose("CopperSnappers_Check_r1")
-        .await
-        .expect("look");
-    let checked = client
-        .action(ActionType::CheckQuest, SNAPPER_CHECK)
-        .await
-        .expect("checked");
-    assert_eq!(
-        checked.effects(),
-        vec![Effect::QuestChecked {
-            quest: "CopperSnappers".into(),
-            done: false
-        }]
-    );
-    client
-        .choose("CopperSnappers_NotYet_r2")
-        .await
-        .expect("count again");
-    client
-        .choose("CopperSnappers_Check_r1")
-        .await
-        .expect("look again");
+    client.check_copper_snappers(false).await;
+    client.look_at_the_snappers_again().await;
 
     // The third snapper arrives while the conversation is open.
     let (status, body) = post_event(&server, &catch("ev-3", &player, "Copper Snapper", 5)).await;
-    assert_eq!(status, 200, "{body}");
-    assert_eq!(
-        advanced(&body),
-        vec![("CopperSnappers/CatchSnappers".to_owned(), 3)]
-    );
-    assert!(matches!(
-        pushed_effect(&mut client).await,
-        Effect::ObjectiveAdvanced { progress: 3, .. }
-    ));
-    let checked = client
-        .action(ActionType::CheckQuest, SNAPPER_CHECK)
-        .await
-        .expect("checked");
-    assert_eq!(
-        checked.effects(),
-        vec![Effect::QuestChecked {
-            quest: "CopperSnappers".into(),
-            done: true
-        }]
-    );
-    let paid = client
+    assert_snappers_advanced_to(status, &body, 3);
+    assert_pushed_progress(&mut client, 3).await;
+    client.run_the_snapper_check(true).await;
+    client
         .action(ActionType::CompleteQuest, "CopperSnappers")
         .await
-        .expect("paid");
-    assert_eq!(
-        paid.effects(),
-        vec![Effect::QuestCompleted {
-            quest: "CopperSnappers".into(),
-            coins: 120,
-            experience: 40
-        }]
-    );
-    assert_eq!(paid.profile().expect("profile").coins, 120);
+        .expect("paid")
+        .assert_copper_snappers_paid();
     assert!(
         client
             .action(ActionType::CompleteQuest, "CopperSnappers")
@@ -245,15 +212,8 @@ async fn a_player_token_or_no_key_never_reaches_the_events_endpoint(backend: Bac
 
     // Nothing was applied: the same event id is still new, and progress starts from zero.
     let (status, body) = post_event(&server, &body).await;
-    assert_eq!(status, 200, "{body}");
-    assert_eq!(
-        advanced(&body),
-        vec![("CopperSnappers/CatchSnappers".to_owned(), 3)]
-    );
-    assert!(matches!(
-        pushed_effect(&mut client).await,
-        Effect::ObjectiveAdvanced { progress: 3, .. }
-    ));
+    assert_snappers_advanced_to(status, &body, 3);
+    assert_pushed_progress(&mut client, 3).await;
     server.stop().await.expect("clean shutdown");
 }
 
@@ -287,11 +247,7 @@ async fn bad_bodies_and_zero_negative_or_huge_amounts_are_400_and_change_nothing
     // The refused amount recorded nothing: that id still applies, once.
     let (status, body) =
         post_event(&server, &catch("ev-amount", &player, "Copper Snapper", 1)).await;
-    assert_eq!(status, 200, "{body}");
-    assert_eq!(
-        advanced(&body),
-        vec![("CopperSnappers/CatchSnappers".to_owned(), 1)]
-    );
+    assert_snappers_advanced_to(status, &body, 1);
     server.stop().await.expect("clean shutdown");
 }
 

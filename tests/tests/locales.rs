@@ -3,34 +3,26 @@
 //! only the text (and so the content hash) differs.
 
 use banter_e2e::*;
-use banter_protocol::{ActionType, ClientMessage, ErrorCode, ServerMessage};
+use banter_protocol::{ActionType, ErrorCode, ServerMessage};
 
 const NEAR_PIM: [f64; 3] = [-640.0, 2.0, 910.0];
 
 /// Connects in `locale` (none: the source) and spawns next to Pim; the welcome too.
-async fn player_in(
-    server: &TestServer,
-    device: &str,
-    locale: Option<&str>,
-) -> (Client, ServerMessage) {
+async fn player_in(server: &TestServer, device: &str, locale: Option<&str>) -> (Client, Welcome) {
     let token = server.login(device).await;
     let query = match locale {
         Some(locale) => format!("token={token}&locale={locale}"),
         None => format!("token={token}"),
     };
-    let mut client = server
-        .connect_query(&query)
-        .await
-        .expect("upgrade accepted");
-    let welcome = client.recv().await;
-    client
-        .request(ClientMessage::Move {
-            id: None,
-            position: NEAR_PIM,
-        })
-        .await
-        .expect("spawned");
+    let (mut client, welcome) = server.connect_query_welcomed(&query).await;
+    client.move_to(NEAR_PIM).await.expect("spawned");
     (client, welcome)
+}
+
+/// Talks to Pim; the content sent with `opened`, in the locale served.
+async fn pims_content(client: &mut Client) -> String {
+    let opened = client.talk("Pim").await.expect("talk");
+    opened.content.expect("content")
 }
 
 /// Every answer the server gave, with the text-dependent fields (content and hash) blanked,
@@ -82,16 +74,7 @@ impl Transcript {
 /// Pim's whole quest, with refusals along the way: the same script in any locale.
 async fn walk_pims_quest(client: &mut Client) -> Transcript {
     let mut t = Transcript::default();
-    t.record(
-        client
-            .request(ClientMessage::Talk {
-                id: None,
-                npc: "Pim".into(),
-                instance: None,
-                cached: None,
-            })
-            .await,
-    );
+    t.record(client.talk_reply("Pim").await);
     // Refused: not shown yet, and a payload the conversation did not arm.
     t.record(client.advance("PimsTideTale_Tale").await);
     t.record(client.action(ActionType::AcceptQuest, "LostReel").await);
@@ -115,20 +98,12 @@ async fn walk_pims_quest(client: &mut Client) -> Transcript {
 async fn the_same_conversation_in_two_locales_gets_the_same_verdicts_and_rewards() {
     let server = TestServer::start().await;
     let (mut source, welcome) = player_in(&server, "device-locale-src", None).await;
-    let ServerMessage::Welcome {
-        locale, locales, ..
-    } = welcome
-    else {
-        panic!("expected welcome, got {welcome:?}");
-    };
-    assert_eq!(locale, "en");
+    assert_eq!(welcome.locale, "en");
+    let locales = &welcome.locales;
     assert!(locales.iter().any(|l| l == "ja"), "{locales:?}");
     assert!(locales.iter().any(|l| l == "en-XA"), "{locales:?}");
     let (mut japanese, welcome) = player_in(&server, "device-locale-ja", Some("ja-JP")).await;
-    let ServerMessage::Welcome { locale, .. } = welcome else {
-        panic!("expected welcome, got {welcome:?}");
-    };
-    assert_eq!(locale, "ja", "ja-JP falls back to ja");
+    assert_eq!(welcome.locale, "ja", "ja-JP falls back to ja");
 
     let in_source = walk_pims_quest(&mut source).await;
     let in_japanese = walk_pims_quest(&mut japanese).await;
@@ -164,23 +139,13 @@ async fn the_same_conversation_in_two_locales_gets_the_same_verdicts_and_rewards
 async fn a_locale_can_be_changed_and_a_bad_one_is_refused_with_its_code() {
     let server = TestServer::start().await;
     let (mut client, _) = player_in(&server, "device-locale-switch", None).await;
-    let refused = client
-        .request(ClientMessage::SetLocale {
-            id: None,
-            locale: "not a tag".into(),
-        })
-        .await
-        .expect_err("refused");
-    assert_eq!(refused.code, ErrorCode::BadLocale);
     client
-        .request(ClientMessage::SetLocale {
-            id: None,
-            locale: "en-XA".into(),
-        })
+        .set_locale("not a tag")
         .await
-        .expect("the pseudo-locale is served like any other");
-    let opened = client.talk("Pim").await.expect("talk");
-    let content = opened.content.expect("content");
+        .expect_refused(ErrorCode::BadLocale);
+    // The pseudo-locale is served like any other.
+    assert_eq!(client.set_locale("en-XA").await.as_deref(), Ok("en-XA"));
+    let content = pims_content(&mut client).await;
     assert!(content.contains("[") && content.contains('é'), "{content}");
 
     // A bad tag at the upgrade is a 400, and no session.
@@ -195,22 +160,12 @@ async fn a_locale_can_be_changed_and_a_bad_one_is_refused_with_its_code() {
 
 #[tokio::test]
 async fn a_broken_string_table_fails_a_reload_and_the_served_text_stays() {
-    let dir = temp_dir("content-locales").join("content");
-    copy_dir(&content_dir(), &dir);
-    let config_dir = dir.clone();
-    let server = TestServer::start_with(move |c| c.content = config_dir).await;
+    let dir = content_copy("content-locales");
+    let server = TestServer::start_serving(&dir, |_| {}).await;
     let table = dir.join("locales/ja.po");
     let good = std::fs::read_to_string(&table).expect("ja.po");
     std::fs::write(&table, format!("{good}\nmsgid \"unterminated\n")).expect("break it");
-    let auth = format!("Bearer {}", server.config.service_key);
-    let (status, body) = server
-        .http(
-            "POST",
-            "/admin/reload",
-            &[("Authorization", auth.as_str())],
-            "",
-        )
-        .await;
+    let (status, body) = server.reload_content().await;
     assert_eq!(status, 422, "{body}");
     assert!(
         body.contains("ja.po"),
@@ -218,14 +173,12 @@ async fn a_broken_string_table_fails_a_reload_and_the_served_text_stays() {
     );
     // Still served in Japanese, from the version in force.
     let (mut client, _) = player_in(&server, "device-locale-reload", Some("ja")).await;
-    let opened = client.talk("Pim").await.expect("talk");
-    assert!(opened.content.expect("content").contains("ヤドカリ"));
+    assert!(pims_content(&mut client).await.contains("ヤドカリ"));
 }
 
 #[tokio::test]
 async fn a_line_carries_its_clip_in_the_locale_served() {
-    let dir = temp_dir("content-voice").join("content");
-    copy_dir(&content_dir(), &dir);
+    let dir = content_copy("content-voice");
     let pim = std::fs::read_to_string(dir.join("dialogue/base/Pim.json")).expect("Pim");
     let at = pim.find("\"PimsTideTale_Greet\": {").expect("the greeting");
     let rest = &pim[at..];
@@ -238,16 +191,10 @@ async fn a_line_carries_its_clip_in_the_locale_served() {
         format!("{{ \"{clip}\": 2350 }}"),
     )
     .expect("manifest");
-    let config_dir = dir.clone();
-    let server = TestServer::start_with(move |c| c.content = config_dir).await;
+    let server = TestServer::start_serving(&dir, |_| {}).await;
 
     let (mut japanese, _) = player_in(&server, "device-voice-ja", Some("ja")).await;
-    let content = japanese
-        .talk("Pim")
-        .await
-        .expect("talk")
-        .content
-        .expect("content");
+    let content = pims_content(&mut japanese).await;
     let (graph, diagnostics) = banter_dialogue::build_conversation("Pim", &content);
     assert!(diagnostics.iter().all(|d| !d.is_error()), "{diagnostics:?}");
     let greet = graph.find("PimsTideTale_Greet").expect("the greeting");
@@ -256,12 +203,7 @@ async fn a_line_carries_its_clip_in_the_locale_served() {
 
     // The source has no clip for it: nothing to sync to.
     let (mut english, _) = player_in(&server, "device-voice-en", None).await;
-    let content = english
-        .talk("Pim")
-        .await
-        .expect("talk")
-        .content
-        .expect("content");
+    let content = pims_content(&mut english).await;
     assert!(!content.contains("\"Voice\""), "{content}");
 }
 
@@ -275,8 +217,7 @@ fn line_id_of(pim: &str, node: &str) -> String {
 
 #[tokio::test]
 async fn pt_br_reads_pt_br_then_pt_then_the_source() {
-    let dir = temp_dir("content-fallback").join("content");
-    copy_dir(&content_dir(), &dir);
+    let dir = content_copy("content-fallback");
     let pim = std::fs::read_to_string(dir.join("dialogue/base/Pim.json")).expect("Pim");
     let (content, _) = banter_dialogue::check::load_and_check(&dir);
     let source = |node: &str| content.merged["Pim"].nodes[node].text.clone();
@@ -308,20 +249,11 @@ async fn pt_br_reads_pt_br_then_pt_then_the_source() {
         ),
     )
     .expect("pt.po");
-    let config_dir = dir.clone();
-    let server = TestServer::start_with(move |c| c.content = config_dir).await;
+    let server = TestServer::start_serving(&dir, |_| {}).await;
 
     let (mut client, welcome) = player_in(&server, "device-locale-pt-br", Some("pt-BR")).await;
-    let ServerMessage::Welcome { locale, .. } = welcome else {
-        panic!("expected welcome, got {welcome:?}");
-    };
-    assert_eq!(locale, "pt-BR");
-    let content = client
-        .talk("Pim")
-        .await
-        .expect("talk")
-        .content
-        .expect("content");
+    assert_eq!(welcome.locale, "pt-BR");
+    let content = pims_content(&mut client).await;
     let (graph, _) = banter_dialogue::build_conversation("Pim", &content);
     let text = |node: &str| {
         graph
@@ -335,24 +267,6 @@ async fn pt_br_reads_pt_br_then_pt_then_the_source() {
     assert_eq!(text("Pim_Ines"), source("Pim_Ines"), "from the source");
 }
 
-/// The locale a `set_locale` is answered with (its `locale_set`).
-async fn set_locale(client: &mut Client, locale: &str) -> Result<String, Refused> {
-    let reply = client
-        .request(ClientMessage::SetLocale {
-            id: None,
-            locale: locale.into(),
-        })
-        .await?;
-    Ok(reply
-        .messages
-        .iter()
-        .find_map(|m| match m {
-            ServerMessage::LocaleSet { locale } => Some(locale.clone()),
-            _ => None,
-        })
-        .expect("a locale_set before the ack"))
-}
-
 #[tokio::test]
 async fn set_locale_and_the_upgrade_take_the_same_bcp47_tags_and_name_the_locale_served() {
     let server = TestServer::start().await;
@@ -360,15 +274,8 @@ async fn set_locale_and_the_upgrade_take_the_same_bcp47_tags_and_name_the_locale
     // after `set_locale` alike.
     let (mut client, welcome) =
         player_in(&server, "device-locale-bcp47", Some("en-xa-u-nu-latn")).await;
-    let ServerMessage::Welcome { locale, .. } = welcome else {
-        panic!("expected welcome, got {welcome:?}");
-    };
-    assert_eq!(locale, "en-XA");
-    let opened = client.talk("Pim").await.expect("talk");
-    assert!(
-        opened.content.expect("content").contains('['),
-        "pseudo text"
-    );
+    assert_eq!(welcome.locale, "en-XA");
+    assert!(pims_content(&mut client).await.contains('['), "pseudo text");
     client.close_conversation().await.expect("closed");
     for (asked, served) in [
         ("ja-JP", "ja"),
@@ -377,7 +284,7 @@ async fn set_locale_and_the_upgrade_take_the_same_bcp47_tags_and_name_the_locale
         ("ar-u-nu-arab", "ar"),
     ] {
         assert_eq!(
-            set_locale(&mut client, asked).await.as_deref(),
+            client.set_locale(asked).await.as_deref(),
             Ok(served),
             "{asked}"
         );
@@ -385,19 +292,13 @@ async fn set_locale_and_the_upgrade_take_the_same_bcp47_tags_and_name_the_locale
     // What the upgrade refuses with `400`, `set_locale` refuses with `bad_locale`, and the
     // locale in force stays.
     for bad in ["pt_BR", "en-US-GB", "ja-", "en-u", "x-private", "ja JP"] {
-        let refused = set_locale(&mut client, bad).await.expect_err(bad);
-        assert_eq!(refused.code, ErrorCode::BadLocale, "{bad}");
+        client
+            .set_locale(bad)
+            .await
+            .expect_refused(ErrorCode::BadLocale);
     }
-    let reply = client
-        .request(ClientMessage::FetchConversation {
-            id: None,
-            conversation: "Pim".into(),
-        })
-        .await
-        .expect("fetched");
-    let Some(ServerMessage::Conversation { content, .. }) = reply.messages.first() else {
-        panic!("expected conversation, got {:?}", reply.messages);
-    };
+    let reply = client.fetch_conversation("Pim").await.expect("fetched");
+    let (_, content) = reply.fetched();
     assert!(
         content
             .chars()
@@ -410,13 +311,7 @@ async fn set_locale_and_the_upgrade_take_the_same_bcp47_tags_and_name_the_locale
 async fn a_conversation_resumed_in_another_locale_carries_that_locales_hash() {
     let server = TestServer::start().await;
     let token = server.login("device-locale-resume").await;
-    let mut english = server
-        .connect_query(&format!("token={token}"))
-        .await
-        .expect("upgrade accepted");
-    let ServerMessage::Welcome { resume_token, .. } = english.recv().await else {
-        panic!("expected welcome");
-    };
+    let (mut english, welcome) = server.connect_welcomed(&token).await;
     english.move_to(NEAR_PIM).await.expect("spawned");
     let opened = english.talk("Pim").await.expect("talk");
     english
@@ -425,45 +320,23 @@ async fn a_conversation_resumed_in_another_locale_carries_that_locales_hash() {
         .expect("chosen");
     drop(english);
 
-    let mut japanese = server
-        .connect_query(&format!("token={token}&locale=ja"))
-        .await
-        .expect("upgrade accepted");
-    let ServerMessage::Welcome { locale, .. } = japanese.recv().await else {
-        panic!("expected welcome");
-    };
-    assert_eq!(locale, "ja");
+    let (mut japanese, welcome_ja) = server
+        .connect_query_welcomed(&format!("token={token}&locale=ja"))
+        .await;
+    assert_eq!(welcome_ja.locale, "ja");
     let reply = japanese
-        .request(ClientMessage::Resume {
-            id: None,
-            token: resume_token,
-        })
+        .resume(&welcome.resume_token)
         .await
         .expect("resumed");
-    let resumed_hash = reply
-        .messages
-        .iter()
-        .find_map(|m| match m {
-            ServerMessage::Resumed { hash, .. } => Some(hash.clone()),
-            _ => None,
-        })
-        .expect("resumed");
+    let (_, resumed_hash) = reply.resumed().expect("resumed");
     assert_ne!(
         resumed_hash, opened.hash,
         "the Japanese text has its own hash"
     );
     // fetch_conversation answers that hash's content: the open conversation in Japanese.
-    let reply = japanese
-        .request(ClientMessage::FetchConversation {
-            id: None,
-            conversation: "Pim".into(),
-        })
-        .await
-        .expect("fetched");
-    let Some(ServerMessage::Conversation { hash, content, .. }) = reply.messages.first() else {
-        panic!("expected conversation, got {:?}", reply.messages);
-    };
-    assert_eq!(*hash, resumed_hash);
+    let reply = japanese.fetch_conversation("Pim").await.expect("fetched");
+    let (hash, content) = reply.fetched();
+    assert_eq!(hash, resumed_hash);
     assert!(content.contains("ヤドカリ"), "{content}");
     // The walk is where it was: the armed AcceptQuest is still armed.
     japanese

@@ -5,18 +5,15 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use banter_e2e::{TestServer, content_dir, copy_dir, messages_in, metric_value, temp_dir};
-use banter_protocol::{ActionType, ByeReason, ErrorCode, ServerMessage};
-use tokio_tungstenite::tungstenite::Message;
+use banter_e2e::{ExpectRefused, TestServer, metric_value};
+use banter_protocol::{ActionType, ByeReason, ErrorCode};
 
-const NEAR_PIM: [f64; 3] = [-640.0, 2.0, 910.0];
 const OLD_TALE: &str = "The sea went so far out you could walk to Gull Rock.";
 const NEW_TALE: &str = "The sea went so far out you could walk to Mistral Reef.";
 
 /// A private copy of the sample content, and its Pim file.
 fn content_copy() -> (PathBuf, PathBuf) {
-    let dir = temp_dir("content").join("content");
-    copy_dir(&content_dir(), &dir);
+    let dir = banter_e2e::content_copy("content");
     let pim = dir.join("dialogue/base/Pim.json");
     assert!(read(&pim).contains(OLD_TALE), "the sample tale changed");
     (dir, pim)
@@ -36,12 +33,8 @@ fn edit(path: &Path, from: &str, to: &str) {
 /// A server on `content` with no talk cooldown, once it has loaded that content (the server
 /// task loads it before it answers any request, so a test may edit the files after this).
 async fn server_on(content: &Path) -> TestServer {
-    let content = content.to_owned();
-    let server = TestServer::start_with(move |c| {
-        c.content = content;
-        c.world.talk_cooldown = Duration::ZERO;
-    })
-    .await;
+    let server =
+        TestServer::start_serving(content, |c| c.world.talk_cooldown = Duration::ZERO).await;
     assert_eq!(content_version(&server).await, 1);
     server
 }
@@ -102,18 +95,12 @@ async fn metrics_count_messages_rejections_by_code_and_handling_latency() {
     let rejected = "banter_rejections_total{code=\"not_reachable\"}";
     assert_eq!(metric_value(&text, rejected), Some(0.0));
 
-    let mut client = server.player_at("device-ops-01", NEAR_PIM).await;
-    client.talk("Pim").await.expect("talk");
-    let refused = client
+    let (mut client, _) = server.player_talking_to_pim("device-ops-01").await;
+    client
         .advance("PimsTideTale_Tale")
         .await
-        .expect_err("not shown");
-    assert_eq!(refused.code, ErrorCode::NotReachable);
-    client.choose("PimsTideTale_Greet_r1").await.expect("yes");
-    client
-        .action(ActionType::AcceptQuest, "PimsTideTale")
-        .await
-        .expect("accepted");
+        .expect_refused(ErrorCode::NotReachable);
+    client.accept_pims_quest().await;
 
     let text = server.metrics().await;
     let value = |series: &str| {
@@ -143,8 +130,8 @@ async fn metrics_count_messages_rejections_by_code_and_handling_latency() {
 async fn a_reload_swaps_new_content_in_while_an_open_conversation_keeps_its_version() {
     let (content, pim) = content_copy();
     let server = server_on(&content).await;
-    let mut client = server.player_at("device-ops-02", NEAR_PIM).await;
-    let before = client.talk("Pim").await.expect("talk on version 1");
+    // A conversation on version 1.
+    let (mut client, before) = server.player_talking_to_pim("device-ops-02").await;
     assert!(
         before
             .content
@@ -182,8 +169,8 @@ async fn a_reload_swaps_new_content_in_while_an_open_conversation_keeps_its_vers
 async fn a_reload_of_broken_content_gets_422_and_the_old_content_stays() {
     let (content, pim) = content_copy();
     let server = server_on(&content).await;
-    let mut client = server.player_at("device-ops-03", NEAR_PIM).await;
-    let before = client.talk("Pim").await.expect("talk on version 1");
+    // A conversation on version 1.
+    let (mut client, before) = server.player_talking_to_pim("device-ops-03").await;
 
     // A valid text change and a NextNode to nowhere: the reload is refused whole.
     edit(&pim, OLD_TALE, NEW_TALE);
@@ -251,8 +238,7 @@ async fn a_reload_without_the_service_key_gets_401_or_403_and_reloads_nothing() 
     );
 
     assert_eq!(content_version(&server).await, 1);
-    let mut client = server.player_at("device-ops-04", NEAR_PIM).await;
-    let opened = client.talk("Pim").await.expect("talk");
+    let (_client, opened) = server.player_talking_to_pim("device-ops-04").await;
     let text = opened.content.as_deref().expect("content");
     assert!(text.contains(OLD_TALE), "{text}");
     server.stop().await.expect("clean shutdown");
@@ -261,27 +247,12 @@ async fn a_reload_without_the_service_key_gets_401_or_403_and_reloads_nothing() 
 #[tokio::test]
 async fn a_graceful_shutdown_says_bye_to_every_session_then_closes() {
     let server = TestServer::start().await;
-    let mut client = server.player_at("device-ops-05", NEAR_PIM).await;
-    client.talk("Pim").await.expect("a conversation open");
+    // A conversation open.
+    let (mut client, _) = server.player_talking_to_pim("device-ops-05").await;
     let addr = server.addr;
 
     let stopping = tokio::spawn(server.stop());
-    let frames = client.until_eof().await;
-    let said = messages_in(&frames);
-    assert!(
-        matches!(
-            said.as_slice(),
-            [ServerMessage::Bye {
-                reason: ByeReason::Shutdown,
-                ..
-            }]
-        ),
-        "{said:?}"
-    );
-    assert!(
-        matches!(frames.last(), Some(Message::Close(_))),
-        "{frames:?}"
-    );
+    client.until_bye(ByeReason::Shutdown).await;
     tokio::time::timeout(banter_e2e::PATIENCE * 3, stopping)
         .await
         .expect("stops in time")

@@ -15,11 +15,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use banter_dialogue::{ClientWalk, DialogueGraph, Outgoing, Screen, build_conversation};
-use banter_e2e::{Client, TestServer};
+use banter_e2e::{Client, TestServer, talk_message};
 use banter_protocol::{ClientMessage, Effect, ErrorCode, FactSheet, ServerMessage};
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-use tokio_tungstenite::tungstenite::http::HeaderValue;
 
 /// 5 studs from Pim, who stands at (-640, 2, 915).
 const PIM: [f64; 3] = [-640.0, 2.0, 910.0];
@@ -98,14 +96,7 @@ async fn login(server: &TestServer, device: &str) -> (String, String, Vec<String
 impl Recorder {
     /// Upgrades with the token in the `Authorization` header and reads the welcome.
     async fn connect(server: &TestServer, token: &str) -> Recorder {
-        let mut request = format!("ws://{}/v1/ws", server.addr)
-            .into_client_request()
-            .expect("a request");
-        request.headers_mut().insert(
-            "Authorization",
-            HeaderValue::from_str(&format!("Bearer {token}")).expect("a header"),
-        );
-        let client = server.connect_request(request).await.expect("upgraded");
+        let client = server.connect_with_bearer(token).await.expect("upgraded");
         let mut recorder = Recorder {
             client,
             next_id: 0,
@@ -204,6 +195,31 @@ impl Recorder {
         std::mem::take(&mut self.lines)
     }
 
+    /// Moves the body; every message received.
+    async fn move_to(&mut self, position: [f64; 3]) -> Vec<ServerMessage> {
+        self.request(ClientMessage::Move { id: None, position })
+            .await
+    }
+
+    /// Talks to `npc` (no hint, nothing cached) whatever that opens; every message received.
+    async fn talk_reply(&mut self, npc: &str) -> Vec<ServerMessage> {
+        self.request(talk_message(npc, None, None)).await
+    }
+
+    /// Reports the lantern cutscene done; every message received.
+    async fn lantern_cutscene_done(&mut self) -> Vec<ServerMessage> {
+        self.request(ClientMessage::CutsceneDone {
+            id: None,
+            scene: "LanternLighting".into(),
+        })
+        .await
+    }
+
+    /// Closes the open conversation; every message received.
+    async fn close_conversation(&mut self) -> Vec<ServerMessage> {
+        self.request(ClientMessage::Close { id: None }).await
+    }
+
     /// Talks to `npc`; the graph built from the content, the entry and the facts.
     async fn talk(
         &mut self,
@@ -212,12 +228,7 @@ impl Recorder {
         cached: Option<(&str, &DialogueGraph)>,
     ) -> (DialogueGraph, String, String, FactSheet) {
         let received = self
-            .request(ClientMessage::Talk {
-                id: None,
-                npc: npc.to_owned(),
-                instance: instance.map(str::to_owned),
-                cached: cached.map(|(hash, _)| hash.to_owned()),
-            })
+            .request(talk_message(npc, instance, cached.map(|(hash, _)| hash)))
             .await;
         let opened = received.into_iter().find_map(|m| match m {
             ServerMessage::Opened {
@@ -263,6 +274,25 @@ impl Recorder {
             received.extend(replies);
         }
         received
+    }
+
+    /// Walks the conversation just opened on `entry` to its end with the client rules, one
+    /// [`Recorder::step`] at a time; every message received.
+    async fn walk_to_the_end(
+        &mut self,
+        graph: &DialogueGraph,
+        entry: &str,
+        facts: &FactSheet,
+    ) -> Vec<ServerMessage> {
+        let mut out = Vec::new();
+        let first = graph.find(entry).expect("the entry is in the graph");
+        let mut walk = ClientWalk::open(graph, first, facts, &mut out).expect("opens");
+        assert!(out.is_empty(), "the entry line has no node actions");
+        let mut seen = Vec::new();
+        while walk.screen() != Screen::Ended {
+            seen.extend(self.step(graph, &mut walk, facts).await);
+        }
+        seen
     }
 
     /// One step of the client rules: advances past the line on screen or picks the first
@@ -321,6 +351,15 @@ fn effects(messages: &[ServerMessage]) -> Vec<Effect> {
         .collect()
 }
 
+/// What the end of the lantern cutscene does: `LanternsOfGullRock` is paid.
+fn the_lantern_quest_paid() -> Vec<Effect> {
+    vec![Effect::QuestCompleted {
+        quest: "LanternsOfGullRock".into(),
+        coins: 200,
+        experience: 80,
+    }]
+}
+
 fn tracked(messages: &[ServerMessage]) -> Option<String> {
     messages
         .iter()
@@ -345,11 +384,7 @@ async fn record_pim(server: &TestServer, blocks: &mut Vec<Block>) {
         body: pim.welcome.clone(),
     });
 
-    pim.request(ClientMessage::Move {
-        id: None,
-        position: PIM,
-    })
-    .await;
+    pim.move_to(PIM).await;
     blocks.push(Block::frames("pim-spawn", pim.take()));
 
     let (graph, entry, _, facts) = pim.talk("Pim", None, None).await;
@@ -413,40 +448,17 @@ async fn record_pim(server: &TestServer, blocks: &mut Vec<Block>) {
 async fn record_ines(server: &TestServer, blocks: &mut Vec<Block>) {
     let (token, _, _) = login(server, "device-ines-0001").await;
     let mut ines = Recorder::connect(server, &token).await;
-    ines.request(ClientMessage::Move {
-        id: None,
-        position: NEAR_INES,
-    })
-    .await;
+    ines.move_to(NEAR_INES).await;
     ines.take();
-    let talked = ines
-        .request(ClientMessage::Talk {
-            id: None,
-            npc: "Keeper Ines".into(),
-            instance: None,
-            cached: None,
-        })
-        .await;
+    let talked = ines.talk_reply("Keeper Ines").await;
     assert!(
         !talked
             .iter()
             .any(|m| matches!(m, ServerMessage::Opened { .. }))
     );
     blocks.push(Block::frames("ines-talk", ines.take()));
-    let done = ines
-        .request(ClientMessage::CutsceneDone {
-            id: None,
-            scene: "LanternLighting".into(),
-        })
-        .await;
-    assert_eq!(
-        effects(&done),
-        vec![Effect::QuestCompleted {
-            quest: "LanternsOfGullRock".into(),
-            coins: 200,
-            experience: 80
-        }]
-    );
+    let done = ines.lantern_cutscene_done().await;
+    assert_eq!(effects(&done), the_lantern_quest_paid());
     blocks.push(Block::frames("ines-cutscene-done", ines.take()));
 }
 
@@ -455,21 +467,10 @@ async fn record_ines(server: &TestServer, blocks: &mut Vec<Block>) {
 async fn record_fennick(server: &TestServer, blocks: &mut Vec<Block>) {
     let (token, _, _) = login(server, "device-fennick-0001").await;
     let mut fennick = Recorder::connect(server, &token).await;
-    fennick
-        .request(ClientMessage::Move {
-            id: None,
-            position: NEAR_FENNICK,
-        })
-        .await;
+    fennick.move_to(NEAR_FENNICK).await;
     let (graph, entry, hash, facts) = fennick.talk("Grandpa Fennick", Some("fennick"), None).await;
     assert_eq!(entry, "CopperSnappers_Greet");
-    let mut out = Vec::new();
-    let first = graph.find(&entry).expect("entry");
-    let mut walk = ClientWalk::open(&graph, first, &facts, &mut out).expect("opens");
-    let mut seen = Vec::new();
-    while walk.screen() != Screen::Ended {
-        seen.extend(fennick.step(&graph, &mut walk, &facts).await);
-    }
+    let seen = fennick.walk_to_the_end(&graph, &entry, &facts).await;
     assert_eq!(tracked(&seen).as_deref(), Some("CopperSnappers"));
     fennick.take();
 
@@ -477,12 +478,7 @@ async fn record_fennick(server: &TestServer, blocks: &mut Vec<Block>) {
         .talk("Grandpa Fennick", Some("fennick"), Some((&hash, &graph)))
         .await;
     assert_eq!(entry, "CopperSnappers_Check");
-    let first = graph.find(&entry).expect("entry");
-    let mut walk = ClientWalk::open(&graph, first, &facts, &mut out).expect("opens");
-    let mut seen = Vec::new();
-    while walk.screen() != Screen::Ended {
-        seen.extend(fennick.step(&graph, &mut walk, &facts).await);
-    }
+    let seen = fennick.walk_to_the_end(&graph, &entry, &facts).await;
     assert!(
         seen.iter()
             .any(|m| matches!(m, ServerMessage::Jump { node } if node == "CopperSnappers_NotYet"))
@@ -490,7 +486,7 @@ async fn record_fennick(server: &TestServer, blocks: &mut Vec<Block>) {
     blocks.push(Block::frames("fennick-check", fennick.take()));
 
     // The quest log's abandon (section 4, `abandon_quest`): CopperSnappers is active and tracked.
-    fennick.request(ClientMessage::Close { id: None }).await;
+    fennick.close_conversation().await;
     fennick.take();
     let abandoned = fennick
         .request(ClientMessage::AbandonQuest {
@@ -511,7 +507,7 @@ async fn record_fennick(server: &TestServer, blocks: &mut Vec<Block>) {
         .talk("Grandpa Fennick", Some("fennick"), Some((&hash, &graph)))
         .await;
     assert_eq!(entry, "CopperSnappers_Greet", "offered again");
-    fennick.request(ClientMessage::Close { id: None }).await;
+    fennick.close_conversation().await;
     fennick.take();
 
     // `set_locale` (section 4): a tag the content lacks falls back to the source language.
@@ -532,12 +528,7 @@ async fn record_fennick(server: &TestServer, blocks: &mut Vec<Block>) {
 async fn record_marisol(server: &TestServer, blocks: &mut Vec<Block>) {
     let (token, _, _) = login(server, "device-marisol-0001").await;
     let mut marisol = Recorder::connect(server, &token).await;
-    marisol
-        .request(ClientMessage::Move {
-            id: None,
-            position: NEAR_MARISOL,
-        })
-        .await;
+    marisol.move_to(NEAR_MARISOL).await;
     marisol.take();
     let (_, entry, _, _) = marisol.talk("Marisol", None, None).await;
     assert_eq!(entry, "Marisol_Hello");
@@ -570,7 +561,7 @@ async fn record_marisol(server: &TestServer, blocks: &mut Vec<Block>) {
         })
         .await;
     assert!(matches!(shown.as_slice(), [ServerMessage::Ack { .. }]));
-    marisol.request(ClientMessage::Close { id: None }).await;
+    marisol.close_conversation().await;
     blocks.push(Block::frames("marisol-branch", marisol.take()));
 }
 
@@ -675,23 +666,12 @@ async fn the_tracked_quest_stays_set_after_it_completes_until_another_is_tracked
     let server = TestServer::start_with(|c| c.world.talk_cooldown = Duration::ZERO).await;
     let (token, player, _) = login(&server, "device-tracked-0001").await;
     let mut client = Recorder::connect(&server, &token).await;
-    client
-        .request(ClientMessage::Move {
-            id: None,
-            position: NEAR_FENNICK,
-        })
-        .await;
+    client.move_to(NEAR_FENNICK).await;
 
     // Accept and track CopperSnappers.
     let (graph, entry, _, facts) = client.talk("Grandpa Fennick", None, None).await;
     assert_eq!(entry, "CopperSnappers_Greet");
-    let mut out = Vec::new();
-    let first = graph.find(&entry).expect("entry");
-    let mut walk = ClientWalk::open(&graph, first, &facts, &mut out).expect("opens");
-    let mut seen = Vec::new();
-    while walk.screen() != Screen::Ended {
-        seen.extend(client.step(&graph, &mut walk, &facts).await);
-    }
+    let seen = client.walk_to_the_end(&graph, &entry, &facts).await;
     assert!(
         effects(&seen).contains(&Effect::QuestTracked {
             quest: "CopperSnappers".into()
@@ -713,12 +693,7 @@ async fn the_tracked_quest_stays_set_after_it_completes_until_another_is_tracked
     assert_eq!(status, 200, "{body}");
     let (graph, entry, _, facts) = client.talk("Grandpa Fennick", None, None).await;
     assert_eq!(entry, "CopperSnappers_Check");
-    let first = graph.find(&entry).expect("entry");
-    let mut walk = ClientWalk::open(&graph, first, &facts, &mut out).expect("opens");
-    let mut seen = Vec::new();
-    while walk.screen() != Screen::Ended {
-        seen.extend(client.step(&graph, &mut walk, &facts).await);
-    }
+    let seen = client.walk_to_the_end(&graph, &entry, &facts).await;
     assert!(
         effects(&seen).contains(&Effect::QuestCompleted {
             quest: "CopperSnappers".into(),
@@ -749,46 +724,24 @@ async fn the_tracked_quest_stays_set_after_it_completes_until_another_is_tracked
         facts.quests.get("CopperSnappers"),
         Some(&banter_protocol::QuestStatus::Completed)
     );
-    client.request(ClientMessage::Close { id: None }).await;
+    client.close_conversation().await;
 
     // Another quest's TrackQuest replaces it: Keeper Ines, on another island, reached through a
     // second instance (a new instance places the body afresh).
     drop(client);
     let other = server.another_instance().await;
     let mut client = Recorder::connect(&other, &token).await;
-    client
-        .request(ClientMessage::Move {
-            id: None,
-            position: NEAR_INES,
-        })
-        .await;
-    let talked = client
-        .request(ClientMessage::Talk {
-            id: None,
-            npc: "Keeper Ines".into(),
-            instance: None,
-            cached: None,
-        })
-        .await;
+    client.move_to(NEAR_INES).await;
+    let talked = client.talk_reply("Keeper Ines").await;
     assert_eq!(
         tracked(&talked).as_deref(),
         Some("CopperSnappers"),
         "accepting another quest does not track it"
     );
-    client
-        .request(ClientMessage::CutsceneDone {
-            id: None,
-            scene: "LanternLighting".into(),
-        })
-        .await;
+    client.lantern_cutscene_done().await;
     let (graph, entry, _, facts) = client.talk("Keeper Ines", None, None).await;
     assert_eq!(entry, "Voyage_Greet");
-    let first = graph.find(&entry).expect("entry");
-    let mut walk = ClientWalk::open(&graph, first, &facts, &mut out).expect("opens");
-    let mut seen = Vec::new();
-    while walk.screen() != Screen::Ended {
-        seen.extend(client.step(&graph, &mut walk, &facts).await);
-    }
+    let seen = client.walk_to_the_end(&graph, &entry, &facts).await;
     assert!(
         effects(&seen).contains(&Effect::QuestTracked {
             quest: "VoyageToMistral".into()
@@ -833,20 +786,8 @@ async fn finish_a_cutscene_cut_off(server: TestServer, elsewhere: Elsewhere) {
     let (token, player, _) = login(&server, "device-cutscene-drop").await;
     let mut client = Recorder::connect(&server, &token).await;
     assert!(!client.welcome.contains("cutscene"), "{}", client.welcome);
-    client
-        .request(ClientMessage::Move {
-            id: None,
-            position: NEAR_INES,
-        })
-        .await;
-    let talked = client
-        .request(ClientMessage::Talk {
-            id: None,
-            npc: "Keeper Ines".into(),
-            instance: None,
-            cached: None,
-        })
-        .await;
+    client.move_to(NEAR_INES).await;
+    let talked = client.talk_reply("Keeper Ines").await;
     assert_eq!(
         effects(&talked),
         vec![
@@ -872,32 +813,10 @@ async fn finish_a_cutscene_cut_off(server: TestServer, elsewhere: Elsewhere) {
         "{}",
         client.welcome
     );
-    client
-        .request(ClientMessage::Move {
-            id: None,
-            position: NEAR_INES,
-        })
-        .await;
-    let done = client
-        .request(ClientMessage::CutsceneDone {
-            id: None,
-            scene: "LanternLighting".into(),
-        })
-        .await;
-    assert_eq!(
-        effects(&done),
-        vec![Effect::QuestCompleted {
-            quest: "LanternsOfGullRock".into(),
-            coins: 200,
-            experience: 80,
-        }]
-    );
-    let again = client
-        .request(ClientMessage::CutsceneDone {
-            id: None,
-            scene: "LanternLighting".into(),
-        })
-        .await;
+    client.move_to(NEAR_INES).await;
+    let done = client.lantern_cutscene_done().await;
+    assert_eq!(effects(&done), the_lantern_quest_paid());
+    let again = client.lantern_cutscene_done().await;
     assert!(
         matches!(
             again.as_slice(),

@@ -4,44 +4,20 @@
 
 use std::time::Duration;
 
-use banter_e2e::{Backend, TestServer};
-use banter_protocol::{ActionType, ClientMessage, Effect, ErrorCode, ServerMessage};
+use banter_e2e::{Backend, ExpectRefused, LANTERN_SCENE, LANTERNS_QUEST, TestServer};
+use banter_protocol::{ActionType, Effect, ErrorCode, ServerMessage};
 use banter_server::store::{self, ConnectOptions};
 
 /// Keeper Ines stands at (870, 22, 260).
 const NEAR_INES: [f64; 3] = [870.0, 22.0, 255.0];
-
-fn talk() -> ClientMessage {
-    ClientMessage::Talk {
-        id: None,
-        npc: "Keeper Ines".into(),
-        instance: None,
-        cached: None,
-    }
-}
-
-fn done(scene: &str) -> ClientMessage {
-    ClientMessage::CutsceneDone {
-        id: None,
-        scene: scene.into(),
-    }
-}
 
 async fn talking_to_ines_plays_the_lantern_cutscene_and_its_end_pays_once(backend: Backend) {
     let server =
         TestServer::start_on_with(backend, |c| c.world.talk_cooldown = Duration::ZERO).await;
     let mut client = server.player_at("device-cutscene-01", NEAR_INES).await;
 
-    let reply = client.request(talk()).await.expect("talk");
-    // Effects then the ack, and no `opened` at all.
-    assert!(
-        !reply
-            .messages
-            .iter()
-            .any(|m| matches!(m, ServerMessage::Opened { .. })),
-        "{:?}",
-        reply.messages
-    );
+    // Effects then the ack, and no `opened` at all: the quest accepted, the scene playing.
+    let reply = client.start_the_lantern_cutscene().await;
     let actions: Vec<ActionType> = reply
         .messages
         .iter()
@@ -54,40 +30,19 @@ async fn talking_to_ines_plays_the_lantern_cutscene_and_its_end_pays_once(backen
         actions,
         vec![ActionType::AcceptQuest, ActionType::PlayCutscene]
     );
-    assert_eq!(
-        reply.effects(),
-        vec![
-            Effect::QuestAccepted {
-                quest: "LanternsOfGullRock".into(),
-                objectives: vec!["WatchTheLighting".into()]
-            },
-            Effect::PlayCutscene {
-                scene: "LanternLighting".into()
-            }
-        ]
-    );
     assert_eq!(reply.profile().expect("profile").coins, 0);
 
-    // No conversation is open; talking during the scene is busy.
-    assert_eq!(
-        client
-            .close_conversation()
-            .await
-            .expect_err("nothing open")
-            .code,
-        ErrorCode::NoConversation
-    );
-    assert_eq!(
-        client.request(talk()).await.expect_err("busy").code,
-        ErrorCode::Busy
-    );
+    // Talking during the scene is busy, and no conversation is open.
+    client
+        .expect_talk_refused("Keeper Ines", ErrorCode::Busy)
+        .await;
 
     // The scene ends: the reward lands, with the new profile.
-    let finished = client.request(done("LanternLighting")).await.expect("done");
+    let finished = client.cutscene_done(LANTERN_SCENE).await.expect("done");
     assert_eq!(
         finished.effects(),
         vec![Effect::QuestCompleted {
-            quest: "LanternsOfGullRock".into(),
+            quest: LANTERNS_QUEST.into(),
             coins: 200,
             experience: 80
         }]
@@ -96,12 +51,10 @@ async fn talking_to_ines_plays_the_lantern_cutscene_and_its_end_pays_once(backen
     assert_eq!(finished.profile().expect("profile").experience, 80);
 
     // Reporting it again pays nothing.
-    let again = client
-        .request(done("LanternLighting"))
+    client
+        .cutscene_done(LANTERN_SCENE)
         .await
-        .expect_err("no cutscene playing");
-    assert_eq!(again.code, ErrorCode::NoCutscene);
-    assert!(again.before.is_empty(), "{:?}", again.before);
+        .expect_refused_alone(ErrorCode::NoCutscene);
 
     // Ines now opens a conversation on her next offer.
     let opened = client.talk("Keeper Ines").await.expect("talk");
@@ -111,13 +64,7 @@ async fn talking_to_ines_plays_the_lantern_cutscene_and_its_end_pays_once(backen
     let store = store::connect(&server.config.database_url, ConnectOptions::default())
         .await
         .expect("store");
-    assert_eq!(
-        store
-            .ledger_count("LanternsOfGullRock")
-            .await
-            .expect("ledger"),
-        1
-    );
+    assert_eq!(store.ledger_count(LANTERNS_QUEST).await.expect("ledger"), 1);
     store.close().await;
     server.stop().await.expect("clean shutdown");
 }
@@ -125,11 +72,10 @@ async fn talking_to_ines_plays_the_lantern_cutscene_and_its_end_pays_once(backen
 async fn a_cutscene_done_with_no_cutscene_playing_is_no_cutscene(backend: Backend) {
     let server = TestServer::start_on(backend).await;
     let mut client = server.player_at("device-cutscene-02", NEAR_INES).await;
-    let refused = client
-        .request(done("LanternLighting"))
+    client
+        .cutscene_done(LANTERN_SCENE)
         .await
-        .expect_err("nothing is playing");
-    assert_eq!(refused.code, ErrorCode::NoCutscene);
+        .expect_refused(ErrorCode::NoCutscene);
     server.stop().await.expect("clean shutdown");
 }
 

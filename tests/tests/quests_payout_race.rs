@@ -12,11 +12,10 @@
 use std::time::Duration;
 
 use banter_e2e::{Backend, Client, TestServer};
-use banter_protocol::{ActionType, Effect, ErrorCode};
+use banter_protocol::{ActionType, ErrorCode};
 
 /// Grandpa Fennick stands at (14, 3, -42.5).
 const NEAR_FENNICK: [f64; 3] = [14.0, 3.0, -38.0];
-const SNAPPER_CHECK: &str = "CopperSnappers|CopperSnappers_Complete|CopperSnappers_NotYet";
 const ROUNDS: usize = 12;
 
 async fn catch_three(server: &TestServer, event_id: &str, player: &str) {
@@ -39,21 +38,7 @@ async fn at_the_armed_completion(server: &TestServer, token: &str) -> Client {
     client.move_to(NEAR_FENNICK).await.expect("spawned");
     let opened = client.talk("Grandpa Fennick").await.expect("talk");
     assert_eq!(opened.entry, "CopperSnappers_Check");
-    client
-        .choose("CopperSnappers_Check_r1")
-        .await
-        .expect("look");
-    let checked = client
-        .action(ActionType::CheckQuest, SNAPPER_CHECK)
-        .await
-        .expect("checked");
-    assert_eq!(
-        checked.effects(),
-        vec![Effect::QuestChecked {
-            quest: "CopperSnappers".into(),
-            done: true
-        }]
-    );
+    client.check_copper_snappers(true).await;
     client
 }
 
@@ -85,15 +70,7 @@ async fn two_instances_complete_the_same_quest_at_once_and_it_pays_once(backend:
             (Ok(_), Ok(_)) => panic!("round {round}: both completions were paid"),
             (Err(a), Err(b)) => panic!("round {round}: neither completion was paid: {a:?} {b:?}"),
         };
-        assert_eq!(
-            paid.effects(),
-            vec![Effect::QuestCompleted {
-                quest: "CopperSnappers".into(),
-                coins: 120,
-                experience: 40
-            }]
-        );
-        assert_eq!(paid.profile().expect("profile").coins, 120);
+        paid.assert_copper_snappers_paid();
         assert_eq!(refused.code, ErrorCode::QuestState, "{}", refused.message);
         assert!(refused.before.is_empty(), "{:?}", refused.before);
 

@@ -142,29 +142,22 @@ async fn an_active_story_quest_opens_before_an_active_side_quest(backend: Backen
     let server = server(backend).await;
     let store = store_of(&server).await;
     let (token, player) = server.login_player("device-resolver-02").await;
-    // Bram's side quest is accepted first, so content or acceptance order alone would pick it.
-    accept(
-        store.as_ref(),
-        &player,
-        "DriftwoodChimes",
-        &["FindDriftwood"],
-    )
-    .await;
-    assert_eq!(
-        entry(&server, &token, NEAR_BRAM, "Old Bram").await,
-        "DriftwoodChimes_Check"
-    );
-    accept(
-        store.as_ref(),
-        &player,
-        "KelpwickWelcome",
-        &["HearBramsWelcome"],
-    )
-    .await;
-    assert_eq!(
-        entry(&server, &token, NEAR_BRAM, "Old Bram").await,
-        "KelpwickWelcome_Check"
-    );
+    // Bram's side quest is accepted first, so content or acceptance order alone would pick it;
+    // once the story quest is accepted too, Bram opens on the story quest.
+    for (quest, objective, opens_on) in [
+        ("DriftwoodChimes", "FindDriftwood", "DriftwoodChimes_Check"),
+        (
+            "KelpwickWelcome",
+            "HearBramsWelcome",
+            "KelpwickWelcome_Check",
+        ),
+    ] {
+        accept(store.as_ref(), &player, quest, &[objective]).await;
+        assert_eq!(
+            entry(&server, &token, NEAR_BRAM, "Old Bram").await,
+            opens_on
+        );
+    }
     store.close().await;
     server.stop().await.expect("clean shutdown");
 }

@@ -18,7 +18,6 @@ use banter_protocol::{ActionType, Effect, ServerMessage};
 const NEAR_FENNICK: [f64; 3] = [14.0, 3.0, -38.0];
 const NEAR_MARISOL: [f64; 3] = [-6.0, 3.0, -14.0];
 const NEAR_HATTIE: [f64; 3] = [60.0, 3.0, -6.0];
-const SNAPPER_CHECK: &str = "CopperSnappers|CopperSnappers_Complete|CopperSnappers_NotYet";
 
 #[test]
 fn the_sample_tutorial_points_at_fennick_then_hattie_and_nothing_outside_the_stages() {
@@ -146,15 +145,7 @@ async fn the_tutorial_starts_moves_on_through_its_quests_and_ends(backend: Backe
         entry(&mut client, NEAR_FENNICK, "Grandpa Fennick").await,
         ("CopperSnappers_Greet".to_owned(), 1)
     );
-    client.talk("Grandpa Fennick").await.expect("talk");
-    client
-        .choose("CopperSnappers_Greet_r1")
-        .await
-        .expect("three snappers");
-    let accepted = client
-        .action(ActionType::AcceptQuest, "CopperSnappers")
-        .await
-        .expect("accepted");
+    let accepted = client.accept_copper_snappers().await;
     assert_eq!(
         stage_in(&accepted.messages),
         Some(2),
@@ -189,14 +180,7 @@ async fn the_tutorial_starts_moves_on_through_its_quests_and_ends(backend: Backe
         client.talk("Grandpa Fennick").await.expect("talk").entry,
         "CopperSnappers_Check"
     );
-    client
-        .choose("CopperSnappers_Check_r1")
-        .await
-        .expect("look");
-    client
-        .action(ActionType::CheckQuest, SNAPPER_CHECK)
-        .await
-        .expect("checked");
+    client.check_copper_snappers(true).await;
     let paid = client
         .action(ActionType::CompleteQuest, "CopperSnappers")
         .await

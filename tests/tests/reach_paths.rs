@@ -1,19 +1,21 @@
 //! Every way into a conversation or an action checks the world at that moment: the body is
-//! present, within the NPC's reach, and free (not in a cutscene). One test per path: opening a
-//! conversation, resuming one after walking away, resuming where the body is unknown, resuming
-//! during a cutscene, an armed action after a reload moved the NPC away, and a cutscene ending
-//! into a conversation whose NPC a reload moved away. A refusal changes nothing and pays nothing.
+//! present, within the NPC's reach, and free (not in a cutscene). One test per path: resuming a
+//! conversation after walking away, resuming where the body is unknown, resuming during a
+//! cutscene, an armed action after a reload moved the NPC away, and a cutscene ending into a
+//! conversation whose NPC a reload moved away. (Opening a conversation out of reach is in
+//! `world_checks.rs`.) A refusal changes nothing and pays nothing.
 //!
 //! Walking is honest: real time passes between steps, under the speed limit.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use banter_e2e::{
-    Backend, Client, PIMS_QUEST, Refused, Reply, TestServer, content_dir, copy_dir, temp_dir,
+    Backend, Client, ExpectRefused, LANTERN_SCENE, LANTERNS_QUEST, PIMS_QUEST, Reply, TestServer,
+    content_copy,
 };
 use banter_protocol::{
-    ActionType, ClientMessage, CloseReason, Effect, ErrorCode, Position, QuestStatus, ServerMessage,
+    ActionType, CloseReason, Effect, ErrorCode, Position, QuestStatus, ServerMessage,
 };
 
 /// Pim stands at (-640, 2, 915) with the default range of 8: the reach is 8 + 5 = 13.
@@ -32,35 +34,8 @@ const NEAR_OSWIN: Position = [905.0, 30.0, 305.0];
 const STEP: f64 = 5.0;
 const STEP_EVERY: Duration = Duration::from_millis(100);
 
-const LANTERNS: &str = "LanternsOfGullRock";
-
-/// Connects; the client, the welcome's resume token and the body's position it names.
-async fn connect(server: &TestServer, token: &str) -> (Client, String, Option<Position>) {
-    let mut client = server.connect_raw(token).await.expect("upgrade accepted");
-    match client.recv().await {
-        ServerMessage::Welcome {
-            resume_token,
-            position,
-            ..
-        } => (client, resume_token, position),
-        other => panic!("expected welcome, got {other:?}"),
-    }
-}
-
-async fn resume(client: &mut Client, token: &str) -> Result<Reply, Refused> {
-    client
-        .request(ClientMessage::Resume {
-            id: None,
-            token: token.to_owned(),
-        })
-        .await
-}
-
 fn resumed(reply: &Reply, conversation: &str) -> bool {
-    reply
-        .messages
-        .iter()
-        .any(|m| matches!(m, ServerMessage::Resumed { conversation: c, .. } if c == conversation))
+    reply.resumed().is_some_and(|(c, _)| c == conversation)
 }
 
 fn distance(a: Position, b: Position) -> f64 {
@@ -124,13 +99,6 @@ async fn coins(server: &TestServer, player: &str) -> i64 {
     .await
 }
 
-/// A private copy of the sample content, for a test that moves an NPC.
-fn content_copy() -> PathBuf {
-    let dir = temp_dir("reach").join("content");
-    copy_dir(&content_dir(), &dir);
-    dir
-}
-
 /// Moves the NPC standing at `from` to `to` in the copy's world.json (the file is edited as text,
 /// so the rest of it stays byte for byte).
 fn move_npc(content: &Path, from: Position, to: Position) {
@@ -152,45 +120,12 @@ fn move_npc(content: &Path, from: Position, to: Position) {
 
 /// Reloads the content through the admin endpoint, as an operator does.
 async fn reload(server: &TestServer) {
-    let auth = format!("Bearer {}", server.config.service_key);
-    let (status, body) = server
-        .http("POST", "/admin/reload", &[("Authorization", &auth)], "")
-        .await;
+    let (status, body) = server.reload_content().await;
     assert_eq!(status, 200, "reload: {body}");
 }
 
 async fn server_on(content: &Path) -> TestServer {
-    let content = content.to_owned();
-    TestServer::start_with(move |c| {
-        c.content = content;
-        c.world.talk_cooldown = Duration::ZERO;
-    })
-    .await
-}
-
-// ---------------------------------------------------------------------------------------------
-// Opening a conversation.
-// ---------------------------------------------------------------------------------------------
-
-#[tokio::test]
-async fn talking_out_of_reach_is_too_far_and_opens_nothing() {
-    let server = TestServer::start().await;
-    // 14 studs from Pim: one past the reach.
-    let mut client = server
-        .player_at("device-reach-talk", [-640.0, 2.0, 901.0])
-        .await;
-    let refused = client.talk("Pim").await.expect_err("out of reach");
-    assert_eq!(refused.code, ErrorCode::TooFar);
-    assert!(refused.before.is_empty(), "{:?}", refused.before);
-    assert_eq!(
-        client
-            .close_conversation()
-            .await
-            .expect_err("nothing opened")
-            .code,
-        ErrorCode::NoConversation
-    );
-    server.stop().await.expect("clean shutdown");
+    TestServer::start_serving(content, |c| c.world.talk_cooldown = Duration::ZERO).await
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -203,36 +138,34 @@ async fn talking_out_of_reach_is_too_far_and_opens_nothing() {
 async fn resuming_after_walking_away_is_too_far_and_the_conversation_stays_parked() {
     let server = TestServer::start().await;
     let (token, player) = server.login_player("device-reach-resume").await;
-    let (mut client, resume_token, _) = connect(&server, &token).await;
+    let (mut client, welcome) = server.connect_welcomed(&token).await;
     client.move_to(NEAR_PIM).await.expect("spawned");
     to_pims_payout(&mut client).await;
     // The connection drops: no Close frame, the conversation is parked.
     client.abort();
 
-    let (mut client, _, position) = connect(&server, &token).await;
-    assert_eq!(position, Some(NEAR_PIM), "the body is remembered");
+    let (mut client, again) = server.connect_welcomed(&token).await;
+    assert_eq!(again.position, Some(NEAR_PIM), "the body is remembered");
     walk(&mut client, NEAR_PIM, AWAY_FROM_PIM).await;
     assert!(distance(AWAY_FROM_PIM, PIM) > 13.0 + 50.0);
 
-    let refused = resume(&mut client, &resume_token)
+    client
+        .resume(&welcome.resume_token)
         .await
-        .expect_err("65 studs from Pim");
-    assert_eq!(refused.code, ErrorCode::TooFar, "{refused:?}");
-    assert!(refused.before.is_empty(), "{:?}", refused.before);
+        .expect_refused_alone(ErrorCode::TooFar);
     // Nothing was opened: the armed payout is not accepted, and nothing was paid.
-    let payout = client
+    client
         .action(ActionType::CompleteQuest, PIMS_QUEST)
         .await
-        .expect_err("no conversation is open");
-    assert_eq!(payout.code, ErrorCode::NoConversation, "{payout:?}");
-    assert!(payout.before.is_empty(), "{:?}", payout.before);
+        .expect_refused_alone(ErrorCode::NoConversation);
     assert_eq!(paid(&server, &player, PIMS_QUEST).await, 0);
     assert_eq!(coins(&server, &player).await, 0);
 
     // The refused resume changed nothing: back in reach, within the window, it resumes, the
     // payout still armed.
     walk(&mut client, AWAY_FROM_PIM, NEAR_PIM).await;
-    let reply = resume(&mut client, &resume_token)
+    let reply = client
+        .resume(&welcome.resume_token)
         .await
         .expect("resumed in reach");
     assert!(resumed(&reply, "Pim"), "{:?}", reply.messages);
@@ -255,24 +188,26 @@ async fn resuming_with_no_body_is_no_body_and_opens_nothing() {
     let first = TestServer::start_on(Backend::Postgres).await;
     let second = first.another_instance().await;
     let (token, player) = first.login_player("device-reach-nobody").await;
-    let (mut client, resume_token, _) = connect(&first, &token).await;
+    let (mut client, welcome) = first.connect_welcomed(&token).await;
+    let resume_token = welcome.resume_token;
     client.move_to(NEAR_PIM).await.expect("spawned");
     client.talk("Pim").await.expect("talk");
     client.choose("PimsTideTale_Greet_r1").await.expect("yes");
     client.abort();
 
-    let (mut elsewhere, _, position) = connect(&second, &token).await;
-    assert_eq!(position, None, "the second instance never saw the body");
-    let refused = resume(&mut elsewhere, &resume_token)
+    let (mut elsewhere, welcome) = second.connect_welcomed(&token).await;
+    assert_eq!(
+        welcome.position, None,
+        "the second instance never saw the body"
+    );
+    elsewhere
+        .resume(&resume_token)
         .await
-        .expect_err("no body here");
-    assert_eq!(refused.code, ErrorCode::NoBody, "{refused:?}");
-    assert!(refused.before.is_empty(), "{:?}", refused.before);
-    let accept = elsewhere
+        .expect_refused_alone(ErrorCode::NoBody);
+    elsewhere
         .action(ActionType::AcceptQuest, PIMS_QUEST)
         .await
-        .expect_err("nothing was opened");
-    assert_eq!(accept.code, ErrorCode::NoConversation, "{accept:?}");
+        .expect_refused(ErrorCode::NoConversation);
     assert_eq!(
         count(
             &first,
@@ -284,7 +219,8 @@ async fn resuming_with_no_body_is_no_body_and_opens_nothing() {
     elsewhere.move_to(NEAR_PIM).await.expect("spawned here");
     // Parked conversations live in the store: with the body placed, this instance resumes it,
     // armings and all.
-    let reply = resume(&mut elsewhere, &resume_token)
+    let reply = elsewhere
+        .resume(&resume_token)
         .await
         .expect("resumed on the second instance");
     assert!(resumed(&reply, "Pim"), "{:?}", reply.messages);
@@ -293,12 +229,12 @@ async fn resuming_with_no_body_is_no_body_and_opens_nothing() {
         .await
         .expect("still armed");
     // Taken once: the first instance has nothing left to resume under that token.
-    let (mut client, _, position) = connect(&first, &token).await;
-    assert_eq!(position, Some(NEAR_PIM));
-    let refused = resume(&mut client, &resume_token)
+    let (mut client, welcome) = first.connect_welcomed(&token).await;
+    assert_eq!(welcome.position, Some(NEAR_PIM));
+    client
+        .resume(&resume_token)
         .await
-        .expect_err("taken already");
-    assert_eq!(refused.code, ErrorCode::ResumeRefused, "{refused:?}");
+        .expect_refused(ErrorCode::ResumeRefused);
     drop(client);
     second.stop().await.expect("clean shutdown");
     first.stop().await.expect("clean shutdown");
@@ -308,47 +244,29 @@ async fn resuming_with_no_body_is_no_body_and_opens_nothing() {
 async fn resuming_during_a_cutscene_is_busy_and_the_conversation_stays_parked() {
     let server = TestServer::start_with(|c| c.world.talk_cooldown = Duration::ZERO).await;
     let token = server.login("device-reach-busy").await;
-    let (mut client, resume_token, _) = connect(&server, &token).await;
+    let (mut client, welcome) = server.connect_welcomed(&token).await;
     client.move_to(NEAR_OSWIN).await.expect("spawned");
     client.talk("Oswin Reedle").await.expect("talk to Oswin");
     client.abort();
 
     // The new session starts Ines's lantern cutscene, then walks back into Oswin's reach.
-    let (mut client, _, _) = connect(&server, &token).await;
+    let mut client = server.connect(&token).await;
     walk(&mut client, NEAR_OSWIN, NEAR_INES).await;
-    let talk = client
-        .request(ClientMessage::Talk {
-            id: None,
-            npc: "Keeper Ines".into(),
-            instance: None,
-            cached: None,
-        })
-        .await
-        .expect("talk to Ines");
-    assert!(
-        talk.effects()
-            .iter()
-            .any(|e| matches!(e, Effect::PlayCutscene { scene, .. } if scene == "LanternLighting")),
-        "{:?}",
-        talk.messages
-    );
+    client.start_the_lantern_cutscene().await;
     walk(&mut client, NEAR_INES, NEAR_OSWIN).await;
 
-    let refused = resume(&mut client, &resume_token)
+    client
+        .resume(&welcome.resume_token)
         .await
-        .expect_err("in a cutscene");
-    assert_eq!(refused.code, ErrorCode::Busy, "{refused:?}");
-    assert!(refused.before.is_empty(), "{:?}", refused.before);
+        .expect_refused_alone(ErrorCode::Busy);
 
     // Once the scene is done, the same token resumes: the refusal changed nothing.
     client
-        .request(ClientMessage::CutsceneDone {
-            id: None,
-            scene: "LanternLighting".into(),
-        })
+        .cutscene_done(LANTERN_SCENE)
         .await
         .expect("the scene ends");
-    let reply = resume(&mut client, &resume_token)
+    let reply = client
+        .resume(&welcome.resume_token)
         .await
         .expect("resumed when free");
     assert!(resumed(&reply, "Oswin"), "{:?}", reply.messages);
@@ -361,7 +279,7 @@ async fn resuming_during_a_cutscene_is_busy_and_the_conversation_stays_parked() 
 
 #[tokio::test]
 async fn an_armed_action_after_a_reload_moved_the_npc_away_is_too_far_and_pays_nothing() {
-    let content = content_copy();
+    let content = content_copy("reach");
     let server = server_on(&content).await;
     let (token, player) = server.login_player("device-reach-reload").await;
     let mut client = server.connect(&token).await;
@@ -378,8 +296,7 @@ async fn an_armed_action_after_a_reload_moved_the_npc_away_is_too_far_and_pays_n
     let refused = client
         .action(ActionType::CompleteQuest, PIMS_QUEST)
         .await
-        .expect_err("Pim is 500 studs away now");
-    assert_eq!(refused.code, ErrorCode::TooFar, "{refused:?}");
+        .expect_refused(ErrorCode::TooFar);
     assert_eq!(
         refused.before,
         vec![ServerMessage::Closed {
@@ -388,25 +305,16 @@ async fn an_armed_action_after_a_reload_moved_the_npc_away_is_too_far_and_pays_n
     );
     assert_eq!(paid(&server, &player, PIMS_QUEST).await, 0);
     assert_eq!(coins(&server, &player).await, 0);
-    assert_eq!(
-        client
-            .close_conversation()
-            .await
-            .expect_err("closed already")
-            .code,
-        ErrorCode::NoConversation
-    );
+    client
+        .close_conversation()
+        .await
+        .expect_refused(ErrorCode::NoConversation);
 
     // Pim comes back: the quest is still active and unpaid, as the facts say.
     move_npc(&content, far, PIM);
     reload(&server).await;
     let opened = client.talk("Pim").await.expect("talk again");
-    assert_eq!(opened.entry, "PimsTideTale_Check");
-    assert_eq!(
-        opened.facts.quests.get(PIMS_QUEST),
-        Some(&QuestStatus::Active)
-    );
-    assert_eq!((opened.facts.coins, opened.facts.experience), (0, 0));
+    opened.assert_pims_quest_state("PimsTideTale_Check", QuestStatus::Active, (0, 0));
     server.stop().await.expect("clean shutdown");
 }
 
@@ -416,24 +324,15 @@ async fn an_armed_action_after_a_reload_moved_the_npc_away_is_too_far_and_pays_n
 /// before the scene is reported done, and the next talk opens on `Lanterns_Check`.
 #[tokio::test]
 async fn a_cutscene_ending_after_a_reload_moved_the_npc_away_closes_the_conversation() {
-    let content = content_copy();
+    let content = content_copy("reach");
     let server = server_on(&content).await;
     let (token, player) = server.login_player("device-reach-cutscene").await;
-    let (mut client, _, _) = connect(&server, &token).await;
+    let mut client = server.connect(&token).await;
     client.move_to(NEAR_INES).await.expect("spawned");
-    let talk = client
-        .request(ClientMessage::Talk {
-            id: None,
-            npc: "Keeper Ines".into(),
-            instance: None,
-            cached: None,
-        })
-        .await
-        .expect("talk to Ines");
-    assert!(talk.opened().is_none(), "{:?}", talk.messages);
+    client.start_the_lantern_cutscene().await;
     client.abort();
 
-    let (mut client, _, _) = connect(&server, &token).await;
+    let mut client = server.connect(&token).await;
     let opened = client.talk("Keeper Ines").await.expect("talk again");
     assert_eq!(opened.entry, "Lanterns_Check");
     client
@@ -443,14 +342,14 @@ async fn a_cutscene_ending_after_a_reload_moved_the_npc_away_closes_the_conversa
     let scene = client
         .action(
             ActionType::PlayCutscene,
-            "LanternLighting|LanternsOfGullRock",
+            &format!("{LANTERN_SCENE}|{LANTERNS_QUEST}"),
         )
         .await
         .expect("the scene plays");
     assert!(
         matches!(
             scene.effects().as_slice(),
-            [Effect::PlayCutscene { scene, .. }] if scene == "LanternLighting"
+            [Effect::PlayCutscene { scene, .. }] if scene == LANTERN_SCENE
         ),
         "{:?}",
         scene.messages
@@ -462,10 +361,7 @@ async fn a_cutscene_ending_after_a_reload_moved_the_npc_away_closes_the_conversa
     reload(&server).await;
 
     let done = client
-        .request(ClientMessage::CutsceneDone {
-            id: None,
-            scene: "LanternLighting".into(),
-        })
+        .cutscene_done(LANTERN_SCENE)
         .await
         .expect("the scene ends");
     assert!(
@@ -477,34 +373,19 @@ async fn a_cutscene_ending_after_a_reload_moved_the_npc_away_closes_the_conversa
     );
     // The scene is over and so is the conversation; the lantern quest is neither advanced nor
     // paid.
-    assert_eq!(
-        client
-            .request(ClientMessage::CutsceneDone {
-                id: None,
-                scene: "LanternLighting".into(),
-            })
-            .await
-            .expect_err("the scene ended")
-            .code,
-        ErrorCode::NoCutscene
-    );
-    assert_eq!(
-        client
-            .close_conversation()
-            .await
-            .expect_err("closed already")
-            .code,
-        ErrorCode::NoConversation
-    );
-    assert_eq!(
-        client
-            .action(ActionType::CompleteQuest, LANTERNS)
-            .await
-            .expect_err("no conversation")
-            .code,
-        ErrorCode::NoConversation
-    );
-    assert_eq!(paid(&server, &player, LANTERNS).await, 0);
+    client
+        .cutscene_done(LANTERN_SCENE)
+        .await
+        .expect_refused(ErrorCode::NoCutscene);
+    client
+        .close_conversation()
+        .await
+        .expect_refused(ErrorCode::NoConversation);
+    client
+        .action(ActionType::CompleteQuest, LANTERNS_QUEST)
+        .await
+        .expect_refused(ErrorCode::NoConversation);
+    assert_eq!(paid(&server, &player, LANTERNS_QUEST).await, 0);
     assert_eq!(coins(&server, &player).await, 0);
     server.stop().await.expect("clean shutdown");
 }

@@ -5,55 +5,52 @@
 
 use std::time::Duration;
 
-use banter_e2e::{Client, TestServer};
-use banter_protocol::{ActionType, ClientMessage, ErrorCode, ServerMessage};
+use banter_e2e::{Client, ExpectRefused, TestServer};
+use banter_protocol::{ActionType, ErrorCode};
 
 const NEAR_PIM: [f64; 3] = [-640.0, 2.0, 910.0];
 
-/// Connects and returns the client with its resume token.
-async fn connect(server: &TestServer, token: &str) -> (Client, String) {
-    let mut client = server.connect_raw(token).await.expect("upgrade accepted");
-    match client.recv().await {
-        ServerMessage::Welcome { resume_token, .. } => (client, resume_token),
-        other => panic!("expected welcome, got {other:?}"),
-    }
-}
-
-async fn resume(
-    client: &mut Client,
-    token: &str,
-) -> Result<banter_e2e::Reply, banter_e2e::Refused> {
-    client
-        .request(ClientMessage::Resume {
-            id: None,
-            token: token.to_owned(),
-        })
-        .await
-}
-
 /// The reply says Pim's conversation was taken back.
 fn assert_resumed_pim(reply: &banter_e2e::Reply) {
-    assert!(
-        reply.messages.iter().any(|m| matches!(
-            m,
-            ServerMessage::Resumed { conversation, .. } if conversation == "Pim"
-        )),
+    assert_eq!(
+        reply.resumed().map(|(conversation, _)| conversation),
+        Some("Pim"),
         "{:?}",
         reply.messages
     );
 }
 
+/// A resume with `resume_token` is refused, with nothing sent before the error.
+async fn assert_nothing_to_resume(client: &mut Client, resume_token: &str) {
+    client
+        .resume(resume_token)
+        .await
+        .expect_refused_alone(ErrorCode::ResumeRefused);
+}
+
+/// With the conversation resumed: its armed `AcceptQuest` runs once, then is spent.
+async fn assert_accept_still_armed_once(client: &mut Client) {
+    client
+        .action(ActionType::AcceptQuest, "PimsTideTale")
+        .await
+        .expect("still armed");
+    client
+        .action(ActionType::AcceptQuest, "PimsTideTale")
+        .await
+        .expect_refused(ErrorCode::NotArmed);
+}
+
 /// A player in Pim's greeting who said yes: AcceptQuest is armed, not yet sent.
 async fn mid_conversation(server: &TestServer, device: &str) -> (Client, String, String) {
     let token = server.login(device).await;
-    let (mut client, resume_token) = connect(server, &token).await;
+    let (mut client, welcome) = server.connect_welcomed(&token).await;
     client.move_to(NEAR_PIM).await.expect("spawned");
     assert_eq!(
         client.talk("Pim").await.expect("talk").entry,
         "PimsTideTale_Greet"
     );
     client.choose("PimsTideTale_Greet_r1").await.expect("yes");
-    (client, token, resume_token)
+    (client, token, welcome.resume_token)
 }
 
 #[tokio::test]
@@ -63,27 +60,18 @@ async fn a_dropped_connection_resumes_the_same_walk_with_its_armings() {
     // The connection drops (no goodbye from the client's side of the protocol).
     drop(client);
 
-    let (mut client, _) = connect(&server, &token).await;
-    let reply = resume(&mut client, &resume_token).await.expect("resumed");
+    let mut client = server.connect(&token).await;
+    let reply = client.resume(&resume_token).await.expect("resumed");
     assert_resumed_pim(&reply);
     // The armed AcceptQuest is still armed, once; the walk goes on from where it was.
-    client
-        .action(ActionType::AcceptQuest, "PimsTideTale")
-        .await
-        .expect("still armed");
-    let again = client
-        .action(ActionType::AcceptQuest, "PimsTideTale")
-        .await
-        .expect_err("spent");
-    assert_eq!(again.code, ErrorCode::NotArmed);
+    assert_accept_still_armed_once(&mut client).await;
     client
         .advance("PimsTideTale_Tale")
         .await
         .expect("the walk goes on");
     // The token took it back once: a second resume finds nothing.
     client.close_conversation().await.expect("closed");
-    let twice = resume(&mut client, &resume_token).await.expect_err("once");
-    assert_eq!(twice.code, ErrorCode::ResumeRefused);
+    assert_nothing_to_resume(&mut client, &resume_token).await;
     server.stop().await.expect("clean shutdown");
 }
 
@@ -92,8 +80,8 @@ async fn a_reconnect_that_replaces_a_live_session_resumes_its_conversation() {
     let server = TestServer::start().await;
     let (mut old, token, resume_token) = mid_conversation(&server, "device-resume-02").await;
     // The old connection is still open as far as the server knows; the new one replaces it.
-    let (mut client, _) = connect(&server, &token).await;
-    resume(&mut client, &resume_token).await.expect("resumed");
+    let mut client = server.connect(&token).await;
+    client.resume(&resume_token).await.expect("resumed");
     client
         .action(ActionType::AcceptQuest, "PimsTideTale")
         .await
@@ -110,17 +98,11 @@ async fn a_foreign_or_stale_token_is_refused_and_changes_nothing() {
 
     // Another player holds the first one's token: refused, and their own session is untouched.
     let other = server.login("device-resume-04").await;
-    let (mut stranger, _) = connect(&server, &other).await;
+    let mut stranger = server.connect(&other).await;
     stranger.move_to(NEAR_PIM).await.expect("spawned");
-    let refused = resume(&mut stranger, &first_resume)
-        .await
-        .expect_err("foreign");
-    assert_eq!(refused.code, ErrorCode::ResumeRefused);
-    assert!(refused.before.is_empty());
-    let refused = resume(&mut stranger, "made-up-token")
-        .await
-        .expect_err("stale");
-    assert_eq!(refused.code, ErrorCode::ResumeRefused);
+    for foreign_or_stale in [first_resume.as_str(), "made-up-token"] {
+        assert_nothing_to_resume(&mut stranger, foreign_or_stale).await;
+    }
     let opened = stranger
         .talk("Pim")
         .await
@@ -140,11 +122,8 @@ async fn after_the_window_or_a_new_conversation_there_is_nothing_to_resume() {
     .await;
     let (client, token, resume_token) = mid_conversation(&server, "device-resume-05").await;
     drop(client);
-    let (mut client, _) = connect(&server, &token).await;
-    let refused = resume(&mut client, &resume_token)
-        .await
-        .expect_err("expired");
-    assert_eq!(refused.code, ErrorCode::ResumeRefused);
+    let mut client = server.connect(&token).await;
+    assert_nothing_to_resume(&mut client, &resume_token).await;
     // Talking works as usual: the expired conversation left nothing open.
     client.move_to(NEAR_PIM).await.expect("moved");
     client.talk("Pim").await.expect("talk");
@@ -154,14 +133,11 @@ async fn after_the_window_or_a_new_conversation_there_is_nothing_to_resume() {
     let server = TestServer::start_with(|c| c.world.talk_cooldown = Duration::ZERO).await;
     let (client, token, resume_token) = mid_conversation(&server, "device-resume-06").await;
     drop(client);
-    let (mut client, _) = connect(&server, &token).await;
+    let mut client = server.connect(&token).await;
     client.move_to(NEAR_PIM).await.expect("moved");
     client.talk("Pim").await.expect("a new conversation");
     client.close_conversation().await.expect("closed");
-    let refused = resume(&mut client, &resume_token)
-        .await
-        .expect_err("superseded");
-    assert_eq!(refused.code, ErrorCode::ResumeRefused);
+    assert_nothing_to_resume(&mut client, &resume_token).await;
     server.stop().await.expect("clean shutdown");
 }
 
@@ -178,33 +154,22 @@ async fn a_conversation_parked_on_one_instance_resumes_on_another_once() {
     client.abort();
     stranger.abort();
 
-    let (mut client, _) = connect(&second, &token).await;
+    let mut client = second.connect(&token).await;
     client.move_to(NEAR_PIM).await.expect("spawned here");
-    let foreign = resume(&mut client, &stranger_token)
-        .await
-        .expect_err("another player's token");
-    assert_eq!(foreign.code, ErrorCode::ResumeRefused);
-    let reply = resume(&mut client, &resume_token)
+    assert_nothing_to_resume(&mut client, &stranger_token).await;
+    let reply = client
+        .resume(&resume_token)
         .await
         .expect("resumed on the second instance");
     assert_resumed_pim(&reply);
-    client
-        .action(ActionType::AcceptQuest, "PimsTideTale")
-        .await
-        .expect("still armed, on the other instance");
-    let again = client
-        .action(ActionType::AcceptQuest, "PimsTideTale")
-        .await
-        .expect_err("spent");
-    assert_eq!(again.code, ErrorCode::NotArmed);
+    // Still armed on the other instance, once.
+    assert_accept_still_armed_once(&mut client).await;
     drop(client);
 
-    let (mut back, _) = connect(&first, &token).await;
+    // Taken on the second instance already.
+    let mut back = first.connect(&token).await;
     back.move_to(NEAR_PIM).await.expect("spawned");
-    let twice = resume(&mut back, &resume_token)
-        .await
-        .expect_err("taken on the second instance already");
-    assert_eq!(twice.code, ErrorCode::ResumeRefused);
+    assert_nothing_to_resume(&mut back, &resume_token).await;
     drop(back);
     second.stop().await.expect("clean shutdown");
     first.stop().await.expect("clean shutdown");
@@ -219,9 +184,10 @@ async fn a_conversation_parked_before_a_restart_resumes_after_it() {
     client.abort();
     // The session notices the drop and parks; the restart waits for it to end.
     let server = server.restart().await;
-    let (mut client, _) = connect(&server, &token).await;
+    let mut client = server.connect(&token).await;
     client.move_to(NEAR_PIM).await.expect("spawned");
-    resume(&mut client, &resume_token)
+    client
+        .resume(&resume_token)
         .await
         .expect("resumed after the restart");
     client

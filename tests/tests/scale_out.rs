@@ -7,8 +7,8 @@
 
 use std::time::{Duration, Instant};
 
-use banter_e2e::{Backend, Client, TestServer, messages_in};
-use banter_protocol::{ByeReason, ServerMessage};
+use banter_e2e::{Backend, Client, TestServer};
+use banter_protocol::ByeReason;
 
 /// Pim stands at (-640, 2, 915).
 const NEAR_PIM: [f64; 3] = [-640.0, 2.0, 910.0];
@@ -16,17 +16,7 @@ const NEAR_PIM: [f64; 3] = [-640.0, 2.0, 910.0];
 /// Reads the older session to its end: it must have been told it was replaced.
 async fn assert_replaced(client: &mut Client) -> Duration {
     let started = Instant::now();
-    let said = messages_in(&client.until_eof().await);
-    assert!(
-        matches!(
-            said.as_slice(),
-            [ServerMessage::Bye {
-                reason: ByeReason::Replaced,
-                ..
-            }]
-        ),
-        "{said:?}"
-    );
+    client.until_bye(ByeReason::Replaced).await;
     started.elapsed()
 }
 

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use banter_e2e::{PATIENCE, TestServer, messages_in};
+use banter_e2e::{ExpectRefused, PATIENCE, TestServer, messages_in};
 use banter_protocol::{
     ActionType, ByeReason, ClientMessage, ErrorCode, QuestStatus, ServerMessage,
 };
@@ -27,22 +27,7 @@ async fn a_player_who_connects_again_replaces_the_older_session() {
     let mut new = server.connect(&token).await;
 
     // The old one is told why, then closed: the close frame, then the end of the connection.
-    let frames = old.until_eof().await;
-    let said = messages_in(&frames);
-    assert!(
-        matches!(
-            said.as_slice(),
-            [ServerMessage::Bye {
-                reason: ByeReason::Replaced,
-                ..
-            }]
-        ),
-        "{said:?}"
-    );
-    assert!(
-        matches!(frames.last(), Some(Message::Close(_))),
-        "{frames:?}"
-    );
+    old.until_bye(ByeReason::Replaced).await;
     assert_eq!(server.metric("banter_open_sessions").await, 1.0);
 
     // The new one works, and starts from nothing the old one held open.
@@ -55,23 +40,19 @@ async fn a_player_who_connects_again_replaces_the_older_session() {
 #[tokio::test]
 async fn talking_while_a_conversation_is_open_gets_conversation_open() {
     let server = TestServer::start_with(|c| c.world.talk_cooldown = Duration::ZERO).await;
-    let mut client = server.player_at("device-session-02", NEAR_PIM).await;
-    client.talk("Pim").await.expect("first conversation");
-    let refused = client.talk("Pim").await.expect_err("one at a time");
-    assert_eq!(refused.code, ErrorCode::ConversationOpen);
-    assert!(refused.before.is_empty(), "{:?}", refused.before);
-    let refused = client
+    let (mut client, _) = server.player_talking_to_pim("device-session-02").await;
+    client
+        .talk("Pim")
+        .await
+        .expect_refused_alone(ErrorCode::ConversationOpen);
+    // Checked before the NPC.
+    client
         .talk("Nobody")
         .await
-        .expect_err("checked before the NPC");
-    assert_eq!(refused.code, ErrorCode::ConversationOpen);
+        .expect_refused(ErrorCode::ConversationOpen);
 
     // The open conversation is the same walk as before the refusals.
-    client.choose("PimsTideTale_Greet_r1").await.expect("yes");
-    let accepted = client
-        .action(ActionType::AcceptQuest, QUEST)
-        .await
-        .expect("accepted");
+    let accepted = client.accept_pims_quest().await;
     assert_eq!(accepted.profile().expect("a profile").coins, 0);
     client
         .advance("PimsTideTale_Tale")
@@ -90,30 +71,15 @@ async fn a_session_only_reads_and_changes_its_own_players_data() {
     a.talk("Pim").await.expect("A talks");
     let b_opened = b.talk("Pim").await.expect("B talks");
     assert_eq!(b_opened.entry, "PimsTideTale_Greet");
-    a.choose("PimsTideTale_Greet_r1").await.expect("A: yes");
-    a.action(ActionType::AcceptQuest, QUEST)
-        .await
-        .expect("A accepts");
-    a.advance("PimsTideTale_Tale").await.expect("A: the tale");
-    a.action(
-        ActionType::AdvanceObjective,
-        "PimsTideTale|HearTheTale|1|mistral_cay",
-    )
-    .await
-    .expect("A heard it");
-    a.advance("PimsTideTale_Ending").await.expect("A: ending");
-    let paid = a
-        .action(ActionType::CompleteQuest, QUEST)
-        .await
-        .expect("A is paid");
+    a.accept_pims_quest().await;
+    let paid = a.finish_pims_tale().await;
     assert_eq!(paid.profile().expect("a profile").coins, 30);
 
     // B's walk is B's: A's armings are not B's, and A's quest is not B's.
-    let refused = b
-        .action(ActionType::CompleteQuest, QUEST)
+    // B was shown nothing that completes it.
+    b.action(ActionType::CompleteQuest, QUEST)
         .await
-        .expect_err("B was shown nothing that completes it");
-    assert_eq!(refused.code, ErrorCode::NotArmed);
+        .expect_refused(ErrorCode::NotArmed);
     b.close_conversation().await.expect("B closes");
     let b_opened = b.talk("Pim").await.expect("B talks again");
     assert_eq!(b_opened.entry, "PimsTideTale_Greet");
@@ -121,20 +87,11 @@ async fn a_session_only_reads_and_changes_its_own_players_data() {
     assert!(!b_opened.facts.quests.contains_key(QUEST));
 
     // B accepts Pim's quest; A's completed quest and coins are untouched.
-    b.choose("PimsTideTale_Greet_r1").await.expect("B: yes");
-    let b_accepted = b
-        .action(ActionType::AcceptQuest, QUEST)
-        .await
-        .expect("B accepts its own copy");
+    let b_accepted = b.accept_pims_quest().await;
     assert_eq!(b_accepted.profile().expect("a profile").coins, 0);
     a.close_conversation().await.expect("A closes");
     let a_opened = a.talk("Pim").await.expect("A talks again");
-    assert_eq!(a_opened.entry, "AllDone");
-    assert_eq!(
-        a_opened.facts.quests.get(QUEST),
-        Some(&QuestStatus::Completed)
-    );
-    assert_eq!((a_opened.facts.coins, a_opened.facts.experience), (30, 20));
+    a_opened.assert_pims_quest_state("AllDone", QuestStatus::Completed, (30, 20));
     server.stop().await.expect("clean shutdown");
 }
 

@@ -13,7 +13,7 @@
 
 use std::time::Duration;
 
-use banter_e2e::{Client, TestServer};
+use banter_e2e::{Client, ExpectRefused, TestServer};
 use banter_protocol::{ActionType, Effect, ErrorCode, QuestStatus};
 
 const NEAR_PIM: [f64; 3] = [-640.0, 2.0, 910.0];
@@ -27,22 +27,10 @@ async fn server() -> TestServer {
 
 /// A new player in a conversation with Pim, on the greeting.
 async fn talking_to_pim(server: &TestServer, device: &str) -> Client {
-    let mut client = server.player_at(device, NEAR_PIM).await;
-    let opened = client.talk("Pim").await.expect("talk");
+    let (client, opened) = server.player_talking_to_pim(device).await;
     assert_eq!(opened.entry, "PimsTideTale_Greet");
     assert_eq!(opened.facts.coins, 0);
     client
-}
-
-/// Asserts a step was refused with `code` and sent nothing before the error.
-fn assert_refused(result: Result<banter_e2e::Reply, banter_e2e::Refused>, code: ErrorCode) {
-    let refused = result.expect_err("refused");
-    assert_eq!(refused.code, code, "{}", refused.message);
-    assert!(
-        refused.before.is_empty(),
-        "a refusal sends nothing else: {:?}",
-        refused.before
-    );
 }
 
 /// Closes the conversation and talks to Pim again: the facts the server holds now.
@@ -78,13 +66,16 @@ async fn advancing_a_line_never_shown_gets_not_reachable() {
         "Pim_Bye",
         "AllDone",
     ] {
-        assert_refused(client.advance(line).await, ErrorCode::NotReachable);
+        client
+            .advance(line)
+            .await
+            .expect_refused_alone(ErrorCode::NotReachable);
     }
     // The refusals showed nothing: the tale is still out of reach until the player says yes.
-    assert_refused(
-        client.advance("PimsTideTale_Tale").await,
-        ErrorCode::NotReachable,
-    );
+    client
+        .advance("PimsTideTale_Tale")
+        .await
+        .expect_refused_alone(ErrorCode::NotReachable);
     client.choose("PimsTideTale_Greet_r1").await.expect("yes");
     client
         .advance("PimsTideTale_Tale")
@@ -100,11 +91,18 @@ async fn choosing_a_response_never_shown_gets_not_reachable() {
     let mut client = talking_to_pim(&server, "device-walk-02").await;
     // Pim_Hello was never shown (the resolver opened on the greeting), nor its responses.
     for response in ["Pim_Hello_r1", "Pim_Hello_r2", "Pim_Hello_r3"] {
-        assert_refused(client.choose(response).await, ErrorCode::NotReachable);
+        client
+            .choose(response)
+            .await
+            .expect_refused_alone(ErrorCode::NotReachable);
     }
     // Nothing the refused responses lead to was shown.
-    assert_refused(client.advance("Pim_Bye").await, ErrorCode::NotReachable);
-    assert_refused(client.advance("Pim_Ines").await, ErrorCode::NotReachable);
+    for line in ["Pim_Bye", "Pim_Ines"] {
+        client
+            .advance(line)
+            .await
+            .expect_refused_alone(ErrorCode::NotReachable);
+    }
     client
         .choose("PimsTideTale_Greet_r2")
         .await
@@ -121,15 +119,15 @@ async fn choosing_a_response_never_shown_gets_not_reachable() {
 async fn advancing_a_line_that_waits_for_a_choice_gets_awaits_choice() {
     let server = server().await;
     let mut client = talking_to_pim(&server, "device-walk-03").await;
-    assert_refused(
-        client.advance("PimsTideTale_Greet").await,
-        ErrorCode::AwaitsChoice,
-    );
+    client
+        .advance("PimsTideTale_Greet")
+        .await
+        .expect_refused_alone(ErrorCode::AwaitsChoice);
     // Advancing did not skip the choice: the line after it is still out of reach.
-    assert_refused(
-        client.advance("PimsTideTale_Tale").await,
-        ErrorCode::NotReachable,
-    );
+    client
+        .advance("PimsTideTale_Tale")
+        .await
+        .expect_refused_alone(ErrorCode::NotReachable);
     client
         .choose("PimsTideTale_Greet_r1")
         .await
@@ -142,10 +140,10 @@ async fn advancing_a_line_that_waits_for_a_choice_gets_awaits_choice() {
 async fn choosing_an_npc_line_gets_not_a_response() {
     let server = server().await;
     let mut client = talking_to_pim(&server, "device-walk-04").await;
-    assert_refused(
-        client.choose("PimsTideTale_Greet").await,
-        ErrorCode::NotAResponse,
-    );
+    client
+        .choose("PimsTideTale_Greet")
+        .await
+        .expect_refused_alone(ErrorCode::NotAResponse);
     client
         .choose("PimsTideTale_Greet_r1")
         .await
@@ -158,15 +156,15 @@ async fn choosing_an_npc_line_gets_not_a_response() {
 async fn advancing_a_response_gets_not_a_line() {
     let server = server().await;
     let mut client = talking_to_pim(&server, "device-walk-05").await;
-    assert_refused(
-        client.advance("PimsTideTale_Greet_r1").await,
-        ErrorCode::NotALine,
-    );
+    client
+        .advance("PimsTideTale_Greet_r1")
+        .await
+        .expect_refused_alone(ErrorCode::NotALine);
     // Advancing past the response did not pick it: nothing is armed.
-    assert_refused(
-        client.action(ActionType::AcceptQuest, QUEST).await,
-        ErrorCode::NotArmed,
-    );
+    client
+        .action(ActionType::AcceptQuest, QUEST)
+        .await
+        .expect_refused_alone(ErrorCode::NotArmed);
     client
         .choose("PimsTideTale_Greet_r1")
         .await
@@ -186,8 +184,14 @@ async fn an_unknown_node_name_gets_unknown_vertex() {
         "",
         "Fennick_Hello",
     ] {
-        assert_refused(client.advance(name).await, ErrorCode::UnknownVertex);
-        assert_refused(client.choose(name).await, ErrorCode::UnknownVertex);
+        client
+            .advance(name)
+            .await
+            .expect_refused_alone(ErrorCode::UnknownVertex);
+        client
+            .choose(name)
+            .await
+            .expect_refused_alone(ErrorCode::UnknownVertex);
     }
     client.choose("PimsTideTale_Greet_r1").await.expect("yes");
     assert_untouched(&mut client).await;
@@ -199,44 +203,34 @@ async fn a_forged_action_never_armed_gets_not_armed_and_pays_nothing() {
     let server = server().await;
     let mut client = talking_to_pim(&server, "device-walk-07").await;
     // Right after opening nothing is armed: the article's hole, closed.
-    assert_refused(
-        client.action(ActionType::CompleteQuest, QUEST).await,
-        ErrorCode::NotArmed,
-    );
-    assert_refused(
-        client.action(ActionType::AcceptQuest, QUEST).await,
-        ErrorCode::NotArmed,
-    );
+    for action in [ActionType::CompleteQuest, ActionType::AcceptQuest] {
+        client
+            .action(action, QUEST)
+            .await
+            .expect_refused_alone(ErrorCode::NotArmed);
+    }
 
     // With the quest honestly accepted, the engine would take these (the quest is active);
     // the walk refuses them because the player was never shown the lines that carry them.
-    client.choose("PimsTideTale_Greet_r1").await.expect("yes");
-    let accepted = client
-        .action(ActionType::AcceptQuest, QUEST)
-        .await
-        .expect("armed by the response");
+    let accepted = client.accept_pims_quest().await;
     assert_eq!(accepted.profile().expect("a profile").coins, 0);
-    assert_refused(
-        client.action(ActionType::AdvanceObjective, OBJECTIVE).await,
-        ErrorCode::NotArmed,
-    );
-    assert_refused(
-        client.action(ActionType::CompleteQuest, QUEST).await,
-        ErrorCode::NotArmed,
-    );
-    assert_refused(
-        client.action(ActionType::OpenShop, "DunmoreBoatyard").await,
-        ErrorCode::NotArmed,
-    );
+    for (action, payload) in [
+        (ActionType::AdvanceObjective, OBJECTIVE),
+        (ActionType::CompleteQuest, QUEST),
+        (ActionType::OpenShop, "DunmoreBoatyard"),
+    ] {
+        client
+            .action(action, payload)
+            .await
+            .expect_refused_alone(ErrorCode::NotArmed);
+    }
 
     let opened = facts_after(&mut client).await;
-    assert_eq!(opened.entry, "PimsTideTale_Check");
-    assert_eq!(opened.facts.quests.get(QUEST), Some(&QuestStatus::Active));
+    opened.assert_pims_quest_state("PimsTideTale_Check", QuestStatus::Active, (0, 0));
     assert_eq!(
         opened.facts.progress.get("PimsTideTale/HearTheTale"),
         Some(&0)
     );
-    assert_eq!((opened.facts.coins, opened.facts.experience), (0, 0));
     server.stop().await.expect("clean shutdown");
 }
 
@@ -252,10 +246,10 @@ async fn an_armed_action_with_an_altered_payload_gets_payload_mismatch() {
         "PimsTideTale|x",
         "",
     ] {
-        assert_refused(
-            client.action(ActionType::AcceptQuest, payload).await,
-            ErrorCode::PayloadMismatch,
-        );
+        client
+            .action(ActionType::AcceptQuest, payload)
+            .await
+            .expect_refused_alone(ErrorCode::PayloadMismatch);
     }
     // The refusals spent nothing: the authored payload still runs, once.
     let reply = client
@@ -291,10 +285,10 @@ async fn replaying_an_action_past_its_arming_gets_not_armed() {
         .action(ActionType::AcceptQuest, QUEST)
         .await
         .expect("the first run");
-    assert_refused(
-        client.action(ActionType::AcceptQuest, QUEST).await,
-        ErrorCode::NotArmed,
-    );
+    client
+        .action(ActionType::AcceptQuest, QUEST)
+        .await
+        .expect_refused_alone(ErrorCode::NotArmed);
     // The walk goes on as before the replay.
     client.advance("PimsTideTale_Tale").await.expect("the tale");
     let opened = facts_after(&mut client).await;
@@ -307,11 +301,7 @@ async fn replaying_an_action_past_its_arming_gets_not_armed() {
 async fn completing_a_quest_twice_pays_once() {
     let server = server().await;
     let mut client = talking_to_pim(&server, "device-walk-10").await;
-    client.choose("PimsTideTale_Greet_r1").await.expect("yes");
-    client
-        .action(ActionType::AcceptQuest, QUEST)
-        .await
-        .expect("accept");
+    client.accept_pims_quest().await;
     let paid = client.finish_pims_tale().await;
     let profile = paid.profile().expect("a profile");
     assert_eq!((profile.coins, profile.experience), (30, 20));
@@ -327,12 +317,7 @@ async fn completing_a_quest_twice_pays_once() {
     assert!(again.before.is_empty(), "{:?}", again.before);
 
     let opened = facts_after(&mut client).await;
-    assert_eq!(opened.entry, "AllDone");
-    assert_eq!(
-        opened.facts.quests.get(QUEST),
-        Some(&QuestStatus::Completed)
-    );
-    assert_eq!((opened.facts.coins, opened.facts.experience), (30, 20));
+    opened.assert_pims_quest_state("AllDone", QuestStatus::Completed, (30, 20));
     server.stop().await.expect("clean shutdown");
 }
 
@@ -340,18 +325,18 @@ async fn completing_a_quest_twice_pays_once() {
 async fn an_action_with_no_conversation_open_gets_no_conversation() {
     let server = server().await;
     let mut client = server.player_at("device-walk-11", NEAR_PIM).await;
-    assert_refused(
-        client.action(ActionType::AcceptQuest, QUEST).await,
-        ErrorCode::NoConversation,
-    );
+    client
+        .action(ActionType::AcceptQuest, QUEST)
+        .await
+        .expect_refused_alone(ErrorCode::NoConversation);
     // Nor after a conversation that armed it has closed.
     client.talk("Pim").await.expect("talk");
     client.choose("PimsTideTale_Greet_r1").await.expect("yes");
     client.close_conversation().await.expect("closed");
-    assert_refused(
-        client.action(ActionType::AcceptQuest, QUEST).await,
-        ErrorCode::NoConversation,
-    );
+    client
+        .action(ActionType::AcceptQuest, QUEST)
+        .await
+        .expect_refused_alone(ErrorCode::NoConversation);
     let opened = client.talk("Pim").await.expect("talk again");
     assert_eq!(opened.entry, "PimsTideTale_Greet");
     assert!(
@@ -368,26 +353,29 @@ async fn advancing_after_close_gets_no_conversation() {
     let mut client = talking_to_pim(&server, "device-walk-12").await;
     client.choose("PimsTideTale_Greet_r1").await.expect("yes");
     client.close_conversation().await.expect("closed");
-    assert_refused(
-        client.advance("PimsTideTale_Tale").await,
-        ErrorCode::NoConversation,
-    );
-    assert_refused(
-        client.choose("PimsTideTale_Greet_r2").await,
-        ErrorCode::NoConversation,
-    );
-    assert_refused(client.close_conversation().await, ErrorCode::NoConversation);
+    client
+        .advance("PimsTideTale_Tale")
+        .await
+        .expect_refused_alone(ErrorCode::NoConversation);
+    client
+        .choose("PimsTideTale_Greet_r2")
+        .await
+        .expect_refused_alone(ErrorCode::NoConversation);
+    client
+        .close_conversation()
+        .await
+        .expect_refused_alone(ErrorCode::NoConversation);
     // A new talk starts a new walk from the resolver's entry, with nothing carried over.
     let opened = client.talk("Pim").await.expect("talk again");
     assert_eq!(opened.entry, "PimsTideTale_Greet");
-    assert_refused(
-        client.advance("PimsTideTale_Tale").await,
-        ErrorCode::NotReachable,
-    );
-    assert_refused(
-        client.action(ActionType::AcceptQuest, QUEST).await,
-        ErrorCode::NotArmed,
-    );
+    client
+        .advance("PimsTideTale_Tale")
+        .await
+        .expect_refused_alone(ErrorCode::NotReachable);
+    client
+        .action(ActionType::AcceptQuest, QUEST)
+        .await
+        .expect_refused_alone(ErrorCode::NotArmed);
     server.stop().await.expect("clean shutdown");
 }
 
@@ -395,11 +383,7 @@ async fn advancing_after_close_gets_no_conversation() {
 async fn an_action_the_quest_state_refuses_gets_quest_state_and_keeps_its_arming() {
     let server = server().await;
     let mut client = talking_to_pim(&server, "device-walk-13").await;
-    client.choose("PimsTideTale_Greet_r1").await.expect("yes");
-    client
-        .action(ActionType::AcceptQuest, QUEST)
-        .await
-        .expect("accept");
+    client.accept_pims_quest().await;
     client.advance("PimsTideTale_Tale").await.expect("the tale");
     // The client skips the objective and goes straight to the reward: the walk allows the
     // step (both lines were shown), the quest engine refuses it (an objective is left).
@@ -407,10 +391,10 @@ async fn an_action_the_quest_state_refuses_gets_quest_state_and_keeps_its_arming
         .advance("PimsTideTale_Ending")
         .await
         .expect("the ending");
-    assert_refused(
-        client.action(ActionType::CompleteQuest, QUEST).await,
-        ErrorCode::QuestState,
-    );
+    client
+        .action(ActionType::CompleteQuest, QUEST)
+        .await
+        .expect_refused_alone(ErrorCode::QuestState);
 
     // Nothing was spent: the objective, then the reward, still run once each.
     let heard = client
@@ -423,16 +407,15 @@ async fn an_action_the_quest_state_refuses_gets_quest_state_and_keeps_its_arming
         .await
         .expect("the refused reward kept its arming");
     assert_eq!(paid.profile().expect("a profile").coins, 30);
-    assert_refused(
-        client.action(ActionType::CompleteQuest, QUEST).await,
-        ErrorCode::NotArmed,
-    );
+    client
+        .action(ActionType::CompleteQuest, QUEST)
+        .await
+        .expect_refused_alone(ErrorCode::NotArmed);
     server.stop().await.expect("clean shutdown");
 }
 
 /// Grandpa Fennick stands at (14, 3, -42.5).
 const NEAR_FENNICK: [f64; 3] = [14.0, 3.0, -38.0];
-const SNAPPER_CHECK: &str = "CopperSnappers|CopperSnappers_Complete|CopperSnappers_NotYet";
 
 #[tokio::test]
 async fn after_a_failed_quest_check_the_success_line_stays_unreachable() {
@@ -444,32 +427,22 @@ async fn after_a_failed_quest_check_the_success_line_stays_unreachable() {
     let opened = client.talk("Grandpa Fennick").await.expect("talk again");
     assert_eq!(opened.entry, "CopperSnappers_Check");
     // Before the check, neither outcome is reachable; picking the check waits for the server.
-    assert_refused(
-        client.advance("CopperSnappers_Complete").await,
-        ErrorCode::NotReachable,
-    );
+    client
+        .advance("CopperSnappers_Complete")
+        .await
+        .expect_refused_alone(ErrorCode::NotReachable);
     let picked = client
         .choose("CopperSnappers_Check_r1")
         .await
         .expect("have a look");
     assert!(picked.messages.is_empty(), "{:?}", picked.messages);
-    assert_refused(
-        client.advance("CopperSnappers_NotYet").await,
-        ErrorCode::NotReachable,
-    );
+    client
+        .advance("CopperSnappers_NotYet")
+        .await
+        .expect_refused_alone(ErrorCode::NotReachable);
 
     // No snappers caught: the server jumps to the failure line.
-    let checked = client
-        .action(ActionType::CheckQuest, SNAPPER_CHECK)
-        .await
-        .expect("checked");
-    assert_eq!(
-        checked.effects(),
-        vec![Effect::QuestChecked {
-            quest: "CopperSnappers".into(),
-            done: false
-        }]
-    );
+    let checked = client.run_the_snapper_check(false).await;
     assert!(
         checked.messages.iter().any(|m| *m
             == banter_protocol::ServerMessage::Jump {
@@ -479,25 +452,16 @@ async fn after_a_failed_quest_check_the_success_line_stays_unreachable() {
         checked.messages
     );
     // The client cannot take the other branch, nor the reward on it.
-    assert_refused(
-        client.advance("CopperSnappers_Complete").await,
-        ErrorCode::NotReachable,
-    );
-    assert_refused(
-        client
-            .action(ActionType::CompleteQuest, "CopperSnappers")
-            .await,
-        ErrorCode::NotArmed,
-    );
+    client
+        .advance("CopperSnappers_Complete")
+        .await
+        .expect_refused_alone(ErrorCode::NotReachable);
+    client
+        .action(ActionType::CompleteQuest, "CopperSnappers")
+        .await
+        .expect_refused_alone(ErrorCode::NotArmed);
     // The failure line's loop goes back to the check, honestly.
-    client
-        .choose("CopperSnappers_NotYet_r2")
-        .await
-        .expect("count again");
-    client
-        .choose("CopperSnappers_Check_r1")
-        .await
-        .expect("have a look, again");
+    client.look_at_the_snappers_again().await;
     let opened = {
         client.close_conversation().await.expect("closed");
         client.talk("Grandpa Fennick").await.expect("talk")
@@ -511,27 +475,16 @@ async fn after_a_failed_quest_check_the_success_line_stays_unreachable() {
 async fn fetching_an_unknown_conversation_gets_unknown_conversation() {
     let server = server().await;
     let mut client = talking_to_pim(&server, "device-walk-15").await;
-    let refused = client
-        .request(banter_protocol::ClientMessage::FetchConversation {
-            id: None,
-            conversation: "NoSuchConversation".into(),
-        })
+    client
+        .fetch_conversation("NoSuchConversation")
         .await
-        .expect_err("no such conversation");
-    assert_eq!(refused.code, ErrorCode::UnknownConversation);
-    assert!(refused.before.is_empty(), "{:?}", refused.before);
-    // A known one is sent, and the open walk is untouched.
-    let fetched = client
-        .request(banter_protocol::ClientMessage::FetchConversation {
-            id: None,
-            conversation: "Pim".into(),
-        })
+        .expect_refused_alone(ErrorCode::UnknownConversation);
+    // A known one is sent (a `conversation` message, alone), and the open walk is untouched.
+    client
+        .fetch_conversation("Pim")
         .await
-        .expect("Pim's conversation");
-    assert!(matches!(
-        fetched.messages.as_slice(),
-        [banter_protocol::ServerMessage::Conversation { .. }]
-    ));
+        .expect("Pim's conversation")
+        .fetched();
     client.choose("PimsTideTale_Greet_r1").await.expect("yes");
     assert_untouched(&mut client).await;
     server.stop().await.expect("clean shutdown");

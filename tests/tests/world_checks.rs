@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use banter_e2e::TestServer;
-use banter_protocol::{ClientMessage, Effect, ErrorCode, QuestStatus};
+use banter_e2e::{ExpectRefused, LANTERN_SCENE, LANTERNS_QUEST, TestServer};
+use banter_protocol::{ErrorCode, QuestStatus};
 
 /// Pim stands at (-640, 2, 915) with the default range of 8; the reach is 8 + 5 = 13.
 const NEAR_PIM: [f64; 3] = [-640.0, 2.0, 910.0];
@@ -20,19 +20,8 @@ async fn a_player_with_no_body_cannot_talk_and_gets_no_body() {
     let server = TestServer::start().await;
     let token = server.login("device-world-01").await;
     let mut client = server.connect(&token).await;
-    let refused = client.talk("Pim").await.expect_err("no body yet");
-    assert_eq!(refused.code, ErrorCode::NoBody);
-    assert!(refused.before.is_empty(), "{:?}", refused.before);
-
     // Nothing opened (no conversation, no cooldown): spawn next to Pim and talk at once.
-    assert_eq!(
-        client
-            .close_conversation()
-            .await
-            .expect_err("none open")
-            .code,
-        ErrorCode::NoConversation
-    );
+    client.expect_talk_refused("Pim", ErrorCode::NoBody).await;
     client.move_to(NEAR_PIM).await.expect("spawned");
     client.talk("Pim").await.expect("talks once it has a body");
     server.stop().await.expect("clean shutdown");
@@ -44,8 +33,7 @@ async fn talking_from_14_studs_is_too_far_and_from_12_9_is_fine() {
     let mut client = server
         .player_at("device-world-02", [-640.0, 2.0, 901.0])
         .await;
-    let refused = client.talk("Pim").await.expect_err("14 studs away");
-    assert_eq!(refused.code, ErrorCode::TooFar);
+    client.expect_talk_refused("Pim", ErrorCode::TooFar).await;
 
     // The refusal opened nothing and started no cooldown (the default 1.5 s applies here):
     // one step closer, the talk opens at once.
@@ -64,24 +52,15 @@ async fn talking_from_14_studs_is_too_far_and_from_12_9_is_fine() {
 #[tokio::test]
 async fn talking_again_within_the_cooldown_gets_talk_cooldown() {
     let server = TestServer::start().await;
-    let mut client = server.player_at("device-world-03", NEAR_PIM).await;
-    client.talk("Pim").await.expect("first talk");
+    let (mut client, _) = server.player_talking_to_pim("device-world-03").await;
     // The server set its cooldown clock before it acknowledged the talk.
     let acked = tokio::time::Instant::now();
     client.close_conversation().await.expect("closed");
 
-    let refused = client.talk("Pim").await.expect_err("within 1.5 s");
-    assert_eq!(refused.code, ErrorCode::TalkCooldown);
-    assert!(refused.before.is_empty(), "{:?}", refused.before);
-    assert_eq!(
-        client
-            .close_conversation()
-            .await
-            .expect_err("none open")
-            .code,
-        ErrorCode::NoConversation,
-        "the refused talk opened nothing"
-    );
+    // The refused talk opened nothing.
+    client
+        .expect_talk_refused("Pim", ErrorCode::TalkCooldown)
+        .await;
 
     // The refusal did not restart the cooldown: 1.5 s after the first talk, talking works.
     // (A timed rule: this waits out the rule's own duration, not for an event.)
@@ -98,15 +77,16 @@ async fn talking_to_an_unknown_npc_gets_unknown_npc() {
     let server = TestServer::start().await;
     let mut client = server.player_at("device-world-04", NEAR_PIM).await;
     for name in ["Nobody", "pim", "PIM", ""] {
-        let refused = client.talk(name).await.expect_err("no such NPC name");
-        assert_eq!(refused.code, ErrorCode::UnknownNpc, "{name:?}");
+        client
+            .talk(name)
+            .await
+            .expect_refused(ErrorCode::UnknownNpc);
     }
     // An instance hint does not make up an NPC either.
-    let refused = client
+    client
         .talk_hinted("Nobody", Some("pim"))
         .await
-        .expect_err("no NPC named Nobody");
-    assert_eq!(refused.code, ErrorCode::UnknownNpc);
+        .expect_refused(ErrorCode::UnknownNpc);
     // Nothing opened, no cooldown started.
     client.talk("Pim").await.expect("the real Pim");
     server.stop().await.expect("clean shutdown");
@@ -116,11 +96,10 @@ async fn talking_to_an_unknown_npc_gets_unknown_npc() {
 async fn a_move_of_5000_studs_is_a_teleport_and_the_last_valid_position_stays() {
     let server = TestServer::start().await;
     let mut client = server.player_at("device-world-05", NEAR_PIM).await;
-    let refused = client
+    client
         .move_to([4360.0, 2.0, 910.0])
         .await
-        .expect_err("5000 studs at once");
-    assert_eq!(refused.code, ErrorCode::Teleport);
+        .expect_refused(ErrorCode::Teleport);
 
     // Still next to Pim: talking works, and an honest step from the old place is accepted.
     client
@@ -141,8 +120,7 @@ async fn a_valid_instance_hint_is_used_even_when_that_instance_is_far() {
     let refused = client
         .talk_hinted("Skipper Dunmore", Some("skipper_brinehollow"))
         .await
-        .expect_err("the Brinehollow skipper is an ocean away");
-    assert_eq!(refused.code, ErrorCode::TooFar);
+        .expect_refused(ErrorCode::TooFar);
     assert!(
         refused.message.contains("skipper_brinehollow"),
         "{}",
@@ -181,63 +159,28 @@ async fn talking_during_a_cutscene_gets_busy_until_the_cutscene_is_done() {
     let mut client = server.player_at("device-world-08", NEAR_INES).await;
     // Ines's current offer is a cutscene quest: talking opens no conversation, the quest is
     // accepted and the scene starts (article section 5).
-    let reply = client
-        .request(ClientMessage::Talk {
-            id: None,
-            npc: "Keeper Ines".into(),
-            instance: None,
-            cached: None,
-        })
-        .await
-        .expect("talk");
-    assert!(reply.opened().is_none(), "{:?}", reply.messages);
-    assert_eq!(
-        reply.effects(),
-        vec![
-            Effect::QuestAccepted {
-                quest: "LanternsOfGullRock".into(),
-                objectives: vec!["WatchTheLighting".into()]
-            },
-            Effect::PlayCutscene {
-                scene: "LanternLighting".into()
-            }
-        ]
-    );
-
-    let refused = client.talk("Keeper Ines").await.expect_err("in a cutscene");
-    assert_eq!(refused.code, ErrorCode::Busy);
-    assert!(refused.before.is_empty(), "{:?}", refused.before);
-
-    // A cutscene that is not playing cannot be reported done.
-    let wrong = client
-        .request(ClientMessage::CutsceneDone {
-            id: None,
-            scene: "SomethingElse".into(),
-        })
-        .await
-        .expect_err("not this scene");
-    assert_eq!(wrong.code, ErrorCode::NoCutscene, "{wrong:?}");
-    assert_eq!(
-        client
-            .talk("Keeper Ines")
-            .await
-            .expect_err("still busy")
-            .code,
-        ErrorCode::Busy
-    );
+    client.start_the_lantern_cutscene().await;
 
     client
-        .request(ClientMessage::CutsceneDone {
-            id: None,
-            scene: "LanternLighting".into(),
-        })
+        .expect_talk_refused("Keeper Ines", ErrorCode::Busy)
+        .await;
+
+    // A cutscene that is not playing cannot be reported done.
+    client
+        .cutscene_done("SomethingElse")
         .await
-        .expect("done");
+        .expect_refused(ErrorCode::NoCutscene);
+    client
+        .talk("Keeper Ines")
+        .await
+        .expect_refused(ErrorCode::Busy);
+
+    client.cutscene_done(LANTERN_SCENE).await.expect("done");
     let opened = client.talk("Keeper Ines").await.expect("free again");
     // The scene ended: the quest is completed and paid, and Ines offers what comes next.
     assert_eq!(opened.entry, "Voyage_Greet");
     assert_eq!(
-        opened.facts.quests.get("LanternsOfGullRock"),
+        opened.facts.quests.get(LANTERNS_QUEST),
         Some(&QuestStatus::Completed)
     );
     assert_eq!(opened.facts.coins, 200);

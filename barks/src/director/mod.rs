@@ -324,7 +324,7 @@ impl BarkDirector {
         self.effective = e;
         self.dwell_since = now;
         let cue = enter_cue(e)?;
-        let outcome = self.attempt(now, cue, &Payload::EMPTY, player, rng);
+        let outcome = self.fire(now, cue, &Payload::EMPTY, player, rng);
         Some(Attempt {
             cue,
             at: now,
@@ -352,30 +352,12 @@ impl BarkDirector {
             return None;
         }
         self.dwell_since = now;
-        let outcome = self.attempt(now, cue, &Payload::EMPTY, player, rng);
+        let outcome = self.fire(now, cue, &Payload::EMPTY, player, rng);
         Some(Attempt {
             cue,
             at: now,
             outcome,
         })
-    }
-
-    /// `Fire(c, π)`: game code reports a moment. Instant cues come in here;
-    /// derived cues are raised by the director itself, but firing one by
-    /// hand runs the very same path (useful for tools and tests).
-    pub fn fire<P, R>(
-        &mut self,
-        now: Duration,
-        cue: Cue,
-        payload: &Payload<'_>,
-        player: &P,
-        rng: &mut R,
-    ) -> FireOutcome
-    where
-        P: PlayerView + ?Sized,
-        R: Rng + ?Sized,
-    {
-        self.attempt(now, cue, payload, player, rng)
     }
 
     /// The presenter finished showing `line`: release the speaking lock if
@@ -447,9 +429,13 @@ impl BarkDirector {
         }
     }
 
+    /// `Fire(c, π)`: game code reports a moment. Instant cues come in here;
+    /// derived cues are raised by the director itself, but firing one by
+    /// hand runs the very same path (useful for tools and tests).
+    ///
     /// The six filters, in the article's order. Nothing is spent unless the
     /// line plays: the deck is only peeked until the roll has passed.
-    fn attempt<P, R>(
+    pub fn fire<P, R>(
         &mut self,
         now: Duration,
         cue: Cue,

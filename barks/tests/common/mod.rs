@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use banter_barks::{BarkCatalog, BarkDirector, Cue, LineId};
+use banter_barks::{BarkCatalog, BarkDirector, Cue, FireOutcome, LineId, Payload, SplitMix64};
 use banter_player::{OwnerHandles, PlayerStateMachine};
 use serde_json::{Value, json};
 
@@ -70,10 +70,29 @@ pub fn started(catalog: BarkCatalog, now: Duration, w: &World) -> BarkDirector {
     d
 }
 
+/// The opening of most director tests: a fresh player, a director over `catalog` started at
+/// 0 s, and a random source seeded with `seed`.
+pub fn started_director(catalog: BarkCatalog, seed: u64) -> (World, BarkDirector, SplitMix64) {
+    let w = World::new();
+    let d = started(catalog, secs(0), &w);
+    (w, d, SplitMix64::new(seed))
+}
+
 pub fn id(d: &BarkDirector, s: &str) -> LineId {
     d.catalog().find(s).unwrap()
 }
 
 pub fn drain(d: &mut BarkDirector) -> Vec<banter_barks::Command> {
     std::iter::from_fn(|| d.poll_command()).collect()
+}
+
+/// Fires `cue` at `at` with an empty payload, as the tests' game code does.
+pub fn fire_cue(
+    d: &mut BarkDirector,
+    w: &World,
+    at: Duration,
+    cue: Cue,
+    rng: &mut SplitMix64,
+) -> FireOutcome {
+    d.fire(at, cue, &Payload::EMPTY, &w.m, rng)
 }

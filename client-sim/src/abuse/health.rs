@@ -7,9 +7,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use serde::Serialize;
-use tokio::time::{Instant, MissedTickBehavior};
+use tokio::time::Instant;
 
 use super::figures::{add, get};
+use super::schedule::paced;
 use crate::http::Endpoint;
 
 /// How long one `/healthz` probe may take before the server counts as not answering.
@@ -67,8 +68,7 @@ impl Live {
 
 /// Probes once a second until `deadline`.
 pub(super) async fn run(endpoint: Endpoint, deadline: Instant, started: Instant, live: Arc<Live>) {
-    let mut tick = tokio::time::interval(HEALTH_EVERY);
-    tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let mut tick = paced(HEALTH_EVERY);
     while Instant::now() < deadline {
         tick.tick().await;
         add(&live.probes);

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
 use serde::Serialize;
-use tokio::time::{Instant, MissedTickBehavior};
+use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::frame::Frame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::{Data, OpCode};
@@ -18,7 +18,7 @@ use super::AbuseOptions;
 use super::dial::{Dialer, Ws};
 use super::figures::{Tally, add, get};
 use super::noread::WRITE_PATIENCE;
-use super::schedule::ramped;
+use super::schedule::{paced, ramped};
 
 /// The protocol's client frame limit (docs/PROTOCOL.md section 1).
 pub const FRAME_LIMIT: usize = 4096;
@@ -187,8 +187,7 @@ async fn session(
         add(&live.connects);
         let (mut sink, stream) = ws.split();
         let mut reading = tokio::spawn(reader(stream, live.clone()));
-        let mut tick = tokio::time::interval(period);
-        tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let mut tick = paced(period);
         let by_server = loop {
             tokio::select! {
                 _ = tick.tick() => {

@@ -9,13 +9,13 @@ use std::time::Duration;
 
 use futures_util::SinkExt;
 use serde::Serialize;
-use tokio::time::{Instant, MissedTickBehavior};
+use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::Message;
 
 use super::AbuseOptions;
 use super::dial::{Dialer, ws_label};
 use super::figures::{Samples, Spread, Tally, add, get};
-use super::schedule::ramped;
+use super::schedule::{paced, ramped};
 
 /// How long a write may block before the session counts as stuck (the server neither reads
 /// nor closes).
@@ -110,8 +110,7 @@ async fn slot(
         add(&live.opened);
         add(&live.open);
         let opened_at = Instant::now();
-        let mut tick = tokio::time::interval(period);
-        tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let mut tick = paced(period);
         let mut id = 0u64;
         // Never `ws.next()`: the welcome, the answers and the pings stay unread.
         let failure = loop {

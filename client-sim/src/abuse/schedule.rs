@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::Semaphore;
-use tokio::time::Instant;
+use tokio::time::{Instant, Interval, MissedTickBehavior};
 
 use super::dial::CONNECT_TIMEOUT;
 
@@ -92,6 +92,14 @@ where
     let everyone = u32::try_from(in_flight).unwrap_or(u32::MAX);
     let _ = tokio::time::timeout(CONNECT_TIMEOUT * 2, gate.acquire_many(everyone)).await;
     ran
+}
+
+/// A ticker every `period`, first tick at once, that waits a whole period after a late tick
+/// rather than bursting to catch up: an abuser's pace, never faster than asked.
+pub fn paced(period: Duration) -> Interval {
+    let mut tick = tokio::time::interval(period);
+    tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    tick
 }
 
 /// Runs `n` workers, started evenly over the first tenth of the run (two seconds at most) rather

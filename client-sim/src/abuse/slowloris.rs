@@ -9,12 +9,12 @@ use std::time::Duration;
 
 use serde::Serialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::time::{Instant, MissedTickBehavior};
+use tokio::time::Instant;
 
 use super::AbuseOptions;
 use super::dial::{Dialer, io_label};
 use super::figures::{Samples, Spread, Tally, add, get};
-use super::schedule::ramped;
+use super::schedule::{paced, ramped};
 
 /// Line `n` (from 0) of a slowloris upgrade request: the request line, the upgrade's real
 /// headers, then made-up headers forever. Never the empty line that would end the request.
@@ -88,8 +88,7 @@ async fn connection(
     add(&live.open);
     let connected_at = Instant::now();
     let (mut reader, mut writer) = stream.split();
-    let mut tick = tokio::time::interval(interval);
-    tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let mut tick = paced(interval);
     let mut line = 0u64;
     let mut buf = [0u8; 512];
     let mut answer: Option<String> = None;

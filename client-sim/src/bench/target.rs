@@ -14,6 +14,7 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
 use super::script::{self, Answer, classify};
+use crate::connection::handshake;
 use crate::error::{Result, SimError};
 use crate::http::Endpoint;
 
@@ -86,25 +87,11 @@ impl Target {
             .read_buffer_size(self.read_buffer)
             .write_buffer_size(0);
         let url = format!("ws://{}{path}?token={token}", self.endpoint.authority);
-        let (ws, _) = tokio::time::timeout(
-            ANSWER_TIMEOUT,
+        handshake(
+            path,
             tokio_tungstenite::client_async_with_config(url, stream, Some(config)),
         )
         .await
-        .map_err(|_| SimError::Timeout(ANSWER_TIMEOUT))?
-        .map_err(|e| match e {
-            tokio_tungstenite::tungstenite::Error::Http(response) => SimError::Http {
-                path: path.to_owned(),
-                status: response.status().as_u16(),
-                body: response
-                    .body()
-                    .as_ref()
-                    .map(|b| String::from_utf8_lossy(b).into_owned())
-                    .unwrap_or_default(),
-            },
-            other => other.into(),
-        })?;
-        Ok(ws)
     }
 }
 

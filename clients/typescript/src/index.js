@@ -10,28 +10,10 @@
 export * from './protocol.js';
 export { BanterError, PayloadError, ConditionError, ContentError, WalkRefusal, RefusalError, ConnectionError } from './errors.js';
 export { buildPayload, parsePayload, isActionType } from './payload.js';
-export {
-  visibleGraphemes,
-  visibleText,
-  visibleUnits,
-  prefix,
-  balancedPrefix,
-  tags,
-  pacingFor,
-  pacingOffset,
-  Typewriter,
-} from './text.js';
-export {
-  parseCondition,
-  evaluate,
-  holds,
-  factsOf,
-  applyEffect,
-  cutsceneDone,
-  withAfk,
-  MAX_CONDITION_BYTES,
-  MAX_DEPTH,
-} from './condition.js';
+// The typewriter (visibleText, prefix, pacingFor, Typewriter, ...) and conditions
+// (parseCondition, evaluate, holds, applyEffect, ...): every export of the two modules.
+export * from './text.js';
+export * from './condition.js';
 export { buildGraph, DialogueGraph, compareUtf8 } from './graph.js';
 export { ClientWalk, Walk, nextLine, ARM_CAP } from './walk.js';
 export { Connection, DEFAULT_BACKOFF, backoffDelay } from './connection.js';

@@ -8,32 +8,40 @@ import { generate, readSchemas, OUTPUT, generateActions, readActions, ACTIONS_OU
 import { ACTION_SPECS } from '../src/actions.generated.js';
 import * as protocol from '../src/protocol.js';
 
-test('src/protocol.generated.js is current with docs/schema', () => {
-  const expected = generate(readSchemas());
-  const committed = readFileSync(OUTPUT, 'utf8');
+/**
+ * Fails, showing the first line that differs, unless the generated file at `output` (`name`)
+ * holds `expected`, what scripts/gen-types.js makes of `source` today (`label`: what to call it).
+ * @param {string} name
+ * @param {string} output
+ * @param {string} expected
+ * @param {string} source
+ * @param {string} label
+ */
+function assertCurrent(name, output, expected, source, label) {
+  const committed = readFileSync(output, 'utf8');
   if (committed !== expected) {
     const a = committed.split('\n');
     const b = expected.split('\n');
     const line = a.findIndex((l, i) => l !== b[i]);
     assert.fail(
-      `src/protocol.generated.js is out of date with docs/schema: run npm run gen-types\n` +
-        `first difference at line ${line + 1}:\n  committed: ${a[line]}\n  schema:    ${b[line]}`,
+      `${name} is out of date with ${source}: run npm run gen-types\n` +
+        `first difference at line ${line + 1}:\n  committed: ${a[line]}\n  ${`${label}:`.padEnd(10)} ${b[line]}`,
     );
   }
+}
+
+test('src/protocol.generated.js is current with docs/schema', () => {
+  assertCurrent('src/protocol.generated.js', OUTPUT, generate(readSchemas()), 'docs/schema', 'schema');
 });
 
 test('src/actions.generated.js is current with docs/schema/actions.json', () => {
-  const expected = generateActions(readActions());
-  const committed = readFileSync(ACTIONS_OUTPUT, 'utf8');
-  if (committed !== expected) {
-    const a = committed.split('\n');
-    const b = expected.split('\n');
-    const line = a.findIndex((l, i) => l !== b[i]);
-    assert.fail(
-      `src/actions.generated.js is out of date with docs/schema/actions.json: run npm run gen-types\n` +
-        `first difference at line ${line + 1}:\n  committed: ${a[line]}\n  table:     ${b[line]}`,
-    );
-  }
+  assertCurrent(
+    'src/actions.generated.js',
+    ACTIONS_OUTPUT,
+    generateActions(readActions()),
+    'docs/schema/actions.json',
+    'table',
+  );
 });
 
 test('the action table names exactly the protocol\'s action types, in order', () => {

@@ -237,53 +237,43 @@ pub(super) fn name_list(names: &[&str]) -> String {
 /// chain as long as the content cannot overflow the thread's stack. Components come out in
 /// reverse topological order; each lists its members in the order they were closed.
 pub(crate) fn strongly_connected(adjacency: &[Vec<usize>]) -> Vec<Vec<usize>> {
-    const UNVISITED: usize = usize::MAX;
     let n = adjacency.len();
-    let mut index = vec![UNVISITED; n];
-    let mut low = vec![0; n];
-    let mut on_stack = vec![false; n];
-    let mut stack: Vec<usize> = Vec::new();
-    // (vertex, index of the next successor to look at): the frames recursion would keep.
-    let mut calls: Vec<(usize, usize)> = Vec::new();
-    let mut next_index = 0;
+    let mut search = Tarjan {
+        index: vec![Tarjan::UNVISITED; n],
+        low: vec![0; n],
+        on_stack: vec![false; n],
+        stack: Vec::new(),
+        calls: Vec::new(),
+        next_index: 0,
+    };
     let mut components = Vec::new();
     for root in 0..n {
-        if index[root] != UNVISITED {
+        if search.index[root] != Tarjan::UNVISITED {
             continue;
         }
-        index[root] = next_index;
-        low[root] = next_index;
-        next_index += 1;
-        stack.push(root);
-        on_stack[root] = true;
-        calls.push((root, 0));
-        while let Some(frame) = calls.last_mut() {
+        search.enter(root);
+        while let Some(frame) = search.calls.last_mut() {
             let v = frame.0;
             if let Some(&w) = adjacency[v].get(frame.1) {
                 frame.1 += 1;
                 if w >= n {
                     continue;
                 }
-                if index[w] == UNVISITED {
-                    index[w] = next_index;
-                    low[w] = next_index;
-                    next_index += 1;
-                    stack.push(w);
-                    on_stack[w] = true;
-                    calls.push((w, 0));
-                } else if on_stack[w] {
-                    low[v] = low[v].min(index[w]);
+                if search.index[w] == Tarjan::UNVISITED {
+                    search.enter(w);
+                } else if search.on_stack[w] {
+                    search.low[v] = search.low[v].min(search.index[w]);
                 }
                 continue;
             }
-            calls.pop();
-            if let Some(&(parent, _)) = calls.last() {
-                low[parent] = low[parent].min(low[v]);
+            search.calls.pop();
+            if let Some(&(parent, _)) = search.calls.last() {
+                search.low[parent] = search.low[parent].min(search.low[v]);
             }
-            if low[v] == index[v] {
+            if search.low[v] == search.index[v] {
                 let mut component = Vec::new();
-                while let Some(w) = stack.pop() {
-                    on_stack[w] = false;
+                while let Some(w) = search.stack.pop() {
+                    search.on_stack[w] = false;
                     component.push(w);
                     if w == v {
                         break;
@@ -294,6 +284,32 @@ pub(crate) fn strongly_connected(adjacency: &[Vec<usize>]) -> Vec<Vec<usize>> {
         }
     }
     components
+}
+
+/// The state of [`strongly_connected`]'s search.
+struct Tarjan {
+    index: Vec<usize>,
+    low: Vec<usize>,
+    on_stack: Vec<bool>,
+    stack: Vec<usize>,
+    /// (vertex, index of the next successor to look at): the frames recursion would keep.
+    calls: Vec<(usize, usize)>,
+    next_index: usize,
+}
+
+impl Tarjan {
+    const UNVISITED: usize = usize::MAX;
+
+    /// The first visit of `v`: it gets the next index, goes on the stack, and its successors
+    /// are looked at next.
+    fn enter(&mut self, v: usize) {
+        self.index[v] = self.next_index;
+        self.low[v] = self.next_index;
+        self.next_index += 1;
+        self.stack.push(v);
+        self.on_stack[v] = true;
+        self.calls.push((v, 0));
+    }
 }
 
 #[cfg(test)]

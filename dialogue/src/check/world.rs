@@ -7,23 +7,35 @@ use super::Index;
 use crate::content::{Content, WORLD_FILE};
 use crate::diagnostic::{Diagnostic, Problem};
 
+/// Records that entry `i` has `id`, the first time; an id seen before is an error at entry `i`
+/// that also names the first. `origin` spells an entry's (file, field path).
+fn note_id<'a>(
+    seen: &mut HashMap<&'a str, usize>,
+    id: &'a str,
+    i: usize,
+    origin: impl Fn(usize) -> (String, String),
+    out: &mut Vec<Diagnostic>,
+) {
+    if let Some(&first) = seen.get(id) {
+        let (file, at) = origin(i);
+        let (first_file, first_at) = origin(first);
+        out.push(
+            Diagnostic::error(file, Problem::Duplicate(id.to_owned()))
+                .field(format!("{at}.Id"))
+                .also_at(&first_file, &first_at),
+        );
+    } else {
+        seen.insert(id, i);
+    }
+}
+
 pub(super) fn check_world(content: &Content, index: &Index<'_>, out: &mut Vec<Diagnostic>) {
     check_not_empty(content, out);
     let origins = &content.origins;
     let root = content.root.as_path();
     let mut seen: HashMap<&str, usize> = HashMap::new();
     for (i, island) in content.world.islands.iter().enumerate() {
-        if let Some(&first) = seen.get(island.id.as_str()) {
-            let (file, at) = origins.island(root, i);
-            let (first_file, first_at) = origins.island(root, first);
-            out.push(
-                Diagnostic::error(file, Problem::Duplicate(island.id.clone()))
-                    .field(format!("{at}.Id"))
-                    .also_at(&first_file, &first_at),
-            );
-        } else {
-            seen.insert(island.id.as_str(), i);
-        }
+        note_id(&mut seen, &island.id, i, |i| origins.island(root, i), out);
     }
     let mut seen: HashMap<&str, usize> = HashMap::with_capacity(content.world.npcs.len());
     for (i, npc) in content.world.npcs.iter().enumerate() {
@@ -32,19 +44,9 @@ pub(super) fn check_world(content: &Content, index: &Index<'_>, out: &mut Vec<Di
             let (file, at) = origins.npc(root, i);
             Diagnostic::error(file, Problem::Other(message)).field(format!("{at}.{field}"))
         };
-        if let Some(&first) = seen.get(npc.id.as_str()) {
-            // Ids are what the client's hint names; two NPCs with one id make the hint ambiguous
-            // again, which is the whole bug ids exist to fix (article section 7.4).
-            let (file, at) = origins.npc(root, i);
-            let (first_file, first_at) = origins.npc(root, first);
-            out.push(
-                Diagnostic::error(file, Problem::Duplicate(npc.id.clone()))
-                    .field(format!("{at}.Id"))
-                    .also_at(&first_file, &first_at),
-            );
-        } else {
-            seen.insert(npc.id.as_str(), i);
-        }
+        // Ids are what the client's hint names; two NPCs with one id make the hint ambiguous
+        // again, which is the whole bug ids exist to fix (article section 7.4).
+        note_id(&mut seen, &npc.id, i, |i| origins.npc(root, i), out);
         // Islands are declared in world.json: if it did not load, every island is "unknown",
         // and the loader has said why already.
         if !content.unloaded.world && !index.islands.contains(npc.island.as_str()) {

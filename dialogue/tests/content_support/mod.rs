@@ -109,6 +109,23 @@ impl TempContent {
     pub fn diagnostics(&self) -> Vec<Diagnostic> {
         self.load().1
     }
+
+    /// The one error about file `relative` as a whole (on no node) that matches `problem`:
+    /// [`expect_one`] with this folder's path for the file.
+    pub fn expect_file_error<'a>(
+        &self,
+        diagnostics: &'a [Diagnostic],
+        relative: &str,
+        problem: impl Fn(&Problem) -> bool,
+    ) -> &'a Diagnostic {
+        expect_one(
+            diagnostics,
+            Severity::Error,
+            &self.file(relative),
+            None,
+            problem,
+        )
+    }
 }
 
 impl Drop for TempContent {
@@ -198,6 +215,24 @@ pub fn render(diagnostics: &[Diagnostic]) -> String {
         .iter()
         .map(|d| format!("  {d}\n"))
         .collect::<String>()
+}
+
+/// The errors `generate` refuses the transcription `files` with (it must refuse them), as
+/// printed.
+pub fn generate_errors(files: &[(String, Vec<u8>)]) -> Vec<String> {
+    banter_dialogue::generate::generate(files)
+        .expect_err("refused")
+        .iter()
+        .map(ToString::to_string)
+        .collect()
+}
+
+/// Asserts one of `errors` starts with `prefix`.
+pub fn expect_error_starting(errors: &[String], prefix: &str) {
+    assert!(
+        errors.iter().any(|e| e.starts_with(prefix)),
+        "no error starts with {prefix:?}: {errors:#?}"
+    );
 }
 
 /// The repository's sample content folder.

@@ -38,8 +38,8 @@ use super::validate::{check_id, check_step};
 use super::write_gate::{Priority, WriteTurn};
 use super::{
     Applied, AuditEntry, AuditRecord, Change, ClaimEvent, ConnectOptions, ContentMigration,
-    LedgerEntry, Paid, PlayerRecord, RollupRow, SessionClaim, Step, Stepped, Store, StoreError,
-    TutorialMove,
+    LedgerEntry, Paid, PlayerRecord, RollupRow, SessionClaim, SessionStore, Step, Stepped, Store,
+    StoreError, TutorialMove,
 };
 
 /// Opens a backend's pool (`pool` with its own settings) with the size and acquire timeout of
@@ -322,13 +322,9 @@ async fn change<B: Backend>(
     })
 }
 
-impl<B: Backend> Store for B {
+impl<B: Backend> SessionStore for B {
     fn backend(&self) -> &'static str {
         B::Db::DIALECT.name()
-    }
-
-    fn ping(&self) -> BoxFuture<'_, Result<(), StoreError>> {
-        Box::pin(B::Db::ping(self.pool()))
     }
 
     fn load_player<'a>(
@@ -351,6 +347,57 @@ impl<B: Backend> Store for B {
                 StoreError::Corrupt(format!("profile of {player:?} vanished after insert"))
             })
         })
+    }
+
+    fn park_conversation<'a>(
+        &'a self,
+        player: &'a str,
+        token: &'a str,
+        until_ms: i64,
+        now_ms: i64,
+        parked: &'a str,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            check_id("player id", player)?;
+            check_id("resume token", token)?;
+            let turn = self.write_turn(Priority::Player).await?;
+            let mut tx = self.begin_write(&turn).await?;
+            B::Db::park(&mut tx, player, token, until_ms, now_ms, parked).await?;
+            tx.commit().await?;
+            Ok(())
+        })
+    }
+
+    fn take_parked<'a>(
+        &'a self,
+        player: &'a str,
+        token: &'a str,
+        now_ms: i64,
+    ) -> BoxFuture<'a, Result<Option<String>, StoreError>> {
+        Box::pin(async move {
+            check_id("player id", player)?;
+            if token.is_empty() || token.len() > super::MAX_ID_LEN {
+                return Ok(None);
+            }
+            let _turn = self.write_turn(Priority::Player).await?;
+            let mut conn = self.pool().acquire().await?;
+            B::Db::take_parked(&mut conn, player, token, now_ms).await
+        })
+    }
+
+    fn discard_parked<'a>(&'a self, player: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            check_id("player id", player)?;
+            let _turn = self.write_turn(Priority::Player).await?;
+            let mut conn = self.pool().acquire().await?;
+            B::Db::discard_parked(&mut conn, player).await
+        })
+    }
+}
+
+impl<B: Backend> Store for B {
+    fn ping(&self) -> BoxFuture<'_, Result<(), StoreError>> {
+        Box::pin(B::Db::ping(self.pool()))
     }
 
     fn player_exists<'a>(&'a self, player: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
@@ -441,42 +488,6 @@ impl<B: Backend> Store for B {
         })
     }
 
-    fn park_conversation<'a>(
-        &'a self,
-        player: &'a str,
-        token: &'a str,
-        until_ms: i64,
-        now_ms: i64,
-        parked: &'a str,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(async move {
-            check_id("player id", player)?;
-            check_id("resume token", token)?;
-            let turn = self.write_turn(Priority::Player).await?;
-            let mut tx = self.begin_write(&turn).await?;
-            B::Db::park(&mut tx, player, token, until_ms, now_ms, parked).await?;
-            tx.commit().await?;
-            Ok(())
-        })
-    }
-
-    fn take_parked<'a>(
-        &'a self,
-        player: &'a str,
-        token: &'a str,
-        now_ms: i64,
-    ) -> BoxFuture<'a, Result<Option<String>, StoreError>> {
-        Box::pin(async move {
-            check_id("player id", player)?;
-            if token.is_empty() || token.len() > super::MAX_ID_LEN {
-                return Ok(None);
-            }
-            let _turn = self.write_turn(Priority::Player).await?;
-            let mut conn = self.pool().acquire().await?;
-            B::Db::take_parked(&mut conn, player, token, now_ms).await
-        })
-    }
-
     fn applied_migrations(&self) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {
         Box::pin(B::Db::applied_migrations(self.pool()))
     }
@@ -498,15 +509,6 @@ impl<B: Backend> Store for B {
 
     fn held(&self, now_ms: i64) -> BoxFuture<'_, Result<super::Held, StoreError>> {
         Box::pin(B::Db::held(self.pool(), now_ms))
-    }
-
-    fn discard_parked<'a>(&'a self, player: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(async move {
-            check_id("player id", player)?;
-            let _turn = self.write_turn(Priority::Player).await?;
-            let mut conn = self.pool().acquire().await?;
-            B::Db::discard_parked(&mut conn, player).await
-        })
     }
 
     fn record_audit<'a>(
@@ -561,6 +563,7 @@ impl<B: Backend> Store for B {
     fn rollup_index(&self) -> BoxFuture<'_, Result<Vec<RollupRow>, StoreError>> {
         Box::pin(B::Db::rollup_index(self.pool()))
     }
+
 
     fn close(&self) -> BoxFuture<'_, ()> {
         Box::pin(self.shut_down())

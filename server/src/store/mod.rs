@@ -380,17 +380,12 @@ impl Default for ConnectOptions {
     }
 }
 
-/// The persistent store. Object safe; shared as `Arc<dyn Store>`.
-///
-/// Every method is one round of work against the database; write methods are each one
-/// transaction. Ids are validated first (non-empty, at most [`MAX_ID_LEN`] bytes; event ids at
-/// most [`MAX_EVENT_ID_LEN`]) and refused with [`StoreError::InvalidInput`].
-pub trait Store: Send + Sync + 'static {
+/// What a session's core (`SessionCore`) asks of the store directly: the player's record after
+/// an event, and the parked conversation (park, take, discard). The quest engine's steps take
+/// the whole [`Store`], whose supertrait this is: every store is one, with the same guarantees.
+pub trait SessionStore: Send + Sync {
     /// `"sqlite"` or `"postgres"`.
     fn backend(&self) -> &'static str;
-
-    /// A trivial query, for `/readyz`: `Ok` when the database answers.
-    fn ping(&self) -> BoxFuture<'_, Result<(), StoreError>>;
 
     /// The player's profile and quests, read in one consistent snapshot. Creates the profile
     /// (zero coins, experience and tutorial stage; nothing tracked) if the player has none.
@@ -399,8 +394,43 @@ pub trait Store: Send + Sync + 'static {
         player: &'a str,
     ) -> BoxFuture<'a, Result<PlayerRecord, StoreError>>;
 
-    /// True if the player has a profile. Unlike [`Store::load_player`] it never creates one: the
-    /// events endpoint uses it so an event for an unknown player changes nothing.
+    /// Parks the player's open conversation (`parked`, opaque to the store) under `token` until
+    /// `until_ms` (milliseconds since the Unix epoch), replacing one parked before; sweeps every
+    /// player's parked conversations whose window closed before `now_ms`.
+    fn park_conversation<'a>(
+        &'a self,
+        player: &'a str,
+        token: &'a str,
+        until_ms: i64,
+        now_ms: i64,
+        parked: &'a str,
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// Takes (and removes) the player's parked conversation if it was parked under `token` and
+    /// its window is still open at `now_ms`; on any instance, exactly once.
+    fn take_parked<'a>(
+        &'a self,
+        player: &'a str,
+        token: &'a str,
+        now_ms: i64,
+    ) -> BoxFuture<'a, Result<Option<String>, StoreError>>;
+
+    /// Forgets the player's parked conversation (the player opened another one).
+    fn discard_parked<'a>(&'a self, player: &'a str) -> BoxFuture<'a, Result<(), StoreError>>;
+}
+
+/// The persistent store. Object safe; shared as `Arc<dyn Store>`.
+///
+/// Every method is one round of work against the database; write methods are each one
+/// transaction. Ids are validated first (non-empty, at most [`MAX_ID_LEN`] bytes; event ids at
+/// most [`MAX_EVENT_ID_LEN`]) and refused with [`StoreError::InvalidInput`]. Loading the player
+/// and parking a conversation are its supertrait's, [`SessionStore`].
+pub trait Store: SessionStore + 'static {
+    /// A trivial query, for `/readyz`: `Ok` when the database answers.
+    fn ping(&self) -> BoxFuture<'_, Result<(), StoreError>>;
+
+    /// True if the player has a profile. Unlike [`SessionStore::load_player`] it never creates
+    /// one: the events endpoint uses it so an event for an unknown player changes nothing.
     fn player_exists<'a>(&'a self, player: &'a str) -> BoxFuture<'a, Result<bool, StoreError>>;
 
     /// The player's ledger rows, oldest first.
@@ -468,27 +498,6 @@ pub trait Store: Send + Sync + 'static {
         key: &'a str,
     ) -> BoxFuture<'a, Result<bool, StoreError>>;
 
-    /// Parks the player's open conversation (`parked`, opaque to the store) under `token` until
-    /// `until_ms` (milliseconds since the Unix epoch), replacing one parked before; sweeps every
-    /// player's parked conversations whose window closed before `now_ms`.
-    fn park_conversation<'a>(
-        &'a self,
-        player: &'a str,
-        token: &'a str,
-        until_ms: i64,
-        now_ms: i64,
-        parked: &'a str,
-    ) -> BoxFuture<'a, Result<(), StoreError>>;
-
-    /// Takes (and removes) the player's parked conversation if it was parked under `token` and
-    /// its window is still open at `now_ms`; on any instance, exactly once.
-    fn take_parked<'a>(
-        &'a self,
-        player: &'a str,
-        token: &'a str,
-        now_ms: i64,
-    ) -> BoxFuture<'a, Result<Option<String>, StoreError>>;
-
     /// The ids of the content migrations applied to this database.
     fn applied_migrations(&self) -> BoxFuture<'_, Result<Vec<String>, StoreError>>;
 
@@ -502,9 +511,6 @@ pub trait Store: Send + Sync + 'static {
 
     /// What stored players hold of the content now (`now_ms` for the parked windows).
     fn held(&self, now_ms: i64) -> BoxFuture<'_, Result<Held, StoreError>>;
-
-    /// Forgets the player's parked conversation (the player opened another one).
-    fn discard_parked<'a>(&'a self, player: &'a str) -> BoxFuture<'a, Result<(), StoreError>>;
 
     /// Appends audit records, in one transaction.
     fn record_audit<'a>(
@@ -537,6 +543,7 @@ pub trait Store: Send + Sync + 'static {
 
     /// Every conversation's `open` and `end` rows, for the analytics index.
     fn rollup_index(&self) -> BoxFuture<'_, Result<Vec<RollupRow>, StoreError>>;
+
 
     /// Closes the pool: waits for connections in use to be returned, then closes them all
     /// (SQLite checkpoints its WAL). Later calls fail with [`StoreError::Unavailable`].

@@ -171,7 +171,7 @@ pub enum Dialect {
 }
 
 impl Dialect {
-    /// The backend's name, as [`Store::backend`](super::Store::backend) reports it.
+    /// The backend's name, as [`SessionStore::backend`](super::SessionStore::backend) reports it.
     pub const fn name(self) -> &'static str {
         match self {
             Dialect::Sqlite => "sqlite",

@@ -5,7 +5,7 @@ use banter_server::store::{self, ConnectOptions, StoreError};
 
 use crate::Writes;
 use crate::store_support::{OpenStore, TestDb};
-use crate::{accept, load, snapshot};
+use crate::{accept, complete, load, snapshot};
 
 async fn data_survives_a_restart(db: &TestDb) {
     let store = db.open().await;
@@ -15,10 +15,7 @@ async fn data_survives_a_restart(db: &TestDb) {
         .await
         .expect("advance");
     store.accept_quest("p1", "q2", &[]).await.expect("accept");
-    store
-        .complete_quest("p1", "q2", 40, 4)
-        .await
-        .expect("complete");
+    complete(store.as_ref(), "p1", "q2", 40, 4).await;
     store
         .set_tracked_quest("p1", Some("q1"))
         .await

@@ -114,12 +114,30 @@ async fn accept(store: &dyn Store, player: &str, quest: &str, ids: &[&str]) {
         .expect("accept");
 }
 
+/// Completes `quest` for `player`, paying `coins` and `experience`; a refusal fails the
+/// scenario.
+async fn complete(
+    store: &dyn Store,
+    player: &str,
+    quest: &str,
+    coins: i64,
+    experience: i64,
+) -> Paid {
+    store
+        .complete_quest(player, quest, coins, experience)
+        .await
+        .expect("complete")
+}
+
 async fn load(store: &dyn Store, player: &str) -> PlayerRecord {
     store.load_player(player).await.expect("load_player")
 }
 
+/// What [`snapshot`] reads.
+type Snapshot = (PlayerRecord, Vec<(String, i64, i64)>);
+
 /// Everything the store holds about a player, plus its ledger: "nothing changed" compares these.
-async fn snapshot(store: &dyn Store, player: &str) -> (PlayerRecord, Vec<(String, i64, i64)>) {
+async fn snapshot(store: &dyn Store, player: &str) -> Snapshot {
     let ledger = store
         .ledger(player)
         .await
@@ -128,6 +146,12 @@ async fn snapshot(store: &dyn Store, player: &str) -> (PlayerRecord, Vec<(String
         .map(|e| (e.quest_id, e.coins, e.experience))
         .collect();
     (load(store, player).await, ledger)
+}
+
+/// Asserts that the store holds of `player` what it held when `before` was taken; `why` says
+/// why nothing may have changed.
+async fn assert_unchanged(store: &dyn Store, player: &str, before: &Snapshot, why: &str) {
+    assert_eq!(&snapshot(store, player).await, before, "{why}");
 }
 
 const WAIT: Duration = Duration::from_secs(10);

@@ -2,7 +2,9 @@
 
 use std::time::{Duration, Instant};
 
-use banter_server::store::{self, ClaimEvent, ConnectOptions, PgStore, Store, StoreError};
+use banter_server::store::{
+    self, ClaimEvent, ConnectOptions, PgStore, SessionStore, Store, StoreError,
+};
 use sqlx::postgres::PgConnectOptions;
 
 use crate::Writes;

@@ -6,49 +6,31 @@ use banter_server::store::{MAX_AMOUNT, ObjectiveAdvance, StoreError, StoredQuest
 
 use crate::Writes;
 use crate::store_support::{OpenStore, TestDb};
-use crate::{accept, at_once, load, progress_of, snapshot};
+use crate::{accept, assert_unchanged, at_once, complete, load, progress_of, snapshot};
 
 async fn advance_clamps_to_target(db: &TestDb) {
     let store = db.open().await;
     accept(store.as_ref(), "p1", "q1", &["fish"]).await;
-    assert_eq!(
-        store
-            .advance_objective("p1", "q1", "fish", 2, 3, None)
-            .await,
-        Ok(2)
-    );
-    assert_eq!(
-        store
-            .advance_objective("p1", "q1", "fish", 5, 3, None)
-            .await,
-        Ok(3)
-    );
-    assert_eq!(
-        store
-            .advance_objective("p1", "q1", "fish", 1, 3, None)
-            .await,
-        Ok(3)
-    );
-    assert_eq!(
-        store
-            .advance_objective("p1", "q1", "fish", MAX_AMOUNT, 3, None)
-            .await,
-        Ok(3)
-    );
-    // Content lowering a target never takes progress away.
-    assert_eq!(
-        store
-            .advance_objective("p1", "q1", "fish", 1, 2, None)
-            .await,
-        Ok(3)
-    );
-    // An objective content added after acceptance starts from zero.
-    assert_eq!(
-        store
-            .advance_objective("p1", "q1", "new", 4, 10, None)
-            .await,
-        Ok(4)
-    );
+    // (objective, amount, target, progress after)
+    let advances = [
+        ("fish", 2, 3, 2),
+        ("fish", 5, 3, 3),
+        ("fish", 1, 3, 3),
+        ("fish", MAX_AMOUNT, 3, 3),
+        // Content lowering a target never takes progress away.
+        ("fish", 1, 2, 3),
+        // An objective content added after acceptance starts from zero.
+        ("new", 4, 10, 4),
+    ];
+    for (objective, amount, target, progress) in advances {
+        assert_eq!(
+            store
+                .advance_objective("p1", "q1", objective, amount, target, None)
+                .await,
+            Ok(progress),
+            "{amount} of {objective} toward {target}"
+        );
+    }
     let record = load(store.as_ref(), "p1").await;
     assert_eq!(progress_of(&record, "q1", "fish"), Some(3));
     assert_eq!(progress_of(&record, "q1", "new"), Some(4));
@@ -69,10 +51,7 @@ async fn advance_refuses_inactive_quests(db: &TestDb) {
     assert_eq!(snapshot(store.as_ref(), "p1").await, before);
 
     accept(store.as_ref(), "p1", "q1", &["fish"]).await;
-    store
-        .complete_quest("p1", "q1", 5, 5)
-        .await
-        .expect("complete");
+    complete(store.as_ref(), "p1", "q1", 5, 5).await;
     let before = snapshot(store.as_ref(), "p1").await;
     let err = store
         .advance_objective("p1", "q1", "fish", 1, 3, Some("ev-late"))
@@ -235,11 +214,7 @@ async fn batch_advance_is_all_or_nothing(db: &TestDb) {
         matches!(&err, StoreError::QuestState { quest, found: None, .. } if quest == "q9"),
         "{err:?}"
     );
-    assert_eq!(
-        snapshot(store.as_ref(), "p1").await,
-        before,
-        "the batch rolled back whole"
-    );
+    assert_unchanged(store.as_ref(), "p1", &before, "the batch rolled back whole").await;
     let err = store
         .advance_objectives(
             "p1",

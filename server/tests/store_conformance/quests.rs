@@ -8,7 +8,7 @@ use banter_server::store::{self, MAX_REWARD, ProfileRecord, StoreError, StoredQu
 
 use crate::Writes;
 use crate::store_support::{OpenStore, TestDb};
-use crate::{accept, at_once, load, objectives, snapshot, status_of};
+use crate::{accept, assert_unchanged, at_once, complete, load, objectives, snapshot, status_of};
 
 async fn load_creates_a_profile(db: &TestDb) {
     let store = db.open().await;
@@ -49,16 +49,15 @@ async fn accept_twice_is_refused_and_changes_nothing(db: &TestDb) {
         matches!(&err, StoreError::QuestState { quest, found: Some(StoredQuestStatus::Active), .. } if quest == "q1"),
         "{err:?}"
     );
-    assert_eq!(
-        snapshot(store.as_ref(), "p1").await,
-        before,
-        "the refused accept changed nothing"
-    );
+    assert_unchanged(
+        store.as_ref(),
+        "p1",
+        &before,
+        "the refused accept changed nothing",
+    )
+    .await;
 
-    store
-        .complete_quest("p1", "q1", 10, 1)
-        .await
-        .expect("complete");
+    complete(store.as_ref(), "p1", "q1", 10, 1).await;
     let before = snapshot(store.as_ref(), "p1").await;
     let err = store
         .accept_quest("p1", "q1", &objectives(&["fish"]))

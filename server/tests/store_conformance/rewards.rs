@@ -6,15 +6,12 @@ use banter_server::store::{MAX_REWARD, StoreError, StoredQuestStatus};
 
 use crate::Writes;
 use crate::store_support::{OpenStore, TestDb};
-use crate::{accept, at_once, load, snapshot, status_of};
+use crate::{accept, at_once, complete, load, snapshot, status_of};
 
 async fn complete_pays_once(db: &TestDb) {
     let store = db.open().await;
     accept(store.as_ref(), "p1", "q1", &["fish"]).await;
-    let paid = store
-        .complete_quest("p1", "q1", 50, 10)
-        .await
-        .expect("complete");
+    let paid = complete(store.as_ref(), "p1", "q1", 50, 10).await;
     assert_eq!(
         (
             paid.coins,
@@ -85,10 +82,7 @@ async fn completing_a_quest_never_accepted_is_refused(db: &TestDb) {
 async fn the_ledger_key_refuses_a_second_payment(db: &TestDb) {
     let store = db.open().await;
     accept(store.as_ref(), "p1", "q1", &["fish"]).await;
-    store
-        .complete_quest("p1", "q1", 50, 10)
-        .await
-        .expect("complete");
+    complete(store.as_ref(), "p1", "q1", 50, 10).await;
     let reset = db
         .exec("UPDATE quest_states SET status = 'active', completed_at = NULL WHERE player_id = 'p1' AND quest_id = 'q1'")
         .await;
@@ -167,10 +161,7 @@ async fn ledger_rows_equal_profile_coins(db: &TestDb) {
     for (i, (coins, experience)) in rewards.iter().enumerate() {
         let quest = format!("q{i}");
         store.accept_quest("p1", &quest, &[]).await.expect("accept");
-        store
-            .complete_quest("p1", &quest, *coins, *experience)
-            .await
-            .expect("complete");
+        complete(store.as_ref(), "p1", &quest, *coins, *experience).await;
     }
     let ledger = store.ledger("p1").await.expect("ledger");
     assert_eq!(ledger.len(), rewards.len());

@@ -83,10 +83,7 @@ async fn claims_in_a_storm_share_a_commit_and_one_failure_stays_its_own() {
         holder: &mut sqlx::sqlite::SqliteConnection,
         players: Vec<String>,
     ) -> Vec<Result<store::SessionClaim, StoreError>> {
-        sqlx::query("BEGIN IMMEDIATE")
-            .execute(&mut *holder)
-            .await
-            .expect("take the write lock");
+        take_write_lock(holder).await;
         let queued_before = store.group_commit_stats().jobs;
         let n = players.len() as u64;
         let claims = tokio::spawn({
@@ -102,10 +99,7 @@ async fn claims_in_a_storm_share_a_commit_and_one_failure_stays_its_own() {
             store.group_commit_stats().jobs >= queued_before + n
         })
         .await;
-        sqlx::query("ROLLBACK")
-            .execute(&mut *holder)
-            .await
-            .expect("let go of the lock");
+        let_go_of_write_lock(holder).await;
         claims.await.expect("claims")
     }
 
@@ -170,10 +164,7 @@ async fn steps_in_a_burst_share_a_commit_and_one_refusal_stays_its_own() {
         holder: &mut sqlx::sqlite::SqliteConnection,
         steps: &[Step<'_>],
     ) -> Vec<Result<Applied, StoreError>> {
-        sqlx::query("BEGIN IMMEDIATE")
-            .execute(&mut *holder)
-            .await
-            .expect("take the write lock");
+        take_write_lock(holder).await;
         let queued_before = store.step_commit_stats().jobs;
         let n = steps.len() as u64;
         let all = futures_util::future::join_all(steps.iter().map(|s| store.applied(s)));
@@ -182,10 +173,7 @@ async fn steps_in_a_burst_share_a_commit_and_one_refusal_stays_its_own() {
                 store.step_commit_stats().jobs >= queued_before + n
             })
             .await;
-            sqlx::query("ROLLBACK")
-                .execute(&mut *holder)
-                .await
-                .expect("let go of the lock");
+            let_go_of_write_lock(holder).await;
         };
         tokio::join!(all, release).0
     }
@@ -414,10 +402,7 @@ async fn a_housekeeping_turn_yields_to_a_player_who_waits() {
             .count()
     };
     // SQLite's lock is held elsewhere: the lane takes the turn with its storm and waits there.
-    sqlx::query("BEGIN IMMEDIATE")
-        .execute(&mut holder)
-        .await
-        .expect("take the write lock");
+    take_write_lock(&mut holder).await;
     let before = store.group_commit_stats();
     let turns_before = housekeeping_turns(&store);
     let claims = tokio::spawn({
@@ -443,10 +428,7 @@ async fn a_housekeeping_turn_yields_to_a_player_who_waits() {
         store.players_waiting_for_a_turn() == 1
     })
     .await;
-    sqlx::query("ROLLBACK")
-        .execute(&mut holder)
-        .await
-        .expect("let go of the lock");
+    let_go_of_write_lock(&mut holder).await;
 
     player.await.expect("player").expect("the player's write");
     let claims = claims.await.expect("claims");
@@ -468,6 +450,23 @@ async fn until(what: &str, done: impl Fn() -> bool) {
         assert!(Instant::now() < deadline, "{what} within {WAIT:?}");
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
+}
+
+/// Takes SQLite's write lock on `holder`, a connection of the test's own: the store's writers
+/// queue behind it as behind another process.
+async fn take_write_lock(holder: &mut sqlx::sqlite::SqliteConnection) {
+    sqlx::query("BEGIN IMMEDIATE")
+        .execute(holder)
+        .await
+        .expect("take the write lock");
+}
+
+/// Lets go of the write lock [`take_write_lock`] took on `holder`.
+async fn let_go_of_write_lock(holder: &mut sqlx::sqlite::SqliteConnection) {
+    sqlx::query("ROLLBACK")
+        .execute(holder)
+        .await
+        .expect("let go of the lock");
 }
 
 /// A store on a fresh SQLite file, and a connection of the test's own to that file, to hold

@@ -11,7 +11,9 @@ use banter_test_db::cutter::{CommitCutter, Cut};
 
 use crate::Writes;
 use crate::store_support::{OpenStore, TestDb};
-use crate::{accept, load, objectives, progress_of, snapshot, status_of};
+use crate::{
+    accept, assert_unchanged, complete, load, objectives, progress_of, snapshot, status_of,
+};
 
 fn step<'a>(player: &'a str, key: &'a str, change: Change<'a>) -> Step<'a> {
     Step {
@@ -23,6 +25,14 @@ fn step<'a>(player: &'a str, key: &'a str, change: Change<'a>) -> Step<'a> {
         recorded_us: 1,
         change,
         tutorial: None,
+    }
+}
+
+/// `step`, moving the tutorial from stage `from` to `to` with its change.
+fn moving_tutorial(from: i64, to: i64, step: Step<'_>) -> Step<'_> {
+    Step {
+        tutorial: Some(TutorialMove { from, to }),
+        ..step
     }
 }
 
@@ -97,11 +107,7 @@ async fn the_same_key_applies_once(db: &TestDb) {
         matches!(&again, Err(StoreError::StepApplied { key }) if key == "c1/3/0"),
         "{again:?}"
     );
-    assert_eq!(
-        snapshot(store.as_ref(), "p1").await,
-        before,
-        "nothing changed"
-    );
+    assert_unchanged(store.as_ref(), "p1", &before, "nothing changed").await;
     assert_eq!(rows_with_key(store.as_ref(), "p1", "c1/3/0").await, 1);
     // The next arming of the same action has its own key.
     assert_eq!(
@@ -276,16 +282,9 @@ async fn an_abandon_forgets_the_quest_and_its_progress_with_its_audit_row(db: &T
         );
         assert_eq!(rows_with_key(store.as_ref(), "p1", key).await, 0);
     }
-    assert_eq!(
-        snapshot(store.as_ref(), "p1").await,
-        before,
-        "nothing changed"
-    );
+    assert_unchanged(store.as_ref(), "p1", &before, "nothing changed").await;
     // A completed quest cannot be abandoned: its state and the ledger stay.
-    store
-        .complete_quest("p1", "q2", 5, 1)
-        .await
-        .expect("complete");
+    complete(store.as_ref(), "p1", "q2", 5, 1).await;
     let before = snapshot(store.as_ref(), "p1").await;
     let completed = store
         .applied(&step(
@@ -319,12 +318,8 @@ async fn a_step_returns_the_player_after_it_with_its_tutorial_move(db: &TestDb) 
         quest: "q1",
         objectives: &ids,
     };
-    let moved = Some(TutorialMove { from: 0, to: 2 });
     let stepped = store
-        .apply_step(&Step {
-            tutorial: moved,
-            ..step("p1", "c1/0/0", accept)
-        })
+        .apply_step(&moving_tutorial(0, 2, step("p1", "c1/0/0", accept)))
         .await
         .expect("accepted");
     assert_eq!(stepped.applied, Applied::Accepted);
@@ -343,10 +338,7 @@ async fn a_step_returns_the_player_after_it_with_its_tutorial_move(db: &TestDb) 
         advances: &advances,
     };
     let stepped = store
-        .apply_step(&Step {
-            tutorial: moved,
-            ..step("p1", "c1/1/0", change)
-        })
+        .apply_step(&moving_tutorial(0, 2, step("p1", "c1/1/0", change)))
         .await
         .expect("advanced");
     assert_eq!(stepped.applied, Applied::Advanced(vec![2]));
@@ -355,10 +347,7 @@ async fn a_step_returns_the_player_after_it_with_its_tutorial_move(db: &TestDb) 
 
     // A refused step (q1 is active, not available) moves nothing.
     let refused = store
-        .apply_step(&Step {
-            tutorial: Some(TutorialMove { from: 2, to: 3 }),
-            ..step("p1", "c1/2/0", accept)
-        })
+        .apply_step(&moving_tutorial(2, 3, step("p1", "c1/2/0", accept)))
         .await;
     assert!(
         matches!(refused, Err(StoreError::QuestState { .. })),
@@ -368,10 +357,11 @@ async fn a_step_returns_the_player_after_it_with_its_tutorial_move(db: &TestDb) 
 
     // A step of no quest change creates the profile and moves the tutorial alone.
     let stepped = store
-        .apply_step(&Step {
-            tutorial: Some(TutorialMove { from: 0, to: 1 }),
-            ..step("p2", "tutorial_started", Change::Profile)
-        })
+        .apply_step(&moving_tutorial(
+            0,
+            1,
+            step("p2", "tutorial_started", Change::Profile),
+        ))
         .await
         .expect("moved");
     assert_eq!(stepped.applied, Applied::Profile);
@@ -412,24 +402,31 @@ async fn through_cutter(db: &TestDb) -> (PgStore, CommitCutter) {
     (store, cutter)
 }
 
+/// `p1` accepts `q1` on a store on `db` through a [`CommitCutter`]; then the COMMIT of the step
+/// `c/1/0` completing it ([`PAY_Q1`]) is cut (`cut`), and the store answers that its outcome is
+/// unknown.
+async fn complete_with_its_commit_cut(db: &TestDb, cut: Cut) -> (PgStore, CommitCutter) {
+    let (store, cutter) = through_cutter(db).await;
+    accept(&store, "p1", "q1", &["fish"]).await;
+    cutter.arm(cut, 1);
+    let unknown = store.applied(&step("p1", "c/1/0", PAY_Q1)).await;
+    assert!(
+        matches!(unknown, Err(StoreError::OutcomeUnknown(_))),
+        "{unknown:?}"
+    );
+    (store, cutter)
+}
+
 /// The connection dies after the COMMIT reached the database: the step committed, the store
 /// cannot know, and `step_applied` finds out it did. A retry under the same key changes nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_a_commit_cut_after_it_was_sent_is_found_to_have_landed() {
     let db = TestDb::postgres("cut_after_commit").await;
-    let (store, cutter) = through_cutter(&db).await;
-    accept(&store, "p1", "q1", &["fish"]).await;
-    let complete = PAY_Q1;
-    cutter.arm(Cut::AfterCommit, 1);
-    let unknown = store.applied(&step("p1", "c/1/0", complete)).await;
-    assert!(
-        matches!(unknown, Err(StoreError::OutcomeUnknown(_))),
-        "{unknown:?}"
-    );
+    let (store, cutter) = complete_with_its_commit_cut(&db, Cut::AfterCommit).await;
     assert_eq!(cutter.cuts(), 1);
     assert_eq!(store.step_applied("p1", "c/1/0").await, Ok(true));
     assert_eq!(store.ledger_count("q1").await, Ok(1));
-    let again = store.applied(&step("p1", "c/1/0", complete)).await;
+    let again = store.applied(&step("p1", "c/1/0", PAY_Q1)).await;
     assert!(
         matches!(again, Err(StoreError::StepApplied { .. })),
         "{again:?}"
@@ -442,18 +439,10 @@ async fn postgres_a_commit_cut_after_it_was_sent_is_found_to_have_landed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_a_commit_cut_before_it_was_sent_is_found_not_to_have_landed() {
     let db = TestDb::postgres("cut_before_commit").await;
-    let (store, cutter) = through_cutter(&db).await;
-    accept(&store, "p1", "q1", &["fish"]).await;
-    let complete = PAY_Q1;
-    cutter.arm(Cut::BeforeCommit, 1);
-    let unknown = store.applied(&step("p1", "c/1/0", complete)).await;
-    assert!(
-        matches!(unknown, Err(StoreError::OutcomeUnknown(_))),
-        "{unknown:?}"
-    );
+    let (store, _cutter) = complete_with_its_commit_cut(&db, Cut::BeforeCommit).await;
     assert_eq!(store.step_applied("p1", "c/1/0").await, Ok(false));
     assert_eq!(store.ledger_count("q1").await, Ok(0));
-    let paid = store.applied(&step("p1", "c/1/0", complete)).await;
+    let paid = store.applied(&step("p1", "c/1/0", PAY_Q1)).await;
     assert!(matches!(paid, Ok(Applied::Paid(_))), "{paid:?}");
     assert_eq!(store.ledger_count("q1").await, Ok(1));
 }
