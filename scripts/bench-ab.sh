@@ -8,6 +8,10 @@
 #
 #   scripts/bench-ab.sh BEFORE_BINARY AFTER_BINARY [ROUNDS] [-- extra server flags]
 #   (build each with `cargo build --release -p banter-server` from its own worktree)
+#
+# AB_POSTGRES=postgres://postgres@127.0.0.1:5432 runs both on PostgreSQL instead of SQLite: each
+# side and round on a fresh database of that cluster (created and dropped here; PostgreSQL's
+# backends are not pinned). PIN=0 runs nothing pinned.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BEFORE=$1 AFTER=$2 ROUNDS=${3:-2}
@@ -16,21 +20,36 @@ PORT=${PORT:-7351}
 SIM=${SIM:-${CARGO_TARGET_DIR:-target}/release/banter-sim}
 BASELINE_PORT=${BASELINE_PORT:-7353}
 WORK=$(mktemp -d /tmp/banter-ab.XXXXXX)
-taskset -c 1 "$SIM" tungstenite-echo --bind "127.0.0.1:$BASELINE_PORT" 2>"$WORK/baseline.log" &
+AB_POSTGRES=${AB_POSTGRES:-}
+if [ "${PIN:-1}" = 0 ]; then server_cpu=(); client_cpu=(); else server_cpu=(taskset -c 1); client_cpu=(taskset -c 0); fi
+# Where one side's round keeps its data: a SQLite file, or a fresh PostgreSQL database.
+database_for() {
+    if [ -z "$AB_POSTGRES" ]; then echo "$WORK/$1.db"; return; fi
+    local name="banter_ab_$$_$1"
+    createdb -h 127.0.0.1 -U postgres "${name//-/_}" && echo "$AB_POSTGRES/${name//-/_}"
+}
+drop_database() {
+    [ -n "$AB_POSTGRES" ] || return 0
+    local name="banter_ab_$$_$1"
+    dropdb -h 127.0.0.1 -U postgres --if-exists "${name//-/_}" || true
+}
+"${server_cpu[@]}" "$SIM" tungstenite-echo --bind "127.0.0.1:$BASELINE_PORT" 2>"$WORK/baseline.log" &
 baseline=$!
 trap 'kill "$baseline" 2>/dev/null || true' EXIT
 for round in $(seq 1 "$ROUNDS"); do
     for side in before after; do
         binary=$BEFORE; [ "$side" = after ] && binary=$AFTER
-        taskset -c 1 "$binary" serve --bind "127.0.0.1:$PORT" --database-url "$WORK/$side-$round.db" \
+        database=$(database_for "$side-$round")
+        "${server_cpu[@]}" "$binary" serve --bind "127.0.0.1:$PORT" --database-url "$database" \
             --content content --rate-per-sec 1000000 --burst 1000000 --bench-echo "$@" \
             >"$WORK/server-$side-$round.log" 2>&1 &
         server=$!
         for _ in $(seq 100); do curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && break; sleep 0.1; done
-        taskset -c 0 "$SIM" bench --url "127.0.0.1:$PORT" --connections 32 --depth 8 --seconds 5 \
+        "${client_cpu[@]}" "$SIM" bench --url "127.0.0.1:$PORT" --connections 32 --depth 8 --seconds 5 \
             --rounds 1 --server-pid "$server" --baseline-url "127.0.0.1:$BASELINE_PORT" \
             --baseline-pid "$baseline" --json >"$WORK/$side-$round.json"
         kill "$server"; wait "$server" || true
+        drop_database "$side-$round"
         python3 - "$WORK/$side-$round.json" "$side" "$round" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))

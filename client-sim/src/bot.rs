@@ -17,6 +17,7 @@ use rand::SeedableRng;
 use rand::seq::IndexedRandom;
 use tokio::time::Instant;
 
+use crate::channel::ChannelSeat;
 use crate::error::{Result, SimError};
 use crate::events;
 use crate::facts::ClientFacts;
@@ -54,6 +55,9 @@ pub struct BotOptions {
     pub atlas: Arc<world::Atlas>,
     /// A fresh player's facts, worked out once for every bot of a run.
     pub fresh: ClientFacts,
+    /// The game server whose channel carries the bot's player, if one does (its own WebSocket
+    /// if not).
+    pub channel: Option<ChannelSeat>,
 }
 
 /// What a bot did.
@@ -211,23 +215,34 @@ pub fn next_npc<'c>(
 
 /// Runs one bot until the deadline.
 pub async fn run(options: BotOptions, live: Option<Arc<Live>>) -> BotReport {
-    let mut session =
-        match Session::start_with(options.session.clone(), options.fresh.clone(), live.clone())
+    let started = match options.channel.clone() {
+        Some(seat) => {
+            Session::start_on_channel(
+                options.session.clone(),
+                seat,
+                options.fresh.clone(),
+                live.clone(),
+            )
             .await
-        {
-            Ok(session) => session,
-            Err(e) => {
-                if let Some(live) = &live {
-                    Live::add(&live.errors);
-                }
-                return BotReport {
-                    player: None,
-                    metrics: None,
-                    events_posted: 0,
-                    start_error: Some(format!("login: {e}")),
-                };
+        }
+        None => {
+            Session::start_with(options.session.clone(), options.fresh.clone(), live.clone()).await
+        }
+    };
+    let mut session = match started {
+        Ok(session) => session,
+        Err(e) => {
+            if let Some(live) = &live {
+                Live::add(&live.errors);
             }
-        };
+            return BotReport {
+                player: None,
+                metrics: None,
+                events_posted: 0,
+                start_error: Some(format!("login: {e}")),
+            };
+        }
+    };
     // What the bots send after the deadline (closing the conversation each was reading, all in
     // the same millisecond) is the harness's herd, not the load: measured apart.
     session.measure_until(options.deadline);

@@ -26,6 +26,7 @@ pub mod auth;
 pub mod barks;
 pub mod bench;
 pub mod bot;
+pub mod channel;
 pub mod connection;
 pub mod error;
 pub mod events;

@@ -9,10 +9,11 @@ use banter_dialogue::content::Content;
 use tokio::time::Instant;
 
 use crate::bot::{self, BotOptions};
+use crate::channel::{ChannelClient, ChannelConfig, ChannelSeat, ChannelStats, Transport};
 use crate::error::Result;
 use crate::http::Endpoint;
 use crate::pace::ReadingPace;
-use crate::report::{KindLatency, Latency, LoadReport, progress_bar};
+use crate::report::{GameServerReport, KindLatency, Latency, LoadReport, progress_bar};
 use crate::session::{Live, SessionOptions, new_histogram};
 
 /// How a load test runs.
@@ -33,6 +34,74 @@ pub struct LoadOptions {
     pub progress: bool,
     /// Makes device ids unique to this run, so every run starts with new players.
     pub run_id: String,
+    /// Carry the bots over simulated game servers' channels instead of their own WebSockets
+    /// (`bots` is then ignored).
+    pub game_servers: Option<GameServerLoad>,
+}
+
+/// Simulated game servers, each carrying its players over one channel.
+#[derive(Clone, Debug)]
+pub struct GameServerLoad {
+    pub servers: usize,
+    pub players_per_server: usize,
+    pub transport: Transport,
+    /// HTTP: each game server's request budget.
+    pub requests_per_minute: f64,
+    /// HTTP: how long an idle batch waits for an event (`wait_ms`); `None`: one batching
+    /// interval, so an item queued during a long-poll waits at most that long.
+    pub long_poll: Option<Duration>,
+}
+
+impl GameServerLoad {
+    /// Game server `g`'s scope prefix in run `run_id`: its players' ids start with it.
+    pub fn prefix(run_id: &str, g: usize) -> String {
+        format!("gs{g}-{run_id}-")
+    }
+
+    fn config(&self, endpoint: &Endpoint, credential: String) -> ChannelConfig {
+        let mut config = ChannelConfig {
+            endpoint: endpoint.clone(),
+            credential,
+            transport: self.transport,
+            requests_per_minute: self.requests_per_minute,
+            long_poll: Duration::ZERO,
+        };
+        config.long_poll = self
+            .long_poll
+            .unwrap_or_else(|| config.interval())
+            .min(Duration::from_millis(banter_protocol::channel::MAX_WAIT_MS));
+        config
+    }
+}
+
+/// One simulated game server of a run: its name, credential and channel.
+struct GameServer {
+    name: String,
+    client: ChannelClient,
+    task: tokio::task::JoinHandle<ChannelStats>,
+}
+
+/// Issues each game server its credential (scope: its own prefix) and opens its channel.
+async fn open_game_servers(
+    options: &LoadOptions,
+    load: &GameServerLoad,
+) -> Result<Vec<GameServer>> {
+    let mut servers = Vec::with_capacity(load.servers);
+    for g in 0..load.servers {
+        let name = format!("sim-{}-gs{g}", options.run_id);
+        let prefix = GameServerLoad::prefix(&options.run_id, g);
+        let issued = crate::channel::issue(
+            &options.endpoint,
+            &options.service_key,
+            &name,
+            std::slice::from_ref(&prefix),
+        )
+        .await?;
+        let (client, task) =
+            crate::channel::open(load.config(&options.endpoint, issued.credential)).await?;
+        servers.push(GameServer { name, client, task });
+    }
+    Ok(servers)
 }
 
 /// A run id from the clock: new players on every run.
@@ -46,6 +115,21 @@ pub fn fresh_run_id() -> String {
 /// Runs the bots and gathers their figures.
 pub async fn run(options: LoadOptions) -> Result<LoadReport> {
     let live = Arc::new(Live::default());
+    let game_servers = match &options.game_servers {
+        Some(load) => open_game_servers(&options, load).await?,
+        None => Vec::new(),
+    };
+    let bots = match &options.game_servers {
+        Some(load) => load.servers * load.players_per_server,
+        None => options.bots,
+    };
+    // The game server carrying bot `i`, if any.
+    let server_of = |i: usize| {
+        options
+            .game_servers
+            .as_ref()
+            .map(|load| i / load.players_per_server.max(1))
+    };
     let started = Instant::now();
     let deadline = started + options.duration;
     // Logins are spread over the first second (or tenth of the run) rather than all at once.
@@ -55,16 +139,29 @@ pub async fn run(options: LoadOptions) -> Result<LoadReport> {
         .min(options.duration / 10);
     let atlas = Arc::new(crate::world::Atlas::new(&options.content));
     let fresh = crate::facts::ClientFacts::fresh(&options.content);
-    let mut tasks = Vec::with_capacity(options.bots);
-    for i in 0..options.bots {
-        let bot_options = BotOptions {
-            session: SessionOptions {
-                endpoint: options.endpoint.clone().with_locale(
-                    options
-                        .locales
-                        .get(i % options.locales.len().max(1))
-                        .cloned(),
+    let mut tasks = Vec::with_capacity(bots);
+    for i in 0..bots {
+        let locale = options
+            .locales
+            .get(i % options.locales.len().max(1))
+            .cloned();
+        let channel = server_of(i).and_then(|g| {
+            let load = options.game_servers.as_ref()?;
+            let server = game_servers.get(g)?;
+            Some(ChannelSeat {
+                client: server.client.clone(),
+                player: format!(
+                    "{}{}",
+                    GameServerLoad::prefix(&options.run_id, g),
+                    i % load.players_per_server.max(1)
                 ),
+                locale: locale.clone(),
+            })
+        });
+        let bot_options = BotOptions {
+            channel,
+            session: SessionOptions {
+                endpoint: options.endpoint.clone().with_locale(locale),
                 device: format!("sim-bot-{}-{i}", options.run_id),
                 rate_per_sec: options.rate_per_sec,
                 content: options.content.clone(),
@@ -76,7 +173,7 @@ pub async fn run(options: LoadOptions) -> Result<LoadReport> {
             atlas: atlas.clone(),
             fresh: fresh.clone(),
         };
-        let delay = ramp.mul_f64(i as f64 / options.bots.max(1) as f64);
+        let delay = ramp.mul_f64(i as f64 / bots.max(1) as f64);
         let live = live.clone();
         tasks.push(tokio::spawn(async move {
             tokio::time::sleep(delay).await;
@@ -85,7 +182,6 @@ pub async fn run(options: LoadOptions) -> Result<LoadReport> {
     }
     let progress = options.progress.then(|| {
         let live = live.clone();
-        let bots = options.bots;
         let total = options.duration;
         let bar = progress_bar(duration_ms(total), "[{bar:30}] {msg}", true);
         tokio::spawn(async move {
@@ -104,11 +200,23 @@ pub async fn run(options: LoadOptions) -> Result<LoadReport> {
     let mut by_kind: std::collections::BTreeMap<String, hdrhistogram::Histogram<u64>> =
         std::collections::BTreeMap::new();
     let mut report = LoadReport {
-        bots: options.bots,
+        bots,
         read_pace: options.pace != ReadingPace::INSTANT,
         ..LoadReport::default()
     };
-    for task in tasks {
+    let mut per_server: Vec<GameServerReport> = game_servers
+        .iter()
+        .map(|s| GameServerReport {
+            name: s.name.clone(),
+            players: options
+                .game_servers
+                .as_ref()
+                .map_or(0, |l| l.players_per_server),
+            ..GameServerReport::default()
+        })
+        .collect();
+    for (i, task) in tasks.into_iter().enumerate() {
+        let server = server_of(i).and_then(|g| per_server.get_mut(g));
         let bot = match task.await {
             Ok(bot) => bot,
             Err(e) => {
@@ -118,6 +226,19 @@ pub async fn run(options: LoadOptions) -> Result<LoadReport> {
             }
         };
         report.events_posted += bot.events_posted;
+        if let Some(server) = server {
+            server.events_posted += bot.events_posted;
+            server.errors += u64::from(bot.start_error.is_some());
+            if let Some(m) = &bot.metrics {
+                server.errors += m.errors;
+                server.quests_completed += m.quests_completed;
+                for sample in &m.error_samples {
+                    if server.error_samples.len() < 5 {
+                        server.error_samples.push(sample.clone());
+                    }
+                }
+            }
+        }
         if let Some(e) = bot.start_error {
             report.errors += 1;
             if report.error_samples.len() < 10 {
@@ -164,6 +285,27 @@ pub async fn run(options: LoadOptions) -> Result<LoadReport> {
         let _ = progress.await;
     }
     let elapsed = started.elapsed().as_secs_f64();
+    // Every bot is done, so every player left: each channel delivers the leaves and closes.
+    for (server, report_row) in game_servers.into_iter().zip(per_server.iter_mut()) {
+        let GameServer { client, task, .. } = server;
+        drop(client);
+        match task.await {
+            Ok(stats) => report_row.absorb(stats),
+            Err(e) => {
+                report_row.errors += 1;
+                report_row
+                    .error_samples
+                    .push(format!("the channel's task failed: {e}"));
+            }
+        }
+    }
+    if let Some(load) = &options.game_servers {
+        report.transport = Some(load.transport.name().to_owned());
+        if load.transport == Transport::Http {
+            report.requests_per_minute_budget = Some(load.requests_per_minute);
+        }
+    }
+    report.game_servers = per_server;
     report.duration_s = (elapsed * 10.0).round() / 10.0;
     report.messages_per_sec = if elapsed > 0.0 {
         (report.messages as f64 / elapsed * 10.0).round() / 10.0

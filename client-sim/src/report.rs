@@ -123,6 +123,75 @@ pub struct LoadReport {
     /// database after a fault. Not in the JSON report.
     #[serde(skip)]
     pub acknowledged: Vec<(String, crate::session::Acknowledged)>,
+    /// With `--game-servers`: how they reached the server (`http` or `ws`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transport: Option<String>,
+    /// With `--game-servers` over HTTP: each game server's request budget, per minute.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requests_per_minute_budget: Option<f64>,
+    /// With `--game-servers`: each one's channel, as it measured it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub game_servers: Vec<GameServerReport>,
+}
+
+/// One simulated game server's channel over a load run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct GameServerReport {
+    pub name: String,
+    pub channel: String,
+    pub players: usize,
+    /// HTTP requests (batches, retries included) or WebSocket frames sent.
+    pub requests: u64,
+    pub retries: u64,
+    /// Over the channel's whole life, from its opening to its close.
+    pub requests_per_minute: f64,
+    /// The most requests started within any 60 s.
+    pub peak_requests_per_minute: u64,
+    pub items: u64,
+    pub positions: u64,
+    pub events: u64,
+    /// Each item's latency from being queued to its answer event (`ack`, `error`, a join's
+    /// `welcome`); `messages` counts the items answered.
+    pub latency_us: KindLatency,
+    /// `error` events, by code: an honest game server gets none.
+    pub rejections: u64,
+    pub rejections_by_code: BTreeMap<String, u64>,
+    /// `quest_completed` effects on the channel.
+    pub quests_paid: u64,
+    /// Quests its bots saw completed (the same effects, as the bots counted them).
+    pub quests_completed: u64,
+    /// Catches and finds its bots reported to `/internal/events` (not channel requests).
+    pub events_posted: u64,
+    pub errors: u64,
+    pub error_samples: Vec<String>,
+}
+
+impl GameServerReport {
+    /// Adds what the channel measured.
+    pub fn absorb(&mut self, stats: crate::channel::ChannelStats) {
+        self.channel = stats.channel.clone();
+        self.requests = stats.requests;
+        self.retries = stats.retries;
+        self.requests_per_minute = (stats.requests_per_minute() * 10.0).round() / 10.0;
+        self.peak_requests_per_minute = stats.peak_requests_per_minute;
+        self.items = stats.items;
+        self.positions = stats.positions;
+        self.events = stats.events;
+        self.latency_us = KindLatency::from_histogram(&stats.latency);
+        self.rejections = stats.rejections.values().sum();
+        self.rejections_by_code = stats.rejections;
+        self.quests_paid = stats.quests_paid;
+        self.errors += stats.errors;
+        for sample in stats.error_samples {
+            if self.error_samples.len() < 5 {
+                self.error_samples.push(sample);
+            }
+        }
+    }
+
+    pub fn clean(&self) -> bool {
+        self.rejections == 0 && self.errors == 0
+    }
 }
 
 impl LoadReport {
@@ -146,9 +215,79 @@ impl LoadReport {
 }
 
 impl LoadReport {
-    /// True when nothing was refused and nothing failed.
+    /// True when nothing was refused and nothing failed (on any game server's channel either).
     pub fn clean(&self) -> bool {
-        self.rejections == 0 && self.errors == 0
+        self.rejections == 0 && self.errors == 0 && self.game_servers.iter().all(|g| g.clean())
+    }
+
+    /// The game servers' table: one row each.
+    pub fn game_servers_table(&self) -> String {
+        let rows: Vec<Vec<String>> = self
+            .game_servers
+            .iter()
+            .map(|g| {
+                let codes: Vec<String> = g
+                    .rejections_by_code
+                    .iter()
+                    .map(|(code, n)| format!("{n} {code}"))
+                    .collect();
+                vec![
+                    g.name.clone(),
+                    g.players.to_string(),
+                    g.requests.to_string(),
+                    format!("{:.1}", g.requests_per_minute),
+                    g.peak_requests_per_minute.to_string(),
+                    g.latency_us.messages.to_string(),
+                    micros(g.latency_us.latency.p50),
+                    micros(g.latency_us.latency.p99),
+                    if codes.is_empty() {
+                        "0".to_owned()
+                    } else {
+                        codes.join(", ")
+                    },
+                    g.quests_paid.to_string(),
+                    g.errors.to_string(),
+                ]
+            })
+            .collect();
+        let mut out = table(
+            &[
+                "game server",
+                "players",
+                "requests",
+                "req/min",
+                "peak/60s",
+                "items",
+                "p50",
+                "p99",
+                "rejections",
+                "quests paid",
+                "errors",
+            ],
+            &rows,
+        );
+        let worst = |f: fn(&GameServerReport) -> u64| self.game_servers.iter().map(f).max();
+        let transport = self.transport.as_deref().unwrap_or("?");
+        let _ = writeln!(
+            out,
+            "\n{} game servers over {transport}{}: peak {} requests in 60 s, worst p50 {}, \
+             worst p99 {}, {} rejections, {} quests paid",
+            self.game_servers.len(),
+            self.requests_per_minute_budget
+                .map(|b| format!(" (budget {b:.0} requests/min each)"))
+                .unwrap_or_default(),
+            worst(|g| g.peak_requests_per_minute).unwrap_or(0),
+            micros(worst(|g| g.latency_us.latency.p50).unwrap_or(0)),
+            micros(worst(|g| g.latency_us.latency.p99).unwrap_or(0)),
+            self.game_servers.iter().map(|g| g.rejections).sum::<u64>(),
+            self.game_servers.iter().map(|g| g.quests_paid).sum::<u64>(),
+        );
+        for g in &self.game_servers {
+            for sample in &g.error_samples {
+                let _ = writeln!(out, "  {} error: {sample}", g.name);
+            }
+        }
+        out
     }
 
     /// The report as a table for people.
@@ -189,13 +328,18 @@ impl LoadReport {
         for sample in &self.error_samples {
             rows.push(("  error".into(), sample.clone()));
         }
-        table(
+        let mut out = table(
             &["", "value"],
             &rows
                 .into_iter()
                 .map(|(a, b)| vec![a, b])
                 .collect::<Vec<_>>(),
-        )
+        );
+        if !self.game_servers.is_empty() {
+            out.push('\n');
+            out.push_str(&self.game_servers_table());
+        }
+        out
     }
 }
 

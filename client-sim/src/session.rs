@@ -24,7 +24,8 @@ use tokio::time::Instant;
 
 use banter_client::reconnect::{Backoff, reconnect};
 
-use crate::connection::{Connection, Reply};
+use crate::channel::{ChannelLink, ChannelSeat};
+use crate::connection::{Connection, Reply, Welcome};
 use crate::error::{Result, SimError};
 use crate::facts::ClientFacts;
 use crate::http::{Endpoint, Http};
@@ -234,12 +235,61 @@ pub trait Driver: Send {
     fn cutscene(&mut self, scene: &str) -> impl Future<Output = ()> + Send;
 }
 
+/// How a session reaches the server: the player's own WebSocket (logged in with its device), or
+/// a game server's channel that carries it.
+enum Carrier {
+    Direct { http: Http, login: Login },
+    Channel(ChannelSeat),
+}
+
+/// The open session, over either carrier.
+enum Link {
+    Socket(Connection),
+    Channel(ChannelLink),
+}
+
+impl Link {
+    fn is_ended(&self) -> bool {
+        match self {
+            Link::Socket(c) => c.is_ended(),
+            Link::Channel(c) => c.is_ended(),
+        }
+    }
+
+    fn welcome(&self) -> &Welcome {
+        match self {
+            Link::Socket(c) => &c.welcome,
+            Link::Channel(c) => &c.welcome,
+        }
+    }
+
+    async fn request(&mut self, message: ClientMessage) -> Result<Reply> {
+        match self {
+            Link::Socket(c) => c.request(message).await,
+            Link::Channel(c) => c.request(message).await,
+        }
+    }
+
+    fn drain(&mut self) -> Vec<ServerMessage> {
+        match self {
+            Link::Socket(c) => c.drain(),
+            Link::Channel(c) => c.drain(),
+        }
+    }
+
+    async fn close(self) {
+        match self {
+            Link::Socket(c) => c.close().await,
+            Link::Channel(c) => c.leave(),
+        }
+    }
+}
+
 /// A player's session.
 pub struct Session {
     options: SessionOptions,
-    http: Http,
-    login: Login,
-    connection: Option<Connection>,
+    carrier: Carrier,
+    connection: Option<Link>,
     connected_once: bool,
     pacer: Pacer,
     /// Requests sent from this instant on are the wind-down, not the measured load
@@ -275,12 +325,31 @@ impl Session {
         // One connection per HTTP call, as a person's client makes them: rarely.
         let http = Http::unpooled(options.endpoint.clone())?;
         let login = banter_client::device_login(&http, &options.device).await?;
+        Session::begin(options, Carrier::Direct { http, login }, facts, live).await
+    }
+
+    /// A session carried by a game server's channel: the player of `seat` joins it (no login:
+    /// the game server speaks for it), and its body is placed by the game server.
+    pub async fn start_on_channel(
+        options: SessionOptions,
+        seat: ChannelSeat,
+        facts: ClientFacts,
+        live: Option<Arc<Live>>,
+    ) -> Result<Session> {
+        Session::begin(options, Carrier::Channel(seat), facts, live).await
+    }
+
+    async fn begin(
+        options: SessionOptions,
+        carrier: Carrier,
+        facts: ClientFacts,
+        live: Option<Arc<Live>>,
+    ) -> Result<Session> {
         let mut session = Session {
             pacer: Pacer::new(options.rate_per_sec),
             measured_until: None,
             options,
-            http,
-            login,
+            carrier,
             connection: None,
             connected_once: false,
             position: None,
@@ -299,7 +368,15 @@ impl Session {
 
     /// The player id.
     pub fn player(&self) -> &str {
-        &self.login.player
+        match &self.carrier {
+            Carrier::Direct { login, .. } => &login.player,
+            Carrier::Channel(seat) => &seat.player,
+        }
+    }
+
+    /// True when a game server's channel carries the session.
+    pub fn on_channel(&self) -> bool {
+        matches!(self.carrier, Carrier::Channel(_))
     }
 
     pub fn content(&self) -> &Arc<Content> {
@@ -316,25 +393,37 @@ impl Session {
 
     /// The open connection, reconnecting (with backoff, logging in again if the token is
     /// refused or about to expire) if it dropped.
-    async fn connect(&mut self) -> Result<&mut Connection> {
-        if self.connection.as_ref().is_some_and(Connection::is_ended) {
+    async fn connect(&mut self) -> Result<&mut Link> {
+        if self.connection.as_ref().is_some_and(Link::is_ended) {
             self.connection = None;
         }
         if self.connection.is_none() {
-            let connection = reconnect(
-                &self.http,
-                &self.options.device,
-                &mut self.login,
-                Backoff::DEFAULT,
-            )
-            .await?;
-            self.facts.set_profile(&connection.welcome.profile);
+            let connection = match &mut self.carrier {
+                Carrier::Direct { http, login } => Link::Socket(
+                    reconnect(http, &self.options.device, login, Backoff::DEFAULT).await?,
+                ),
+                Carrier::Channel(seat) => {
+                    let link = seat.join().await?;
+                    // The engine still has the body where it was: it places it again.
+                    if link.welcome.position.is_none()
+                        && let Some(position) = self.position
+                    {
+                        seat.place(position)?;
+                    }
+                    Link::Channel(link)
+                }
+            };
+            let welcome = connection.welcome();
+            self.facts.set_profile(&welcome.profile);
             // Where the server remembers the body, if it does: a server that was restarted (or
-            // another instance) has none, and the next walk spawns it.
-            self.position = connection.welcome.position;
+            // another instance) has none, and the next walk spawns it. A channel's body is where
+            // its game server places it.
+            if !self.on_channel() || welcome.position.is_some() {
+                self.position = welcome.position;
+            }
             // A cutscene quest's scene the previous session left playing (a drop, a restart,
             // another instance): the server has it playing again and pays on `cutscene_done`.
-            if let Some(scene) = &connection.welcome.cutscene
+            if let Some(scene) = &welcome.cutscene
                 && !self.scenes.contains(scene)
             {
                 self.scenes.push(scene.clone());
@@ -398,7 +487,7 @@ impl Session {
         let messages = self
             .connection
             .as_mut()
-            .map(Connection::drain)
+            .map(Link::drain)
             .unwrap_or_default();
         self.absorb(&messages);
     }
@@ -448,8 +537,19 @@ impl Session {
         std::mem::take(&mut self.effects)
     }
 
-    /// Moves the body to `position`.
+    /// Moves the body to `position`. On a channel the game server places it (the next batch's
+    /// `positions`): no `move` is sent, and nothing answers it.
     pub async fn move_to(&mut self, position: Position) -> Result<Reply> {
+        if let Carrier::Channel(seat) = &self.carrier {
+            seat.place(position)?;
+            self.position = Some(position);
+            self.last_move = Some(Instant::now());
+            return Ok(Reply {
+                messages: Vec::new(),
+                answer: Ok(()),
+                round_trip: Duration::ZERO,
+            });
+        }
         let reply = self
             .request(ClientMessage::Move { id: None, position })
             .await?;

@@ -40,6 +40,7 @@ async fn honest_bots_play_quests_with_no_refusal_and_no_error() {
         content: content(),
         progress: false,
         run_id: "live-load".to_owned(),
+        game_servers: None,
     })
     .await
     .expect("the load test runs");

@@ -26,6 +26,7 @@ pub const DEV_SERVICE_KEY: &str = "banter-development-service-key";
 pub struct Http {
     endpoint: Endpoint,
     client: reqwest::Client,
+    timeout: Duration,
 }
 
 /// What `/readyz` says.
@@ -109,9 +110,26 @@ impl Http {
         )
     }
 
+    /// A pooled client whose exchanges may take `timeout` (a long-poll holds its answer).
+    pub fn with_timeout(endpoint: Endpoint, timeout: Duration) -> Result<Http> {
+        Self::build_timed(endpoint, reqwest::Client::builder(), timeout)
+    }
+
     fn build(endpoint: Endpoint, builder: reqwest::ClientBuilder) -> Result<Http> {
-        let client = builder.timeout(HTTP_TIMEOUT).build()?;
-        Ok(Http { endpoint, client })
+        Self::build_timed(endpoint, builder, HTTP_TIMEOUT)
+    }
+
+    fn build_timed(
+        endpoint: Endpoint,
+        builder: reqwest::ClientBuilder,
+        timeout: Duration,
+    ) -> Result<Http> {
+        let client = builder.timeout(timeout).build()?;
+        Ok(Http {
+            endpoint,
+            client,
+            timeout,
+        })
     }
 
     pub fn endpoint(&self) -> &Endpoint {
@@ -140,9 +158,10 @@ impl Http {
                 .map_err(|_| Error::Other(format!("not a header value for `{name}`")))?;
             request = request.header(name, value);
         }
+        let timeout = self.timeout;
         let timed_out = |e: reqwest::Error| {
             if e.is_timeout() {
-                Error::Timeout(HTTP_TIMEOUT)
+                Error::Timeout(timeout)
             } else {
                 Error::Transport(e)
             }

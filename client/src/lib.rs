@@ -8,11 +8,14 @@
 //!   `error`, and `resume`;
 //! - [`reconnect`]: connect again with backoff after a drop, logging in again if need be, and
 //!   take the conversation back;
+//! - [`channel`]: a game server's side of channels: credentials, HTTP batches, the channel
+//!   WebSocket;
 //! - [`token`]: HS256 tokens minted with a secret, for tests and tools;
 //! - [`error`]: the one error type.
 //!
 //! Built on the server's own `banter-protocol`, so a client and the server cannot drift.
 
+pub mod channel;
 pub mod connection;
 pub mod endpoint;
 pub mod error;

@@ -8,6 +8,7 @@
 //! Pure: no I/O, no clock, no async runtime.
 
 mod action;
+pub mod channel;
 mod messages;
 mod payload;
 pub mod schema;

@@ -426,6 +426,19 @@ pub enum ErrorCode {
     ResumeRefused,
     /// The locale is not a BCP 47 language tag (`ja`, `pt-BR`).
     BadLocale,
+    /// A game-server channel: the credential does not speak for this player.
+    NotInScope,
+    /// A game-server channel: a message or `leave` for a player not on the channel.
+    NotJoined,
+    /// A game-server channel: a `join` for a player already on the channel.
+    AlreadyJoined,
+    /// A game-server channel: a `join` past the channel's player limit.
+    ChannelFull,
+    /// Another game server's channel carries the player: neither another credential's channel
+    /// nor the player's own client may take the session.
+    CarriedElsewhere,
+    /// A `move` from a player the game server places: positions come from the engine.
+    PositionOwned,
 }
 
 impl ErrorCode {

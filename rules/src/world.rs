@@ -126,6 +126,23 @@ impl Body {
         self.budget = budget;
         Ok(())
     }
+
+    /// Puts the body where a trusted engine says it is, at time `now`: no speed budget applies
+    /// (the engine enforced its own), and the budget starts full for a later move. A position
+    /// that is not three finite numbers changes nothing.
+    pub fn place(&mut self, to: Position, now: Duration) -> Result<(), MoveRefused> {
+        if to.iter().any(|c| !c.is_finite()) {
+            return Err(MoveRefused::NotFinite);
+        }
+        self.last = Some((to, now.max(self.last.map_or(now, |(_, at)| at))));
+        self.budget = 0.0;
+        Ok(())
+    }
+
+    /// No body: the player has not been placed or has not moved yet.
+    pub fn unplaced() -> Body {
+        Body::default()
+    }
 }
 
 #[cfg(test)]

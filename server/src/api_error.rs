@@ -3,7 +3,7 @@
 //! request gets a plain-text error.
 
 use axum::Json;
-use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
+use axum::extract::rejection::{BytesRejection, JsonRejection, PathRejection, QueryRejection};
 use axum::extract::ws::rejection::WebSocketUpgradeRejection;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -18,6 +18,21 @@ pub enum ApiError {
     Unauthorized(AuthError),
     #[error("forbidden")]
     Forbidden,
+    /// A game-server credential that does not verify, or was revoked.
+    #[error("unauthorized: {0}")]
+    BadCredential(String),
+    /// A game-server channel this instance does not hold for the credential.
+    #[error("{0}")]
+    UnknownChannel(String),
+    /// A channel batch older than the last applied (PROTOCOL.md section 16.3).
+    #[error("{0}")]
+    StaleBatch(String),
+    /// A channel batch that skips ahead.
+    #[error("{0}")]
+    BatchGap(String),
+    /// A direct WebSocket for a player a game server's channel carries.
+    #[error("{0}")]
+    CarriedElsewhere(String),
     #[error("bad request: {0}")]
     BadRequest(String),
     /// A body over its endpoint's limit.
@@ -124,11 +139,18 @@ struct ErrorBody {
     message: String,
 }
 
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let (status, error) = match &self {
-            ApiError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "unauthorized"),
+impl ApiError {
+    /// The status and the `error` code.
+    fn status(&self) -> (StatusCode, &'static str) {
+        match self {
+            ApiError::Unauthorized(_) | ApiError::BadCredential(_) => {
+                (StatusCode::UNAUTHORIZED, "unauthorized")
+            }
             ApiError::Forbidden => (StatusCode::FORBIDDEN, "forbidden"),
+            ApiError::UnknownChannel(_) => (StatusCode::NOT_FOUND, "unknown_channel"),
+            ApiError::StaleBatch(_) => (StatusCode::CONFLICT, "stale_batch"),
+            ApiError::BatchGap(_) => (StatusCode::CONFLICT, "batch_gap"),
+            ApiError::CarriedElsewhere(_) => (StatusCode::CONFLICT, "carried_elsewhere"),
             ApiError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
             ApiError::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
             ApiError::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
@@ -142,14 +164,26 @@ impl IntoResponse for ApiError {
                 (StatusCode::SERVICE_UNAVAILABLE, "store_unavailable")
             }
             ApiError::Internal { .. } => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
-        };
+        }
+    }
+
+    /// The JSON body, `{"error": "<code>", "message": "<text>"}` (also a channel WebSocket's
+    /// refusal frame).
+    pub fn body(&self) -> impl Serialize + use<> {
+        let (_, error) = self.status();
         // What the client sent is quoted short; a refused reload's list is the operator's own.
-        let message = match &self {
+        let message = match self {
             ApiError::ContentRefused(_) => self.to_string(),
             _ => banter_protocol::bounded_message(&self.to_string()),
         };
-        let body = ErrorBody { error, message };
-        (status, Json(body)).into_response()
+        ErrorBody { error, message }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, _) = self.status();
+        (status, Json(self.body())).into_response()
     }
 }
 
@@ -179,6 +213,7 @@ macro_rules! from_rejections {
 }
 
 from_rejections!(
+    BytesRejection,
     JsonRejection,
     QueryRejection,
     PathRejection,

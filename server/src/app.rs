@@ -47,6 +47,8 @@ pub struct App {
     /// most `limits.max_session_starts`: a storm of connections cannot queue unbounded work on
     /// the store pool ahead of the requests of players already in conversation.
     pub session_starts: Arc<tokio::sync::Semaphore>,
+    /// The game-server channels open on this instance.
+    pub channels: crate::channels::Channels,
 }
 
 impl App {
@@ -74,6 +76,7 @@ impl App {
             instance: instance_id(),
             uptime: crate::clock::Uptime::start(),
             session_starts: Arc::new(tokio::sync::Semaphore::new(config_session_starts)),
+            channels: crate::channels::Channels::default(),
         }
     }
 

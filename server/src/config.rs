@@ -81,6 +81,14 @@ pub struct ServeArgs {
     #[arg(long, env = "BANTER_RESUME_WINDOW", default_value_t = 30)]
     pub resume_window_secs: u64,
 
+    /// Seconds a game-server channel lives without a batch (PROTOCOL.md section 16.5).
+    #[arg(long, env = "BANTER_CHANNEL_IDLE_TIMEOUT", default_value_t = 60)]
+    pub channel_idle_timeout_secs: u64,
+
+    /// The most players one game-server channel carries.
+    #[arg(long, env = "BANTER_CHANNEL_MAX_PLAYERS", default_value_t = 1000)]
+    pub channel_max_players: usize,
+
     /// Days the audit log keeps conversation steps and refusals; 0 turns the audit off.
     #[arg(long, env = "BANTER_AUDIT_RETENTION_DAYS", default_value_t = 30)]
     pub audit_retention_days: u64,
@@ -145,6 +153,10 @@ pub struct Config {
     /// takeover notification is late, where only the database stands between two live sessions
     /// and a double payment.
     pub coordinate_sessions: bool,
+    /// How long a game-server channel lives without a batch.
+    pub channel_idle_timeout: Duration,
+    /// The most players one channel carries.
+    pub channel_max_players: usize,
     /// The audit log of conversation steps and refusals.
     pub audit: AuditConfig,
     /// How long the whole shutdown may take after the signal (see [`crate::run`]).
@@ -184,7 +196,9 @@ pub struct Limits {
     pub ping_interval: Duration,
     /// A connection silent (no frame, no pong) for this long is dropped as dead.
     pub idle_timeout: Duration,
-    /// WebSocket read buffer per connection (tungstenite's default is 128 KiB).
+    /// WebSocket read buffer per connection, allocated when the connection is upgraded
+    /// (tungstenite's default is 128 KiB). A frame larger than it still arrives: the buffer grows
+    /// for that frame. 1 KiB holds a pipelined burst of eight protocol messages per read.
     pub read_buffer_bytes: usize,
     /// Maximum connections at once.
     pub max_connections: usize,
@@ -235,7 +249,7 @@ impl Default for Limits {
             socket_send_buffer_bytes: 64 * 1024,
             ping_interval: Duration::from_secs(15),
             idle_timeout: Duration::from_secs(45),
-            read_buffer_bytes: 4 * 1024,
+            read_buffer_bytes: 1024,
             max_connections: 50_000,
             resume_window: Duration::from_secs(30),
             handshake_timeout: Duration::from_secs(5),
@@ -257,6 +271,8 @@ impl Default for Config {
             limits: Limits::default(),
             world: WorldRules::default(),
             coordinate_sessions: true,
+            channel_idle_timeout: Duration::from_secs(60),
+            channel_max_players: 1000,
             audit: AuditConfig::default(),
             shutdown_grace: Duration::from_secs(10),
             bench_echo: false,
@@ -311,6 +327,8 @@ impl Config {
             },
             world: WorldRules::default(),
             coordinate_sessions: true,
+            channel_idle_timeout: Duration::from_secs(args.channel_idle_timeout_secs.max(1)),
+            channel_max_players: args.channel_max_players.max(1),
             audit: AuditConfig {
                 enabled: args.audit_retention_days > 0,
                 retention: Duration::from_secs(args.audit_retention_days.saturating_mul(24 * 3600)),

@@ -38,6 +38,7 @@ pub fn router(app: SharedApp) -> Router {
     if app.config.bench_echo && !app.config.production {
         router = router.route("/bench/echo", get(bench_echo));
     }
+    router = crate::channel::routes::routes(router);
     if app.config.playground {
         router = crate::playground::routes(router);
     }
@@ -231,6 +232,12 @@ async fn upgrade(
         .transpose()
         .map_err(|e| ApiError::BadRequest(e.to_string()))?;
     let claims = admit(&app, &headers, query)?;
+    if app.hub.carried_elsewhere(&claims.sub, None).is_some() {
+        return Err(ApiError::CarriedElsewhere(format!(
+            "a game server's channel carries `{}`: it places the player and speaks for it",
+            claims.sub
+        )));
+    }
     // Taken before the upgrade, so a refusal is a plain 503 the client retries with backoff. A
     // burst (everyone reconnecting after a deploy) waits its turn briefly; a storm past what the
     // store can start is refused instead of queueing without bound.

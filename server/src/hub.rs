@@ -29,11 +29,81 @@ pub enum Control {
     Progress(Vec<banter_protocol::Effect>),
 }
 
+/// The most control messages a session's queue holds; past it the session is on its way out.
+const CONTROL_QUEUE: usize = 16;
+
+/// A WebSocket session's control queue: a short queue and a wake-up, without the block of 32
+/// slots a tokio channel allocates up front (the hub makes one per connection: BENCHMARKS.md,
+/// memory per session).
+#[derive(Debug, Default)]
+pub struct ControlQueue {
+    queue: Mutex<std::collections::VecDeque<Control>>,
+    ready: tokio::sync::Notify,
+}
+
+impl ControlQueue {
+    /// Queues `control`; false when the queue is full.
+    pub fn try_send(&self, control: Control) -> bool {
+        let mut queue = lock(&self.queue);
+        if queue.len() >= CONTROL_QUEUE {
+            return false;
+        }
+        queue.push_back(control);
+        drop(queue);
+        // A permit is kept if the session is not waiting yet: no wake-up is lost.
+        self.ready.notify_one();
+        true
+    }
+
+    /// The next control message, if one is queued.
+    pub fn try_recv(&self) -> Option<Control> {
+        lock(&self.queue).pop_front()
+    }
+
+    /// Waits for the next control message.
+    pub async fn recv(&self) -> Control {
+        loop {
+            if let Some(control) = self.try_recv() {
+                return control;
+            }
+            self.ready.notified().await;
+        }
+    }
+}
+
+/// Where a session's control messages go.
+#[derive(Clone, Debug)]
+pub enum Deliver {
+    /// A WebSocket session's own queue.
+    Session(std::sync::Arc<ControlQueue>),
+    /// A game-server channel's queue, shared by its players, each message under the session's
+    /// number.
+    Channel(mpsc::Sender<(u64, Control)>),
+}
+
+impl Deliver {
+    /// Queues `control` for session `session`; false when the queue is full or gone.
+    fn try_send(&self, session: u64, control: Control) -> bool {
+        match self {
+            Deliver::Session(queue) => queue.try_send(control),
+            Deliver::Channel(tx) => tx.try_send((session, control)).is_ok(),
+        }
+    }
+}
+
+impl From<std::sync::Arc<ControlQueue>> for Deliver {
+    fn from(queue: std::sync::Arc<ControlQueue>) -> Deliver {
+        Deliver::Session(queue)
+    }
+}
+
 /// One local session of a player.
 #[derive(Debug)]
 struct Entry {
     session: u64,
-    control: mpsc::Sender<Control>,
+    control: Deliver,
+    /// The game-server credential whose channel carries it; `None` for a direct WebSocket.
+    carrier: Option<String>,
     /// This session's claim in the store, once it has one: its session key and epoch.
     claim: Option<(String, i64)>,
     /// Already told it was replaced.
@@ -64,7 +134,7 @@ impl Local {
             if older && !entry.replaced {
                 entry.replaced = true;
                 // A full control queue means the session is already on its way out.
-                let _ = entry.control.try_send(Control::Replaced);
+                entry.control.try_send(entry.session, Control::Replaced);
                 told += 1;
             }
         }
@@ -104,17 +174,44 @@ pub struct Hub {
 
 impl Hub {
     /// Registers a new session of the player. It replaces nobody yet: its claim will decide.
-    pub fn register(&self, player: &str, session: u64, control: mpsc::Sender<Control>) {
+    pub fn register(&self, player: &str, session: u64, control: impl Into<Deliver>) {
+        self.register_carried(player, session, control, None);
+    }
+
+    /// Registers a session a game-server channel of credential `carrier` carries (`None`: a
+    /// direct WebSocket).
+    pub fn register_carried(
+        &self,
+        player: &str,
+        session: u64,
+        control: impl Into<Deliver>,
+        carrier: Option<&str>,
+    ) {
         self.lock()
             .entry(player.to_owned())
             .or_default()
             .sessions
             .push(Entry {
                 session,
-                control,
+                control: control.into(),
+                carrier: carrier.map(str::to_owned),
                 claim: None,
                 replaced: false,
             });
+    }
+
+    /// The credential whose channel carries the player's live session on this instance, other
+    /// than `carrier`: a session that may not be taken over from there.
+    pub fn carried_elsewhere(&self, player: &str, carrier: Option<&str>) -> Option<String> {
+        self.lock().get(player).and_then(|local| {
+            local
+                .sessions
+                .iter()
+                .filter(|e| !e.replaced)
+                .filter_map(|e| e.carrier.as_deref())
+                .find(|c| Some(*c) != carrier)
+                .map(str::to_owned)
+        })
     }
 
     /// Forgets this session of the player.
@@ -189,7 +286,7 @@ impl Hub {
         self.lock()
             .get(player)
             .and_then(Local::current)
-            .is_some_and(|e| e.control.try_send(control).is_ok())
+            .is_some_and(|e| e.control.try_send(e.session, control))
     }
 
     /// Asks every player's current local session to read its player from the store again (a
@@ -198,7 +295,7 @@ impl Hub {
         self.lock()
             .values()
             .filter_map(Local::current)
-            .filter(|e| e.control.try_send(Control::Progress(Vec::new())).is_ok())
+            .filter(|e| e.control.try_send(e.session, Control::Progress(Vec::new())))
             .count()
     }
 
@@ -224,7 +321,14 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
+
+    fn queue() -> (Arc<ControlQueue>, Arc<ControlQueue>) {
+        let queue = Arc::new(ControlQueue::default());
+        (queue.clone(), queue)
+    }
 
     fn claim(player: &str, session: &str, epoch: i64) -> SessionClaim {
         SessionClaim {
@@ -238,14 +342,14 @@ mod tests {
     #[test]
     fn a_newer_claim_elsewhere_replaces_and_an_older_or_own_one_does_not() {
         let hub = Hub::default();
-        let (tx, mut rx) = mpsc::channel(4);
+        let (tx, rx) = queue();
         hub.register("p", 1, tx);
         hub.claimed("p", 1, "a:1", 5);
         assert!(!hub.on_claim(&claim("p", "a:1", 5)), "its own claim");
         assert!(!hub.on_claim(&claim("p", "b:9", 4)), "a late, older claim");
-        assert!(rx.try_recv().is_err());
+        assert!(rx.try_recv().is_none());
         assert!(hub.on_claim(&claim("p", "b:9", 6)));
-        assert_eq!(rx.try_recv().ok(), Some(Control::Replaced));
+        assert_eq!(rx.try_recv(), Some(Control::Replaced));
         assert!(!hub.on_claim(&claim("nobody", "b:1", 1)));
         assert_eq!(hub.claims(), vec![("p".into(), "a:1".into(), 5)]);
     }
@@ -253,25 +357,25 @@ mod tests {
     #[test]
     fn a_newer_claim_heard_before_the_own_claim_is_known_still_replaces() {
         let hub = Hub::default();
-        let (tx, mut rx) = mpsc::channel(4);
+        let (tx, rx) = queue();
         hub.register("p", 1, tx);
         assert!(!hub.on_claim(&claim("p", "b:9", 8)));
         assert!(!hub.on_claim(&claim("p", "b:7", 3)));
         hub.claimed("p", 1, "a:1", 7);
-        assert_eq!(rx.try_recv().ok(), Some(Control::Replaced));
+        assert_eq!(rx.try_recv(), Some(Control::Replaced));
 
-        let (tx, mut rx) = mpsc::channel(4);
+        let (tx, rx) = queue();
         hub.register("q", 2, tx);
         assert!(!hub.on_claim(&claim("q", "b:1", 2)));
         hub.claimed("q", 2, "a:2", 3);
-        assert!(rx.try_recv().is_err(), "the claim heard early was older");
+        assert!(rx.try_recv().is_none(), "the claim heard early was older");
     }
     #[test]
     fn two_local_sessions_racing_leave_the_higher_epoch_whatever_order_the_claims_finish_in() {
         for newer_claims_first in [false, true] {
             let hub = Hub::default();
-            let (tx1, mut rx1) = mpsc::channel(4);
-            let (tx2, mut rx2) = mpsc::channel(4);
+            let (tx1, rx1) = queue();
+            let (tx2, rx2) = queue();
             // Session 1 arrived first but its claim got the higher epoch.
             hub.register("p", 1, tx1);
             hub.register("p", 2, tx2);
@@ -282,8 +386,8 @@ mod tests {
                 hub.claimed("p", 2, "a:2", 8);
                 hub.claimed("p", 1, "a:1", 9);
             }
-            assert!(rx1.try_recv().is_err(), "the newest claim stays");
-            assert_eq!(rx2.try_recv().ok(), Some(Control::Replaced));
+            assert!(rx1.try_recv().is_none(), "the newest claim stays");
+            assert_eq!(rx2.try_recv(), Some(Control::Replaced));
             assert_eq!(hub.current("p"), Some(1));
         }
     }
@@ -309,7 +413,7 @@ mod tests {
             }
             let mut receivers = Vec::new();
             for s in 0..sessions {
-                let (tx, rx) = mpsc::channel(4);
+                let (tx, rx) = queue();
                 hub.register("p", s as u64, tx);
                 receivers.push(rx);
             }
@@ -333,7 +437,7 @@ mod tests {
             let alive: Vec<usize> = receivers
                 .iter_mut()
                 .enumerate()
-                .filter_map(|(s, rx)| rx.try_recv().is_err().then_some(s))
+                .filter_map(|(s, rx)| rx.try_recv().is_none().then_some(s))
                 .collect();
             let newest = (0..sessions).max_by_key(|&s| epochs[s]);
             assert_eq!(alive, newest.into_iter().collect::<Vec<_>>());

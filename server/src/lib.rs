@@ -11,9 +11,12 @@ pub mod app;
 pub mod audit;
 pub mod auth;
 pub mod background;
+pub mod channel;
+pub mod channels;
 pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod credentials;
 pub mod events;
 pub mod http;
 pub mod hub;
@@ -121,6 +124,7 @@ pub async fn run(
     #[cfg(unix)]
     let reload_task = tokio::spawn(reload_on_sighup(app.clone()));
     let claims_task = tokio::spawn(watch_claims(app.clone()));
+    tokio::spawn(channel::watch_revocations(app.clone()));
     let audit_stop = tokio_util::sync::CancellationToken::new();
     let audit_queue = match app.audit_queue.lock() {
         Ok(mut queue) => queue.take(),

@@ -123,6 +123,8 @@ pub struct Metrics {
     registry: Registry,
     open_sessions: Gauge,
     sessions_total: Counter,
+    open_channels: Gauge,
+    channels_total: Counter,
     sessions_taken_over: Counter,
     auth_failures: Counter,
     http_connections_open: Gauge,
@@ -169,6 +171,18 @@ impl Metrics {
             r,
             "banter_sessions",
             "WebSocket sessions opened since start",
+            Counter::default(),
+        );
+        let open_channels = registered(
+            r,
+            "banter_open_channels",
+            "Game-server channels open now",
+            Gauge::default(),
+        );
+        let channels_total = registered(
+            r,
+            "banter_channels",
+            "Game-server channels opened since start",
             Counter::default(),
         );
         let sessions_taken_over = registered(
@@ -252,6 +266,8 @@ impl Metrics {
             registry,
             open_sessions,
             sessions_total,
+            open_channels,
+            channels_total,
             sessions_taken_over,
             auth_failures,
             http_connections_open,
@@ -288,6 +304,15 @@ impl Metrics {
     /// A newer claim of the player on another instance (or a resync) closed a local session.
     pub fn session_taken_over(&self) {
         self.sessions_taken_over.inc();
+    }
+
+    pub fn channel_opened(&self) {
+        self.open_channels.inc();
+        self.channels_total.inc();
+    }
+
+    pub fn channel_closed(&self) {
+        self.open_channels.dec();
     }
 
     pub fn session_closed(&self) {

@@ -9,6 +9,7 @@
 //! Nothing here sleeps to wait for something: every wait is on a message, with a timeout that
 //! only exists to turn a hang into a failure.
 
+mod channel;
 mod client;
 mod http;
 mod play;
@@ -21,6 +22,7 @@ use std::time::Duration;
 pub use banter_test_db::temp::copy_dir;
 pub use banter_test_db::{Backend, TestDb};
 
+pub use crate::channel::*;
 pub use crate::client::*;
 pub use crate::http::*;
 pub use crate::play::*;

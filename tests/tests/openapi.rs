@@ -1301,6 +1301,190 @@ async fn every_documented_operation_answers_a_documented_status() {
         }
     }
 
+    // Game-server channels: a credential issued, a channel opened, its batches, the channel
+    // WebSocket, the end; the player's own WebSocket refused while a channel carries it.
+    let json_key = [
+        ("Authorization", key.as_str()),
+        ("Content-Type", "application/json"),
+    ];
+    probe
+        .expect(
+            400,
+            "POST",
+            "/admin/game-servers",
+            "/admin/game-servers",
+            &json_key,
+            r#"{"name":"","players":["rbx-"]}"#,
+        )
+        .await;
+    probe
+        .expect(
+            413,
+            "POST",
+            "/admin/game-servers",
+            "/admin/game-servers",
+            &json_key,
+            &over_the_body_limit("name"),
+        )
+        .await;
+    let issued = probe
+        .expect(
+            201,
+            "POST",
+            "/admin/game-servers",
+            "/admin/game-servers",
+            &json_key,
+            r#"{"name":"openapi","players":["rbx-"]}"#,
+        )
+        .await;
+    let issued: Value = serde_json::from_slice(&issued.body).expect("JSON");
+    let gs = issued["id"].as_str().expect("an id").to_owned();
+    let credential = format!(
+        "Bearer {}",
+        issued["credential"].as_str().expect("a credential")
+    );
+    let with_credential = [
+        ("Authorization", credential.as_str()),
+        ("Content-Type", "application/json"),
+    ];
+    let opened = probe
+        .expect(
+            201,
+            "POST",
+            "/v1/channels",
+            "/v1/channels",
+            &with_credential[..1],
+            "",
+        )
+        .await;
+    let opened: Value = serde_json::from_slice(&opened.body).expect("JSON");
+    let channel = opened["channel"].as_str().expect("a channel").to_owned();
+    probe
+        .expect(
+            400,
+            "POST",
+            "/v1/channels",
+            "/v1/channels",
+            &with_credential,
+            r#"{"x":1}"#,
+        )
+        .await;
+    let batch_path = "/v1/channels/{channel}/batch";
+    let batch = format!("/v1/channels/{channel}/batch");
+    let first = r#"{"seq":1,"positions":[{"player":"rbx-1","position":[-640,2,910]}],"items":[{"player":"rbx-1","join":{}},{"player":"rbx-1","message":{"type":"talk","id":1,"npc":"Pim"}},{"player":"rbx-2","leave":true}]}"#;
+    for (status, body) in [
+        (200, first.to_owned()),
+        (200, first.to_owned()),
+        (409, r#"{"seq":0}"#.to_owned()),
+        (409, r#"{"seq":3}"#.to_owned()),
+        (400, r#"{"seq":2,"items":[{"player":"rbx-1"}]}"#.to_owned()),
+        (400, r#"{"seq":2,"ack":99}"#.to_owned()),
+        (413, over_the_body_limit("seq")),
+        (200, r#"{"seq":2,"ack":3,"wait_ms":10}"#.to_owned()),
+    ] {
+        probe
+            .expect(status, "POST", batch_path, &batch, &with_credential, &body)
+            .await;
+    }
+    let player_token = format!("Bearer {}", server.player_token("rbx-1"));
+    for (status, auth) in [
+        (401, None),
+        (403, Some(key.as_str())),
+        (403, Some(player_token.as_str())),
+    ] {
+        let mut headers = vec![("Content-Type", "application/json")];
+        headers.extend(auth.map(|a| ("Authorization", a)));
+        probe
+            .expect(status, "POST", batch_path, &batch, &headers, r#"{"seq":3}"#)
+            .await;
+    }
+    let elsewhere = "/v1/channels/ch_AAAAAAAAAAAAAAAAAAAAAA/batch";
+    probe
+        .expect(
+            404,
+            "POST",
+            batch_path,
+            elsewhere,
+            &with_credential,
+            r#"{"seq":1}"#,
+        )
+        .await;
+    // The player's own WebSocket while the channel carries the player.
+    let mut carried: Vec<(&str, &str)> = UPGRADE.to_vec();
+    carried.push(("Authorization", player_token.as_str()));
+    let refused = probe
+        .expect(409, "GET", "/v1/ws", "/v1/ws", &carried, "")
+        .await;
+    assert!(
+        refused.text().contains("carried_elsewhere"),
+        "{}",
+        refused.text()
+    );
+    // The channel WebSocket.
+    let socket = "/v1/channels/ws";
+    let mut upgrade_as: Vec<(&str, &str)> = UPGRADE.to_vec();
+    probe
+        .expect(401, "GET", socket, socket, &upgrade_as, "")
+        .await;
+    upgrade_as.push(("Authorization", key.as_str()));
+    probe
+        .expect(403, "GET", socket, socket, &upgrade_as, "")
+        .await;
+    upgrade_as.pop();
+    upgrade_as.push(("Authorization", credential.as_str()));
+    probe
+        .expect(101, "GET", socket, socket, &upgrade_as, "")
+        .await;
+    probe
+        .expect(400, "GET", socket, socket, &with_credential[..1], "")
+        .await;
+    // The end: the channel, then the credential.
+    let channel_path = "/v1/channels/{channel}";
+    let target = format!("/v1/channels/{channel}");
+    probe
+        .expect(
+            204,
+            "DELETE",
+            channel_path,
+            &target,
+            &with_credential[..1],
+            "",
+        )
+        .await;
+    probe
+        .expect(
+            404,
+            "DELETE",
+            channel_path,
+            &target,
+            &with_credential[..1],
+            "",
+        )
+        .await;
+    let revoke = format!("/admin/game-servers/{gs}");
+    for _ in 0..2 {
+        probe
+            .expect(
+                200,
+                "DELETE",
+                "/admin/game-servers/{id}",
+                &revoke,
+                &json_key[..1],
+                "",
+            )
+            .await;
+    }
+    probe
+        .expect(
+            401,
+            "POST",
+            "/v1/channels",
+            "/v1/channels",
+            &with_credential[..1],
+            "",
+        )
+        .await;
+
     // Every operation answered a success at least once.
     for op in operations(&doc) {
         let seen = probe.seen.get(&op.name()).cloned().unwrap_or_default();

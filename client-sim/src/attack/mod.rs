@@ -15,13 +15,17 @@
 //!   trusted endpoints;
 //! - [`logins`]: many logins of one player at the same instant, which must leave exactly one
 //!   live session;
-//! - [`frames`]: oversized, binary and malformed frames, and flooding.
+//! - [`frames`]: oversized, binary and malformed frames, and flooding;
+//! - [`channels`]: game-server channels: out-of-scope players, replayed, older and skipped
+//!   batches, a revoked credential, a channel player moved by its own client or connecting
+//!   directly, two credentials claiming one player, oversized and malformed batches.
 //!
 //! Three of them (the burst of moves, the resume and the logins) are judged by the state they
 //! leave rather than by any answer ([`Outcome::State`]): each of their steps may be answered
 //! `ack` by a correct server, so no single reply code says whether the cheat worked. Each cheat
 //! is played by a [`cheater`], a player the catalogue controls message by message.
 
+pub mod channels;
 pub mod cheater;
 pub mod dialogue;
 pub mod frames;
@@ -66,14 +70,25 @@ fn catalogue(options: &Arc<AttackOptions>) -> Vec<Cheat> {
     cheats.push(logins::race(options));
     cheats.extend(tokens::cheats(options));
     cheats.extend(frames::cheats(options));
+    cheats.extend(channels::cheats(options));
     cheats
 }
 
 /// Runs the whole catalogue, every cheat by its own player, all at once.
 pub async fn run(options: AttackOptions) -> AttackReport {
     let options = Arc::new(options);
+    run_cheats(catalogue(&options)).await
+}
+
+/// Runs only the game-server channel cheats ([`channels`]).
+pub async fn run_channel_cheats(options: AttackOptions) -> AttackReport {
+    let options = Arc::new(options);
+    run_cheats(channels::cheats(&options)).await
+}
+
+async fn run_cheats(cheats: Vec<Cheat>) -> AttackReport {
     let mut handles = Vec::new();
-    for cheat in catalogue(&options) {
+    for cheat in cheats {
         let handle = tokio::spawn(cheat.run);
         handles.push((cheat.name, cheat.expected, handle));
     }

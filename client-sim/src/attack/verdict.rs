@@ -16,6 +16,9 @@ pub enum Outcome {
     Code(ErrorCode),
     /// An HTTP status (a refused upgrade, an internal endpoint).
     Http(u16),
+    /// An HTTP status with the JSON error's code (`409 stale_batch`): where one status stands
+    /// for several refusals, the code says which.
+    HttpError(u16, String),
     /// The session was ended with this reason.
     Bye(ByeReason),
     /// The connection was dropped without a `bye`.
@@ -34,6 +37,7 @@ impl fmt::Display for Outcome {
         match self {
             Outcome::Code(code) => f.write_str(code.name()),
             Outcome::Http(status) => write!(f, "HTTP {status}"),
+            Outcome::HttpError(status, code) => write!(f, "HTTP {status} {code}"),
             Outcome::Bye(reason) => {
                 let name = serde_json::to_value(reason)
                     .ok()
@@ -81,7 +85,9 @@ pub fn verdict(expected: &Outcome, got: &Outcome, unchanged: Option<bool>) -> Ve
     match got {
         Outcome::Failed(_) => return Verdict::Failed,
         Outcome::Accepted => return Verdict::PassedThrough,
-        Outcome::Http(status) if *status < 400 => return Verdict::PassedThrough,
+        Outcome::Http(status) | Outcome::HttpError(status, _) if *status < 400 => {
+            return Verdict::PassedThrough;
+        }
         Outcome::State { held: false, .. } => return Verdict::PassedThrough,
         _ => {}
     }
@@ -213,6 +219,18 @@ mod tests {
     fn outcomes_print_as_the_wire_says() {
         assert_eq!(Outcome::Code(ErrorCode::TooFar).to_string(), "too_far");
         assert_eq!(Outcome::Http(401).to_string(), "HTTP 401");
+        assert_eq!(
+            Outcome::HttpError(409, "stale_batch".into()).to_string(),
+            "HTTP 409 stale_batch"
+        );
+        assert_eq!(
+            verdict(
+                &Outcome::HttpError(409, "stale_batch".into()),
+                &Outcome::HttpError(409, "batch_gap".into()),
+                Some(true)
+            ),
+            Verdict::WrongAnswer
+        );
         assert_eq!(
             Outcome::Bye(ByeReason::Flooding).to_string(),
             "bye flooding"

@@ -6,8 +6,9 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail, ensure};
 
 use banter_sim::auth::DEV_SERVICE_KEY;
+use banter_sim::channel::Transport;
 use banter_sim::http::Endpoint;
-use banter_sim::load::{LoadOptions, fresh_run_id, run as run_load};
+use banter_sim::load::{GameServerLoad, LoadOptions, fresh_run_id, run as run_load};
 use banter_sim::pace::ReadingPace;
 use clap::Args as ClapArgs;
 
@@ -17,9 +18,27 @@ pub struct Args {
     /// The server: http://HOST:PORT (or ws://HOST:PORT, or HOST:PORT).
     #[arg(long, env = "BANTER_URL", default_value = super::DEFAULT_URL)]
     pub url: String,
-    /// Concurrent bots, each a player with its own connection.
+    /// Concurrent bots, each a player with its own connection (ignored with --game-servers).
     #[arg(long, default_value_t = 10)]
     pub bots: usize,
+    /// Simulated game servers, each with its own credential (scope `gs<N>-<run>-`) and one
+    /// channel carrying its players (PROTOCOL.md section 16), instead of a WebSocket per bot.
+    #[arg(long)]
+    pub game_servers: Option<usize>,
+    /// With --game-servers: the bots each game server carries.
+    #[arg(long, default_value_t = 50, requires = "game_servers")]
+    pub players_per_server: usize,
+    /// With --game-servers: `http` (batches with long-poll) or `ws` (one WebSocket each).
+    #[arg(long, default_value = "http", requires = "game_servers")]
+    pub transport: Transport,
+    /// With --game-servers over HTTP: each game server's request budget, per minute (the
+    /// batching cadence is one request every 60 s / this).
+    #[arg(long, default_value_t = 100.0, requires = "game_servers")]
+    pub requests_per_minute: f64,
+    /// With --game-servers over HTTP: how long an idle batch waits for an event (`wait_ms`)
+    /// [default: one batching interval].
+    #[arg(long, requires = "game_servers")]
+    pub long_poll_ms: Option<u64>,
     /// How long to run, in seconds.
     #[arg(long, default_value_t = 10.0)]
     pub duration: f64,
@@ -58,6 +77,30 @@ pub fn run(args: &Args) -> Result<bool> {
         "--bots must be 1..=100000, got {}",
         args.bots
     );
+    if let Some(servers) = args.game_servers {
+        ensure!(
+            (1..=1_000).contains(&servers),
+            "--game-servers must be 1..=1000, got {servers}"
+        );
+        ensure!(
+            (1..=1_000).contains(&args.players_per_server),
+            "--players-per-server must be 1..=1000 (a channel's max_players), got {}",
+            args.players_per_server
+        );
+        ensure!(
+            args.requests_per_minute.is_finite()
+                && (1.0..=60_000.0).contains(&args.requests_per_minute),
+            "--requests-per-minute must be in [1, 60000], got {}",
+            args.requests_per_minute
+        );
+        if let Some(wait) = args.long_poll_ms {
+            ensure!(
+                wait <= banter_protocol::channel::MAX_WAIT_MS,
+                "--long-poll-ms must be at most {}, got {wait}",
+                banter_protocol::channel::MAX_WAIT_MS
+            );
+        }
+    }
     ensure!(
         args.duration.is_finite() && args.duration > 0.0 && args.duration <= 86_400.0,
         "--duration must be in (0, 86400], got {}",
@@ -87,6 +130,13 @@ pub fn run(args: &Args) -> Result<bool> {
         content: super::content(args.content.as_ref())?,
         progress: !args.no_progress,
         run_id: fresh_run_id(),
+        game_servers: args.game_servers.map(|servers| GameServerLoad {
+            servers,
+            players_per_server: args.players_per_server,
+            transport: args.transport,
+            requests_per_minute: args.requests_per_minute,
+            long_poll: args.long_poll_ms.map(Duration::from_millis),
+        }),
     };
     let report = super::runtime()?
         .block_on(run_load(options))

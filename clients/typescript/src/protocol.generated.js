@@ -423,8 +423,14 @@
  * - `internal`: Something went wrong on the server; nothing was applied.
  * - `resume_refused`: No conversation to resume with that token: expired, another player's or session's, already resumed, or replaced by a newer conversation. Talk again.
  * - `bad_locale`: The locale is not a BCP 47 language tag (`ja`, `pt-BR`).
+ * - `not_in_scope`: A game-server channel: the credential does not speak for this player.
+ * - `not_joined`: A game-server channel: a message or `leave` for a player not on the channel.
+ * - `already_joined`: A game-server channel: a `join` for a player already on the channel.
+ * - `channel_full`: A game-server channel: a `join` past the channel's player limit.
+ * - `carried_elsewhere`: Another game server's channel carries the player: neither another credential's channel nor the player's own client may take the session.
+ * - `position_owned`: A `move` from a player the game server places: positions come from the engine.
  *
- * @typedef {"malformed" | "frame_too_large" | "binary_frame" | "rate_limited" | "no_conversation" | "conversation_open" | "unknown_npc" | "too_far" | "no_body" | "talk_cooldown" | "busy" | "teleport" | "unknown_conversation" | "unknown_vertex" | "not_reachable" | "not_a_line" | "not_a_response" | "awaits_choice" | "awaits_jump" | "condition_failed" | "not_armed" | "payload_mismatch" | "quest_state" | "no_cutscene" | "store_unavailable" | "outcome_unknown" | "internal" | "resume_refused" | "bad_locale"} ErrorCode
+ * @typedef {"malformed" | "frame_too_large" | "binary_frame" | "rate_limited" | "no_conversation" | "conversation_open" | "unknown_npc" | "too_far" | "no_body" | "talk_cooldown" | "busy" | "teleport" | "unknown_conversation" | "unknown_vertex" | "not_reachable" | "not_a_line" | "not_a_response" | "awaits_choice" | "awaits_jump" | "condition_failed" | "not_armed" | "payload_mismatch" | "quest_state" | "no_cutscene" | "store_unavailable" | "outcome_unknown" | "internal" | "resume_refused" | "bad_locale" | "not_in_scope" | "not_joined" | "already_joined" | "channel_full" | "carried_elsewhere" | "position_owned"} ErrorCode
  */
 
 /**
@@ -488,7 +494,7 @@ export const CLOSE_REASONS = Object.freeze(["client","walked_away"]);
 export const EFFECT_KINDS = Object.freeze(["quest_accepted","quest_checked","quest_completed","objective_advanced","quest_tracked","open_shop","open_sell_menu","play_cutscene","choose_ride_boat"]);
 
 /** Every `ErrorCode`, in schema order. @type {ReadonlyArray<ErrorCode>} */
-export const ERROR_CODES = Object.freeze(["malformed","frame_too_large","binary_frame","rate_limited","no_conversation","conversation_open","unknown_npc","too_far","no_body","talk_cooldown","busy","teleport","unknown_conversation","unknown_vertex","not_reachable","not_a_line","not_a_response","awaits_choice","awaits_jump","condition_failed","not_armed","payload_mismatch","quest_state","no_cutscene","store_unavailable","outcome_unknown","internal","resume_refused","bad_locale"]);
+export const ERROR_CODES = Object.freeze(["malformed","frame_too_large","binary_frame","rate_limited","no_conversation","conversation_open","unknown_npc","too_far","no_body","talk_cooldown","busy","teleport","unknown_conversation","unknown_vertex","not_reachable","not_a_line","not_a_response","awaits_choice","awaits_jump","condition_failed","not_armed","payload_mismatch","quest_state","no_cutscene","store_unavailable","outcome_unknown","internal","resume_refused","bad_locale","not_in_scope","not_joined","already_joined","channel_full","carried_elsewhere","position_owned"]);
 
 /** Every `QuestStatus`, in schema order. @type {ReadonlyArray<QuestStatus>} */
 export const QUEST_STATUSES = Object.freeze(["unavailable","available","active","completed"]);

@@ -25,6 +25,9 @@ impl SessionCore {
         position: Position,
         now: Duration,
     ) -> Result<Audited, Refusal> {
+        if self.engine_placed {
+            return Err(SessionError::PositionOwned.into());
+        }
         self.body
             .move_to(&self.app.config.world, position, now)
             .map_err(WorldError::from)?;

@@ -135,6 +135,9 @@ pub struct SessionCore {
     /// The server time of the last message handled: when a conversation still open at the
     /// end of the session was last seen.
     pub(super) last_seen: Duration,
+    /// A game server places the player (PROTOCOL.md section 16.4): `move` is refused and the
+    /// body comes from [`SessionCore::place`].
+    pub(super) engine_placed: bool,
 }
 
 impl Drop for SessionCore {
@@ -184,6 +187,7 @@ impl SessionCore {
             locale: None,
             out: Vec::new(),
             last_seen: Duration::ZERO,
+            engine_placed: false,
         };
         core.restore_cutscene();
         core
@@ -230,6 +234,32 @@ impl SessionCore {
             position: self.body.position(),
             cutscene: self.cutscene.clone(),
         }
+    }
+
+    pub fn player(&self) -> &str {
+        &self.player
+    }
+
+    pub fn app(&self) -> &SharedApp {
+        &self.app
+    }
+
+    /// From now on a game server places the player: the body the world remembers is dropped
+    /// (a player the game server has not placed has no body), and `move` is refused.
+    pub fn set_engine_placed(&mut self) {
+        self.engine_placed = true;
+        self.body = Body::unplaced();
+    }
+
+    /// The engine's position of the player at `now`: trusted (no speed budget), then the reach
+    /// of an open conversation is checked as after a `move`. Returns what it caused (`closed`
+    /// `walked_away`).
+    pub fn place(&mut self, position: Position, now: Now) -> Vec<ServerMessage> {
+        if self.body.place(position, now.mono).is_ok() {
+            self.remember();
+            self.close_if_out_of_reach(now.mono);
+        }
+        std::mem::take(&mut self.out)
     }
 
     /// The open conversation's name, if any.

@@ -12,11 +12,14 @@
 //!   `commands.rs` and `cutscene.rs`; parking and `resume` (the core's only waits, on tokio
 //!   timers) in `parking.rs`; `store.rs`: `SessionStore`, the store calls the core makes itself.
 //! - `refusal.rs`: the one mapping from every domain error to a wire code.
+//! - `life.rs`: a session's life outside its messages (begin, load and claim, finish), the same
+//!   for a WebSocket and a player on a game-server channel (`channel/`).
 
 mod commands;
 mod core;
 mod cutscene;
 mod frames;
+pub mod life;
 mod parking;
 mod refusal;
 mod socket;
@@ -26,6 +29,6 @@ mod tests;
 
 pub use self::core::{Now, OpenConversation, SessionCore};
 pub use self::frames::{Checked, FrameCheck, RateLimit};
-pub use self::refusal::{FrameError, Refusal, SessionError, walk_code};
+pub use self::refusal::{ChannelError, FrameError, Refusal, SessionError, walk_code};
 pub use self::socket::run;
 pub use self::store::SessionStore;

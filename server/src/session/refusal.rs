@@ -66,6 +66,35 @@ pub enum FrameError {
     Malformed(String),
 }
 
+/// A game-server channel's refusals of one player's item (PROTOCOL.md section 16.3).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ChannelError {
+    #[error("this credential does not speak for `{0}`")]
+    NotInScope(String),
+    #[error("`{0}` is not on this channel; join first")]
+    NotJoined(String),
+    #[error("`{0}` is already on this channel")]
+    AlreadyJoined(String),
+    #[error("the channel carries {0} players already")]
+    ChannelFull(usize),
+    /// Another credential's channel carries the player's live session.
+    #[error("a game server's channel carries `{0}`")]
+    CarriedElsewhere(String),
+}
+
+impl From<ChannelError> for Refusal {
+    fn from(e: ChannelError) -> Refusal {
+        let code = match e {
+            ChannelError::NotInScope(_) => ErrorCode::NotInScope,
+            ChannelError::NotJoined(_) => ErrorCode::NotJoined,
+            ChannelError::AlreadyJoined(_) => ErrorCode::AlreadyJoined,
+            ChannelError::ChannelFull(_) => ErrorCode::ChannelFull,
+            ChannelError::CarriedElsewhere(_) => ErrorCode::CarriedElsewhere,
+        };
+        Refusal::new(code, e.to_string())
+    }
+}
+
 /// The session's own refusals: what the conversation and cutscene state allow.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SessionError {
@@ -83,6 +112,9 @@ pub enum SessionError {
     ResumeRefused,
     #[error("{0}")]
     BadLocale(banter_dialogue::locale::BadLocale),
+    /// A `move` from a player a game server places (PROTOCOL.md section 16.4).
+    #[error("the game server places this player: positions come from the engine")]
+    PositionOwned,
     /// Content broken in a way the checks should have caught: an entry node missing from its
     /// graph, an armed action missing, a cutscene quest without a scene.
     #[error("content invariant broken: {0}")]
@@ -111,6 +143,7 @@ impl From<SessionError> for Refusal {
             SessionError::NoCutscene(_) => ErrorCode::NoCutscene,
             SessionError::ResumeRefused => ErrorCode::ResumeRefused,
             SessionError::BadLocale(_) => ErrorCode::BadLocale,
+            SessionError::PositionOwned => ErrorCode::PositionOwned,
             SessionError::Content(_) => return Refusal::internal("session", &e),
         };
         Refusal::new(code, e.to_string())
@@ -244,7 +277,23 @@ mod tests {
                 SessionError::BadLocale(banter_dialogue::locale::BadLocale("x y".into())),
                 ErrorCode::BadLocale,
             ),
+            (SessionError::PositionOwned, ErrorCode::PositionOwned),
             (SessionError::Content("x".into()), ErrorCode::Internal),
+        ] {
+            row(&format!("{e:?}"), e.into(), code);
+        }
+        for (e, code) in [
+            (ChannelError::NotInScope("p".into()), ErrorCode::NotInScope),
+            (ChannelError::NotJoined("p".into()), ErrorCode::NotJoined),
+            (
+                ChannelError::AlreadyJoined("p".into()),
+                ErrorCode::AlreadyJoined,
+            ),
+            (ChannelError::ChannelFull(1000), ErrorCode::ChannelFull),
+            (
+                ChannelError::CarriedElsewhere("p".into()),
+                ErrorCode::CarriedElsewhere,
+            ),
         ] {
             row(&format!("{e:?}"), e.into(), code);
         }

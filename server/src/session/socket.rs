@@ -8,14 +8,14 @@ use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
 use banter_protocol::{ByeReason, ServerMessage};
 use futures_util::stream::{Peekable, SplitSink, SplitStream};
 use futures_util::{FutureExt, SinkExt, Stream, StreamExt};
-use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::core::{Now, SessionCore};
 use super::frames::{Checked, FrameCheck};
+use super::life::{self, Carrier, Deliver};
 use super::refusal::Refusal;
 use crate::app::SharedApp;
-use crate::hub::Control;
+use crate::hub::{Control, ControlQueue};
 use crate::outbox::{Outbox, OutboxReceiver};
 
 /// How long a session that said goodbye keeps reading, for the client's Close.
@@ -58,11 +58,13 @@ pub async fn run(
     locale: Option<banter_dialogue::locale::Locale>,
     starting: tokio::sync::OwnedSemaphorePermit,
 ) {
-    app.metrics.session_opened();
-    let id = app.next_session_id();
-    app.parked.session_started(&player);
-    let (control_tx, mut control_rx) = mpsc::channel(16);
-    app.hub.register(&player, id, control_tx);
+    let control = std::sync::Arc::new(ControlQueue::default());
+    let id = life::begin(
+        &app,
+        &player,
+        Deliver::Session(control.clone()),
+        Carrier::Direct,
+    );
     let (sink, stream) = socket.split();
     let mut stream = stream.peekable();
     let (out, out_rx) = Outbox::new(
@@ -71,7 +73,9 @@ pub async fn run(
     );
     let writer = tokio::spawn(write_frames(sink, out_rx));
 
-    let started = start(&app, &player, id, &mut stream).await;
+    // Boxed, as the park below: run once, their store futures need not be reserved in the task
+    // for the whole session.
+    let started = Box::pin(start(&app, &player, id, &mut stream)).await;
     // Started (or not): the store work of a session start is done.
     drop(starting);
     let claimed = matches!(started, Ok(Started::Session(_)));
@@ -92,18 +96,14 @@ pub async fn run(
             };
             let end = if session.send(&core.welcome()) {
                 session
-                    .serve(&mut core, &mut stream, &mut control_rx, token_expires)
+                    .serve(&mut core, &mut stream, &control, token_expires)
                     .await
             } else {
                 End::TooSlow
             };
             if end.parks() {
                 // The one place a connection's end is timed: the core reads no clock.
-                core.park(Now {
-                    mono: app.now(),
-                    unix_ms: crate::clock::unix_millis(),
-                })
-                .await;
+                Box::pin(core.park(life::now(&app))).await;
             }
             end
         }
@@ -143,20 +143,7 @@ pub async fn run(
         })
         .await;
     }
-    if app.config.coordinate_sessions && claimed {
-        // Frees the player for a quick reconnect anywhere; a replaced session holds no claim,
-        // so this releases nothing then. A failure only leaves a row the next claim overwrites.
-        if let Err(e) = app
-            .store
-            .release_session(&player, &app.session_key(id))
-            .await
-        {
-            tracing::debug!(%player, error = %e, "session claim not released");
-        }
-    }
-    app.parked.session_ended(&player);
-    app.hub.unregister(&player, id);
-    app.metrics.session_closed();
+    life::finish(&app, &player, id, claimed).await;
 }
 
 /// How a session start ended.
@@ -181,11 +168,14 @@ async fn start<S, E>(
 where
     S: Stream<Item = Result<Message, E>> + Unpin,
 {
+    if app.hub.carried_elsewhere(player, None).is_some() {
+        return Err(super::refusal::ChannelError::CarriedElsewhere(player.to_owned()).into());
+    }
     let record = app.store.load_player(player).await?;
     if left_already(stream) {
         return Ok(Started::Left);
     }
-    claim(app, player, id).await?;
+    life::claim(app, player, id).await?;
     Ok(Started::Session(record))
 }
 
@@ -200,21 +190,6 @@ where
         std::pin::Pin::new(stream).peek().now_or_never(),
         Some(None | Some(Err(_) | Ok(Message::Close(_))))
     )
-}
-
-/// Claims the player for this session. The store's claim epoch is the one source of truth for
-/// which of a player's sessions stays: the hub closes every local session with an older claim,
-/// and the claims watcher (`lib.rs`) those that another instance's newer claim replaced. With
-/// coordination off (one instance, benchmarks), the session number stands in for the epoch.
-async fn claim(app: &SharedApp, player: &str, id: u64) -> Result<(), Refusal> {
-    let key = app.session_key(id);
-    if !app.config.coordinate_sessions {
-        app.hub.claimed(player, id, &key, id as i64);
-        return Ok(());
-    }
-    let claim = app.store.claim_session(player, &key, &app.instance).await?;
-    app.hub.claimed(player, id, &key, claim.epoch);
-    Ok(())
 }
 
 /// Drains the outgoing queue into the socket. Everything already queued when the writer wakes
@@ -276,7 +251,7 @@ impl Socket {
         &mut self,
         core: &mut SessionCore,
         stream: &mut Peekable<SplitStream<WebSocket>>,
-        control: &mut mpsc::Receiver<Control>,
+        control: &ControlQueue,
         token_expires: u64,
     ) -> End {
         // A session does not outlive its token.
@@ -295,7 +270,7 @@ impl Socket {
                 // and a client that never stops sending cannot starve shutdown or expiry (pings
                 // after frames, so a frame already in never loses to the idle check).
                 biased;
-                Some(control) = control.recv() => match control {
+                control = control.recv() => match control {
                     Control::Replaced => {
                         return End::Bye(ByeReason::Replaced, "the player connected again elsewhere");
                     }
@@ -356,7 +331,10 @@ impl Socket {
                     mono: now,
                     unix_ms: crate::clock::unix_millis(),
                 };
-                let messages = core.handle(message, now).await;
+                // Boxed: the command's future (store steps included, about 2.5 KiB) is then
+                // allocated while a message is handled, not reserved in every idle session's
+                // task (BENCHMARKS.md, memory per session).
+                let messages = Box::pin(core.handle(message, now)).await;
                 self.app.metrics.handled(started.elapsed());
                 self.send_all(&messages)
             }

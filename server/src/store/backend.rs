@@ -38,9 +38,10 @@ use super::validate::{check_id, check_step};
 use super::write_gate::{Priority, WriteTurn};
 use super::{
     Applied, AuditEntry, AuditRecord, Change, ClaimEvent, ConnectOptions, ContentMigration,
-    LedgerEntry, Paid, PlayerRecord, RollupRow, SessionClaim, SessionStore, Step, Stepped, Store,
-    StoreError, TutorialMove,
+    GameServerRow, LedgerEntry, Paid, PlayerRecord, RollupRow, SessionClaim, SessionStore, Step,
+    Stepped, Store, StoreError, TutorialMove,
 };
+use crate::credentials::GameServer;
 
 /// Opens a backend's pool (`pool` with its own settings) with the size and acquire timeout of
 /// `options`, and runs `migrator` unless `options` says not to.
@@ -564,6 +565,58 @@ impl<B: Backend> Store for B {
         Box::pin(B::Db::rollup_index(self.pool()))
     }
 
+    fn issue_game_server<'a>(
+        &'a self,
+        server: &'a GameServer,
+        secret_sha256: &'a str,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let row = GameServerRow {
+                id: server.id.clone(),
+                name: server.name.clone(),
+                players: server.players.join(" "),
+                created_at_ms: server.created_at_ms,
+                revoked_at_ms: None,
+                secret_sha256: secret_sha256.to_owned(),
+            };
+            let turn = self.write_turn(Priority::Housekeeping).await?;
+            let mut tx = self.begin_best_effort_write(&turn).await?;
+            B::Db::issue_game_server(&mut tx, &row).await?;
+            tx.commit().await?;
+            Ok(())
+        })
+    }
+
+    fn game_servers(&self) -> BoxFuture<'_, Result<Vec<GameServer>, StoreError>> {
+        Box::pin(async move {
+            let rows = B::Db::game_servers(self.pool()).await?;
+            Ok(rows.into_iter().map(|row| row.into_parts().0).collect())
+        })
+    }
+
+    fn game_server<'a>(
+        &'a self,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<(GameServer, String)>, StoreError>> {
+        Box::pin(async move {
+            let row = B::Db::game_server(self.pool(), id).await?;
+            Ok(row.map(GameServerRow::into_parts))
+        })
+    }
+
+    fn revoke_game_server<'a>(
+        &'a self,
+        id: &'a str,
+        now_ms: i64,
+    ) -> BoxFuture<'a, Result<Option<GameServer>, StoreError>> {
+        Box::pin(async move {
+            let turn = self.write_turn(Priority::Housekeeping).await?;
+            let mut tx = self.begin_best_effort_write(&turn).await?;
+            let row = B::Db::revoke_game_server(&mut tx, id, now_ms).await?;
+            tx.commit().await?;
+            Ok(row.map(|row| row.into_parts().0))
+        })
+    }
 
     fn close(&self) -> BoxFuture<'_, ()> {
         Box::pin(self.shut_down())

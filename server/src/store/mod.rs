@@ -357,6 +357,32 @@ pub struct RollupRow {
     pub count: i64,
 }
 
+/// A game server's row: its record and its secret's hash.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct GameServerRow {
+    pub id: String,
+    pub name: String,
+    /// The scope's prefixes, separated by single spaces.
+    pub players: String,
+    pub created_at_ms: i64,
+    pub revoked_at_ms: Option<i64>,
+    pub secret_sha256: String,
+}
+
+impl GameServerRow {
+    /// The record as the admin API lists it, and the secret's hash.
+    pub fn into_parts(self) -> (crate::credentials::GameServer, String) {
+        let server = crate::credentials::GameServer {
+            id: self.id,
+            name: self.name,
+            players: self.players.split(' ').map(str::to_owned).collect(),
+            created_at_ms: self.created_at_ms,
+            revoked_at_ms: self.revoked_at_ms,
+        };
+        (server, self.secret_sha256)
+    }
+}
+
 /// Pool and startup options for [`connect`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConnectOptions {
@@ -544,6 +570,32 @@ pub trait Store: SessionStore + 'static {
     /// Every conversation's `open` and `end` rows, for the analytics index.
     fn rollup_index(&self) -> BoxFuture<'_, Result<Vec<RollupRow>, StoreError>>;
 
+    /// Records a game server's credential: its record and its secret's SHA-256 (never the
+    /// secret). An id already stored is [`StoreError::InvalidInput`].
+    fn issue_game_server<'a>(
+        &'a self,
+        server: &'a crate::credentials::GameServer,
+        secret_sha256: &'a str,
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// Every game server, revoked ones included, oldest first.
+    fn game_servers(
+        &self,
+    ) -> BoxFuture<'_, Result<Vec<crate::credentials::GameServer>, StoreError>>;
+
+    /// One game server and its secret's hash.
+    fn game_server<'a>(
+        &'a self,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<(crate::credentials::GameServer, String)>, StoreError>>;
+
+    /// Revokes a game server's credential at `now_ms` (a second revocation keeps the first
+    /// time). `None` for an unknown id.
+    fn revoke_game_server<'a>(
+        &'a self,
+        id: &'a str,
+        now_ms: i64,
+    ) -> BoxFuture<'a, Result<Option<crate::credentials::GameServer>, StoreError>>;
 
     /// Closes the pool: waits for connections in use to be returned, then closes them all
     /// (SQLite checkpoints its WAL). Later calls fail with [`StoreError::Unavailable`].

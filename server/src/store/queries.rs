@@ -15,8 +15,8 @@ use super::error::{is_unique_violation, map_sqlx};
 use super::sql::{self, SqlDialect};
 use super::validate::progress_from_db;
 use super::{
-    AuditEntry, ContentMigration, LedgerEntry, ObjectiveAdvance, Paid, PlayerRecord, ProfileRecord,
-    QuestRecord, RollupRow, SessionClaim, Step, StoreError, StoredQuestStatus,
+    AuditEntry, ContentMigration, GameServerRow, LedgerEntry, ObjectiveAdvance, Paid, PlayerRecord,
+    ProfileRecord, QuestRecord, RollupRow, SessionClaim, Step, StoreError, StoredQuestStatus,
 };
 
 /// The number of rows a statement changed (sqlx has it on each backend's result, not on a trait).
@@ -283,6 +283,30 @@ pub trait Queries: Database + SqlDialect {
     fn rollup_index(
         pool: &Pool<Self>,
     ) -> impl Future<Output = Result<Vec<RollupRow>, StoreError>> + Send;
+
+    /// [`Store::issue_game_server`](super::Store::issue_game_server).
+    fn issue_game_server(
+        conn: &mut Self::Connection,
+        row: &GameServerRow,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// [`Store::game_servers`](super::Store::game_servers).
+    fn game_servers(
+        pool: &Pool<Self>,
+    ) -> impl Future<Output = Result<Vec<GameServerRow>, StoreError>> + Send;
+
+    /// [`Store::game_server`](super::Store::game_server).
+    fn game_server(
+        pool: &Pool<Self>,
+        id: &str,
+    ) -> impl Future<Output = Result<Option<GameServerRow>, StoreError>> + Send;
+
+    /// [`Store::revoke_game_server`](super::Store::revoke_game_server).
+    fn revoke_game_server(
+        conn: &mut Self::Connection,
+        id: &str,
+        now_ms: i64,
+    ) -> impl Future<Output = Result<Option<GameServerRow>, StoreError>> + Send;
 }
 
 /// Every database that runs statements on its connections and pool, and binds and reads the
@@ -307,6 +331,7 @@ where
     for<'r> SessionClaim: FromRow<'r, DB::Row>,
     for<'r> AuditEntry: FromRow<'r, DB::Row>,
     for<'r> RollupRow: FromRow<'r, DB::Row>,
+    for<'r> GameServerRow: FromRow<'r, DB::Row>,
 {
     async fn ping(pool: &Pool<Self>) -> Result<(), StoreError> {
         sqlx::query("SELECT 1").execute(pool).await?;
@@ -942,6 +967,44 @@ where
 
     async fn rollup_index(pool: &Pool<Self>) -> Result<Vec<RollupRow>, StoreError> {
         Ok(sqlx::query_as(sql::ROLLUP_INDEX).fetch_all(pool).await?)
+    }
+
+    async fn issue_game_server(
+        conn: &mut Self::Connection,
+        row: &GameServerRow,
+    ) -> Result<(), StoreError> {
+        sqlx::query(sql::ISSUE_GAME_SERVER)
+            .bind(row.id.as_str())
+            .bind(row.name.as_str())
+            .bind(row.players.as_str())
+            .bind(row.secret_sha256.as_str())
+            .bind(row.created_at_ms)
+            .execute(&mut *conn)
+            .await?;
+        Ok(())
+    }
+
+    async fn game_servers(pool: &Pool<Self>) -> Result<Vec<GameServerRow>, StoreError> {
+        Ok(sqlx::query_as(sql::GAME_SERVERS).fetch_all(pool).await?)
+    }
+
+    async fn game_server(pool: &Pool<Self>, id: &str) -> Result<Option<GameServerRow>, StoreError> {
+        Ok(sqlx::query_as(sql::GAME_SERVER)
+            .bind(id)
+            .fetch_optional(pool)
+            .await?)
+    }
+
+    async fn revoke_game_server(
+        conn: &mut Self::Connection,
+        id: &str,
+        now_ms: i64,
+    ) -> Result<Option<GameServerRow>, StoreError> {
+        Ok(sqlx::query_as(sql::REVOKE_GAME_SERVER)
+            .bind(id)
+            .bind(now_ms)
+            .fetch_optional(&mut *conn)
+            .await?)
     }
 }
 

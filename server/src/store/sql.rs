@@ -15,6 +15,23 @@ use std::sync::LazyLock;
 use sqlx::postgres::Postgres;
 use sqlx::sqlite::Sqlite;
 
+/// Records a game server's credential (its secret's hash only).
+pub const ISSUE_GAME_SERVER: &str = "INSERT INTO game_servers \
+     (id, name, players, secret_sha256, created_at_ms) VALUES ($1, $2, $3, $4, $5)";
+
+/// Every game server, oldest first.
+pub const GAME_SERVERS: &str = "SELECT id, name, players, created_at_ms, revoked_at_ms, \
+     secret_sha256 FROM game_servers ORDER BY created_at_ms, id";
+
+/// One game server by id.
+pub const GAME_SERVER: &str = "SELECT id, name, players, created_at_ms, revoked_at_ms, \
+     secret_sha256 FROM game_servers WHERE id = $1";
+
+/// Revokes a game server's credential, keeping the first revocation's time.
+pub const REVOKE_GAME_SERVER: &str = "UPDATE game_servers \
+     SET revoked_at_ms = COALESCE(revoked_at_ms, $2) WHERE id = $1 \
+     RETURNING id, name, players, created_at_ms, revoked_at_ms, secret_sha256";
+
 /// True if the player has a profile (one row, one boolean).
 pub const PLAYER_EXISTS: &str = "SELECT EXISTS (SELECT 1 FROM profiles WHERE player_id = $1)";
 

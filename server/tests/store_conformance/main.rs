@@ -37,6 +37,7 @@ macro_rules! on_both_backends {
 
 mod audit;
 mod claims;
+mod game_servers;
 mod lifecycle;
 mod locks;
 mod parking;
