@@ -101,6 +101,7 @@ impl From<crate::store::StoreError> for ApiError {
                 ApiError::BadRequest(e.to_string())
             }
             StoreError::UnknownPlayer(_) => ApiError::UnknownPlayer(e.to_string()),
+            StoreError::CarriedElsewhere(_) => ApiError::CarriedElsewhere(e.to_string()),
             StoreError::DuplicateEvent { .. } => ApiError::Duplicate(e.to_string()),
             // An event whose COMMIT's outcome is unknown: the game server retries with the same
             // event id, which applies at most once and answers `duplicate` if the first landed.

@@ -1579,3 +1579,35 @@ async fn a_batch_without_a_json_content_type_is_400() {
         );
     }
 }
+
+/// The store holds the carried rule, so it holds across instances sharing the database: on an
+/// instance that does not hold the channel, another credential's join is `carried_elsewhere`, and
+/// the player's own WebSocket is upgraded, then told `carried_elsewhere` and closed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_another_instance_a_channel_carried_player_is_refused_too() {
+    let first = server_on(Backend::Postgres).await;
+    let second = first.another_instance().await;
+    // Claims are announced database-wide on PostgreSQL: a player of this test alone.
+    let player = format!("rbx-x{}", std::process::id());
+    let (_, mut ours) = game(&first).await;
+    ours.batch(vec![], vec![join(&player)]).await;
+
+    let other = second.issue_credential("seaside-us", &["rbx-"]).await;
+    let mut theirs = second.open_channel(&other).await;
+    let answer = theirs.batch(vec![], vec![join(&player)]).await;
+    assert_eq!(
+        the_error(&answer.events, &player),
+        (ErrorCode::CarriedElsewhere, None)
+    );
+
+    let token = second.player_token(&player);
+    let mut direct = second
+        .connect_raw(&token)
+        .await
+        .expect("another instance upgrades: its hub does not know the channel");
+    assert_eq!(
+        direct.recv_error().await,
+        (ErrorCode::CarriedElsewhere, None)
+    );
+    assert_still_answers(&mut ours, &player, 1).await;
+}

@@ -62,7 +62,7 @@ pub async fn load_and_claim(
         return Err(ChannelError::CarriedElsewhere(player.to_owned()).into());
     }
     let record = app.store.load_player(player).await?;
-    claim(app, player, id).await?;
+    claim(app, player, id, carrier).await?;
     Ok(record)
 }
 
@@ -70,13 +70,21 @@ pub async fn load_and_claim(
 /// which of a player's sessions stays: the hub closes every local session with an older claim,
 /// and the claims watcher (`lib.rs`) those that another instance's newer claim replaced. With
 /// coordination off (one instance, benchmarks), the session number stands in for the epoch.
-pub async fn claim(app: &SharedApp, player: &str, id: u64) -> Result<(), Refusal> {
+pub async fn claim(
+    app: &SharedApp,
+    player: &str,
+    id: u64,
+    carrier: Carrier<'_>,
+) -> Result<(), Refusal> {
     let key = app.session_key(id);
     if !app.config.coordinate_sessions {
         app.hub.claimed(player, id, &key, id as i64);
         return Ok(());
     }
-    let claim = app.store.claim_session(player, &key, &app.instance).await?;
+    let claim = app
+        .store
+        .claim_session_for(player, &key, &app.instance, carrier.credential())
+        .await?;
     app.hub.claimed(player, id, &key, claim.epoch);
     Ok(())
 }

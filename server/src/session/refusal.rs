@@ -206,6 +206,7 @@ impl From<StoreError> for Refusal {
             StoreError::QuestState { .. } | StoreError::AlreadyPaid { .. } => {
                 Refusal::new(ErrorCode::QuestState, e.to_string())
             }
+            StoreError::CarriedElsewhere(player) => ChannelError::CarriedElsewhere(player).into(),
             StoreError::Unavailable(_) => {
                 let reference = crate::incident::report_outage("session", &e);
                 Refusal::new(

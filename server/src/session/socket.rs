@@ -175,7 +175,7 @@ where
     if left_already(stream) {
         return Ok(Started::Left);
     }
-    life::claim(app, player, id).await?;
+    life::claim(app, player, id, Carrier::Direct).await?;
     Ok(Started::Session(record))
 }
 

@@ -80,6 +80,8 @@ pub enum Chore {
         player: String,
         session_id: String,
         instance_id: String,
+        /// The credential whose channel carries the session; empty for a direct one.
+        carrier: String,
     },
     /// [`Store::release_session`].
     Release { player: String, session_id: String },
@@ -427,11 +429,12 @@ impl<B: Backend> Store for B {
         Box::pin(B::Db::ledger_count(self.pool(), quest))
     }
 
-    fn claim_session<'a>(
+    fn claim_session_for<'a>(
         &'a self,
         player: &'a str,
         session_id: &'a str,
         instance_id: &'a str,
+        carrier: Option<&'a str>,
     ) -> BoxFuture<'a, Result<SessionClaim, StoreError>> {
         Box::pin(async move {
             check_id("player id", player)?;
@@ -441,6 +444,7 @@ impl<B: Backend> Store for B {
                 player: player.to_owned(),
                 session_id: session_id.to_owned(),
                 instance_id: instance_id.to_owned(),
+                carrier: carrier.unwrap_or_default().to_owned(),
             };
             self.chore(claim).await?.claimed()
         })

@@ -120,6 +120,11 @@ pub enum StoreError {
     #[error("invalid input: {0}")]
     InvalidInput(String),
 
+    /// A game server's channel (of another credential) holds the player's live claim: the claim
+    /// was refused and nothing changed.
+    #[error("a game server's channel carries player {0:?}")]
+    CarriedElsewhere(String),
+
     /// The player has no profile (an event for a player who never connected). Nothing changed.
     #[error("unknown player {0:?}")]
     UnknownPlayer(String),
@@ -178,6 +183,7 @@ impl StoreError {
             StoreError::InvalidAmount { .. } => "invalid_amount",
             StoreError::InvalidInput(_) => "invalid_input",
             StoreError::UnknownPlayer(_) => "unknown_player",
+            StoreError::CarriedElsewhere(_) => "carried_elsewhere",
             StoreError::Config(_) => "config",
             StoreError::Migration(_) => "migration",
             StoreError::Corrupt(_) => "corrupt",

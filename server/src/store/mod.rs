@@ -477,12 +477,26 @@ pub trait Store: SessionStore + 'static {
     /// claim with its new epoch (one higher than any earlier claim of this player). Other
     /// subscribers of [`Store::session_claims`] are told in the same transaction (PostgreSQL
     /// NOTIFY, delivered on commit). The newest claim always wins: there is no expiry to wait for
-    /// after a crash.
+    /// after a crash. A direct session's claim: [`Store::claim_session_for`] with no carrier.
     fn claim_session<'a>(
         &'a self,
         player: &'a str,
         session_id: &'a str,
         instance_id: &'a str,
+    ) -> BoxFuture<'a, Result<SessionClaim, StoreError>> {
+        self.claim_session_for(player, session_id, instance_id, None)
+    }
+
+    /// [`Store::claim_session`] for a session a game server's channel of credential `carrier`
+    /// carries (`None`: the player's own WebSocket). While a channel's claim is live (not
+    /// released, its credential not revoked), a claim with another carrier, none included, is
+    /// refused with [`StoreError::CarriedElsewhere`] and changes nothing.
+    fn claim_session_for<'a>(
+        &'a self,
+        player: &'a str,
+        session_id: &'a str,
+        instance_id: &'a str,
+        carrier: Option<&'a str>,
     ) -> BoxFuture<'a, Result<SessionClaim, StoreError>>;
 
     /// The player's current claim, if any. A session whose id differs has been replaced.

@@ -553,13 +553,16 @@ where
                 player,
                 session_id,
                 instance_id,
+                carrier,
             } => {
                 let epoch = sqlx::query_scalar(&Self::sql().claim)
                     .bind(player.as_str())
                     .bind(session_id.as_str())
                     .bind(instance_id.as_str())
-                    .fetch_one(conn)
-                    .await?;
+                    .bind(carrier.as_str())
+                    .fetch_optional(conn)
+                    .await?
+                    .ok_or_else(|| StoreError::CarriedElsewhere(player.clone()))?;
                 Ok(Done::Claimed(SessionClaim {
                     player_id: player.clone(),
                     session_id: session_id.clone(),

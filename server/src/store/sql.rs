@@ -337,11 +337,16 @@ impl Statements {
                  DO UPDATE SET progress = {greatest}(o.progress, {least}(o.progress + $4, $5)) \
                  RETURNING progress"
             ),
+            // No row back: a live claim of another carrier's channel refused this one.
             claim: format!(
-                "INSERT INTO session_claims AS c (player_id, session_id, instance_id, epoch) \
-                 VALUES ($1, $2, $3, 1) \
+                "INSERT INTO session_claims AS c (player_id, session_id, instance_id, epoch, \
+                 carrier) VALUES ($1, $2, $3, 1, $4) \
                  ON CONFLICT (player_id) DO UPDATE SET session_id = excluded.session_id, \
-                 instance_id = excluded.instance_id, epoch = c.epoch + 1, claimed_at = {now} \
+                 instance_id = excluded.instance_id, epoch = c.epoch + 1, claimed_at = {now}, \
+                 carrier = excluded.carrier \
+                 WHERE c.session_id = '' OR c.carrier = '' OR c.carrier = excluded.carrier \
+                 OR NOT EXISTS (SELECT 1 FROM game_servers g \
+                 WHERE g.id = c.carrier AND g.revoked_at_ms IS NULL) \
                  RETURNING epoch"
             ),
             complete: format!(

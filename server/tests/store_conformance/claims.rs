@@ -1,7 +1,8 @@
 //! Session claims: the newest claim holds and is announced, a replaced session releases
 //! nothing, and a connect storm's claims and releases each get their own answer.
 
-use banter_server::store::ClaimEvent;
+use banter_server::credentials::{self, GameServer};
+use banter_server::store::{ClaimEvent, StoreError};
 use futures_util::StreamExt;
 
 use crate::store_support::{OpenStore, TestDb};
@@ -105,7 +106,72 @@ async fn concurrent_claims_and_releases_each_get_their_own_answer(db: &TestDb) {
     store.close().await;
 }
 
+/// A channel's live claim refuses the player's own WebSocket and another credential's channel;
+/// the same credential's channel takes it over; a released claim or one of a revoked credential
+/// refuses nothing.
+async fn a_channels_claim_refuses_other_carriers_until_released_or_revoked(db: &TestDb) {
+    let store = db.open().await;
+    let player = format!("carried-{}", db.schema().unwrap_or("sqlite"));
+    let carried_elsewhere = Err(StoreError::CarriedElsewhere(player.clone()));
+    for (id, name) in [("gs_00000000000000aa", "a"), ("gs_00000000000000bb", "b")] {
+        let server = GameServer {
+            id: id.to_owned(),
+            name: name.to_owned(),
+            players: vec!["carried-".to_owned()],
+            created_at_ms: 0,
+            revoked_at_ms: None,
+        };
+        store
+            .issue_game_server(&server, &credentials::secret_sha256(name))
+            .await
+            .expect("issued");
+    }
+    let (a, b) = (Some("gs_00000000000000aa"), Some("gs_00000000000000bb"));
+    let first = store
+        .claim_session_for(&player, "ch1", "inst-a", a)
+        .await
+        .expect("a channel claims");
+    assert_eq!(
+        store.claim_session(&player, "ws", "inst-b").await,
+        carried_elsewhere
+    );
+    assert_eq!(
+        store.claim_session_for(&player, "ch2", "inst-b", b).await,
+        carried_elsewhere
+    );
+    assert_eq!(
+        store.session_owner(&player).await,
+        Ok(Some(first.clone())),
+        "a refused claim changes nothing"
+    );
+    let moved = store
+        .claim_session_for(&player, "ch3", "inst-b", a)
+        .await
+        .expect("the same credential's channel takes it over");
+    assert_eq!(moved.epoch, first.epoch + 1);
+    assert_eq!(store.release_session(&player, "ch3").await, Ok(true));
+    let direct = store
+        .claim_session(&player, "ws", "inst-b")
+        .await
+        .expect("a released claim refuses nothing");
+    let back = store
+        .claim_session_for(&player, "ch4", "inst-a", a)
+        .await
+        .expect("a channel takes a direct session over, as a reconnect does");
+    assert_eq!(back.epoch, direct.epoch + 1);
+    store
+        .revoke_game_server("gs_00000000000000aa", 1)
+        .await
+        .expect("revoked");
+    store
+        .claim_session(&player, "ws2", "inst-b")
+        .await
+        .expect("a revoked credential's claim refuses nothing");
+    store.close().await;
+}
+
 on_both_backends!(
     session_claims_take_over,
     concurrent_claims_and_releases_each_get_their_own_answer,
+    a_channels_claim_refuses_other_carriers_until_released_or_revoked,
 );
