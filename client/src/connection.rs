@@ -39,7 +39,7 @@ enum Incoming {
 }
 
 /// The `welcome` that opens every session.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Welcome {
     pub player: String,
     pub session: u64,
@@ -180,39 +180,11 @@ impl Connection {
             reader,
             next_id: 0,
             ended: None,
-            welcome: Welcome {
-                player: String::new(),
-                session: 0,
-                profile: Profile::default(),
-                position: None,
-                resume_token: String::new(),
-                cutscene: None,
-                locale: String::new(),
-                locales: Vec::new(),
-            },
+            welcome: Welcome::default(),
         };
         match connection.recv(ANSWER_TIMEOUT).await? {
-            ServerMessage::Welcome {
-                player,
-                session,
-                profile,
-                position,
-                resume_token,
-                cutscene,
-                locale,
-                locales,
-                ..
-            } => {
-                connection.welcome = Welcome {
-                    player,
-                    session,
-                    profile,
-                    position,
-                    resume_token,
-                    cutscene,
-                    locale,
-                    locales,
-                };
+            welcome @ ServerMessage::Welcome { .. } => {
+                connection.welcome = crate::channel::welcome_of(welcome).unwrap_or_default();
                 Ok(connection)
             }
             ServerMessage::Error { code, message, .. } => Err(Error::Refused { code, message }),

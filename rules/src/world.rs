@@ -138,11 +138,6 @@ impl Body {
         self.budget = 0.0;
         Ok(())
     }
-
-    /// No body: the player has not been placed or has not moved yet.
-    pub fn unplaced() -> Body {
-        Body::default()
-    }
 }
 
 #[cfg(test)]

@@ -207,19 +207,22 @@ pub enum ServiceKeyError {
     Wrong,
 }
 
+/// True when two secrets are equal, compared in time that does not depend on where they differ.
+pub fn same_secret(given: &str, expected: &str) -> bool {
+    given.len() == expected.len()
+        && given
+            .bytes()
+            .zip(expected.bytes())
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0
+}
+
 /// Operators and the trusted game server present the service key, `expected`; player tokens
 /// never satisfy it.
 pub fn require_service_key(headers: &HeaderMap, expected: &str) -> Result<(), ServiceKeyError> {
     let given = bearer(headers).ok_or(ServiceKeyError::Missing)?;
     // Constant-time comparison: a key is a secret.
-    let expected = expected.as_bytes();
-    let same = given.len() == expected.len()
-        && given
-            .bytes()
-            .zip(expected)
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-            == 0;
-    if same {
+    if same_secret(&given, expected) {
         Ok(())
     } else {
         Err(ServiceKeyError::Wrong)

@@ -135,13 +135,7 @@ pub fn secret_sha256(secret: &str) -> String {
 
 /// True when `secret` hashes to `stored`, compared in constant time.
 pub fn secret_matches(secret: &str, stored: &str) -> bool {
-    let presented = secret_sha256(secret);
-    presented.len() == stored.len()
-        && presented
-            .bytes()
-            .zip(stored.bytes())
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-            == 0
+    crate::auth::same_secret(&secret_sha256(secret), stored)
 }
 
 /// Checks an issue request's name and scope.

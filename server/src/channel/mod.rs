@@ -289,8 +289,7 @@ impl Task {
             let id = ClientMessage::decode(raw.get()).map_or_else(|e| e.id, |m| m.id());
             return self.refuse(player, id, self.not_here(player));
         };
-        let frame = axum::extract::ws::Message::Text(raw.get().into());
-        match carried.frames.check(frame, now.mono) {
+        match carried.frames.check_text(raw.get(), now.mono) {
             Checked::Message(message) => {
                 let started = std::time::Instant::now();
                 let messages = carried.core.handle(message, now).await;

@@ -54,18 +54,16 @@ async fn serve(app: SharedApp, channel: std::sync::Arc<ChannelHandle>, socket: W
                 };
                 match frame {
                     Message::Text(text) => {
-                        if let Err(e) = apply(&channel, text.as_bytes()).await {
-                            let refused = serde_json::to_string(&e.body()).unwrap_or_default();
-                            if sink.send(Message::Text(refused.into())).await.is_err() {
-                                channel.end(Ending::Dropped);
-                                break;
-                            }
+                        if let Err(e) = apply(&channel, text.as_bytes()).await
+                            && sink.send(refusal(&e)).await.is_err()
+                        {
+                            channel.end(Ending::Dropped);
+                            break;
                         }
                     }
                     Message::Binary(_) => {
                         let refused = ApiError::BadRequest("binary frames are not part of the protocol".into());
-                        let refused = serde_json::to_string(&refused.body()).unwrap_or_default();
-                        let _ = sink.send(Message::Text(refused.into())).await;
+                        let _ = sink.send(refusal(&refused)).await;
                     }
                     Message::Close(_) => {
                         channel.end(Ending::Dropped);
@@ -94,8 +92,7 @@ async fn serve(app: SharedApp, channel: std::sync::Arc<ChannelHandle>, socket: W
     }
     if channel.ending() == Some(Ending::Revoked) {
         let refused = ApiError::BadCredential("the credential was revoked".into());
-        let refused = serde_json::to_string(&refused.body()).unwrap_or_default();
-        let _ = sink.send(Message::Text(refused.into())).await;
+        let _ = sink.send(refusal(&refused)).await;
         let _ = sink
             .send(Message::Close(Some(CloseFrame {
                 code: 1008,
@@ -105,6 +102,15 @@ async fn serve(app: SharedApp, channel: std::sync::Arc<ChannelHandle>, socket: W
     } else {
         let _ = sink.send(Message::Close(None)).await;
     }
+}
+
+/// A refusal as the channel WebSocket sends it: the HTTP error's JSON body in a text frame.
+fn refusal(error: &ApiError) -> Message {
+    Message::Text(
+        serde_json::to_string(&error.body())
+            .unwrap_or_default()
+            .into(),
+    )
 }
 
 async fn apply(channel: &ChannelHandle, text: &[u8]) -> Result<(), ApiError> {

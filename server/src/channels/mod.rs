@@ -56,14 +56,6 @@ impl Channels {
         }
     }
 
-    pub fn len(&self) -> usize {
-        self.lock().len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     pub fn insert(&self, channel: Arc<ChannelHandle>) {
         self.lock().insert(channel.id.clone(), channel);
     }

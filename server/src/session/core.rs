@@ -248,7 +248,7 @@ impl SessionCore {
     /// (a player the game server has not placed has no body), and `move` is refused.
     pub fn set_engine_placed(&mut self) {
         self.engine_placed = true;
-        self.body = Body::unplaced();
+        self.body = Body::default();
     }
 
     /// The engine's position of the player at `now`: trusted (no speed budget), then the reach

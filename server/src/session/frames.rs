@@ -90,21 +90,44 @@ impl FrameCheck {
             Message::Binary(_) => None,
         };
         // Every data frame counts against the rate, binary ones included.
-        if !self.rate.allow(now) {
-            self.strikes += 1;
-            if self.strikes >= self.flood_strikes {
-                return Checked::Flooding;
-            }
-            return refused(None, "frame", FrameError::RateLimited);
+        if let Some(over) = self.over_rate(now) {
+            return over;
         }
-        self.strikes = 0;
         let Some(text) = text else {
             return refused(None, "frame", FrameError::BinaryFrame);
         };
+        self.decode(text.as_str())
+    }
+
+    /// Checks one text message received at `now` (a game-server channel's item: the same rate,
+    /// size and decoding as a text frame, without copying it into one).
+    pub fn check_text(&mut self, text: &str, now: Duration) -> Checked {
+        if let Some(over) = self.over_rate(now) {
+            return over;
+        }
+        self.decode(text)
+    }
+
+    /// Takes one token at `now`; the verdict when there was none (refused, or flooding after
+    /// enough refusals in a row).
+    fn over_rate(&mut self, now: Duration) -> Option<Checked> {
+        if self.rate.allow(now) {
+            self.strikes = 0;
+            return None;
+        }
+        self.strikes += 1;
+        if self.strikes >= self.flood_strikes {
+            return Some(Checked::Flooding);
+        }
+        Some(refused(None, "frame", FrameError::RateLimited))
+    }
+
+    /// Size and decoding, after the rate.
+    fn decode(&self, text: &str) -> Checked {
         if text.len() > self.max_frame_bytes {
             return refused(None, "frame", FrameError::TooLarge(self.max_frame_bytes));
         }
-        match ClientMessage::decode(text.as_str()) {
+        match ClientMessage::decode(text) {
             Ok(message) => Checked::Message(message),
             // A frame that is JSON with a numeric `id` but no valid message still gets its
             // error under that id, so a client waiting on it does not hang.
