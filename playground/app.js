@@ -1,14 +1,15 @@
 // The Banter playground: a player's view (map, walking, talking, the typewriter, effects, the
-// quest log) and a writer's view (a conversation's graph drawn by the server, with the walk's
-// current line and reachable set marked; reloading content). Every protocol step goes through
-// the TypeScript client served from /playground/client/: this page has no protocol code of its
-// own, only presentation.
+// quest log, a party and the conversations it walks together) and a writer's view (a
+// conversation's graph drawn by the server, with the walk's current line and reachable set
+// marked; reloading content). Every protocol step goes through the TypeScript client served
+// from /playground/client/: this page has no protocol code of its own, only presentation.
 
 import {
   Connection,
   ClientWalk,
   DeviceLogin,
   RefusalError,
+  SharedConversation,
   Typewriter,
   applyEffect,
   buildGraph,
@@ -29,6 +30,8 @@ const state = {
   graph: /** @type {any} */ (null),
   walk: /** @type {ClientWalk | null} */ (null),
   conversation: /** @type {string | null} */ (null),
+  /** The shared conversation the party walks, while this player takes part. */
+  shared: /** @type {SharedConversation | null} */ (null),
   busy: false,
 };
 
@@ -61,6 +64,14 @@ async function play() {
     state.connection = connection;
     connection.on('message', (m) => {
       if (m.type === 'effect') onEffect(m);
+      // A shared conversation opens for this player: the answer to their talk, or pushed when
+      // a party member's talk takes them in at once.
+      if (m.type === 'opened' && m.shared) startShared(m);
+    });
+    connection.on('party', () => showParty());
+    connection.on('party_invited', (invite) => {
+      note(`${invite.from} invites you into party ${invite.party}`, 'info');
+      showParty();
     });
     const welcome = /** @type {any} */ (connection.welcome);
     state.profile = welcome.profile;
@@ -76,6 +87,7 @@ async function play() {
     await move(start);
     drawMap();
     showQuests();
+    showParty();
   } catch (e) {
     $('login-error').textContent = `Could not start: ${e instanceof Error ? e.message : e}`;
   }
@@ -139,6 +151,8 @@ async function talk(npc) {
     note('a cutscene plays');
     return;
   }
+  // A shared conversation was taken up by the `message` listener (startShared).
+  if (opened.shared) return;
   $('speaker').textContent = opened.speaker ?? npc.name;
   state.graph = buildGraph(opened.content, opened.conversation);
   state.conversation = opened.conversation;
@@ -186,6 +200,13 @@ const typewriter = new Typewriter();
 
 /** Puts the walk's screen on the page. */
 function show() {
+  if (state.shared) {
+    showShared();
+    return;
+  }
+  $('shared').hidden = true;
+  $('waiting').hidden = true;
+  $('leave-conversation').hidden = true;
   const walk = state.walk;
   const choices = $('choices');
   choices.replaceChildren();
@@ -239,6 +260,22 @@ async function step(next) {
 
 /** Leaves the conversation; `sendClose` is false when the walk's own last step sent it. */
 async function closeConversation(sendClose = true) {
+  const shared = state.shared;
+  if (shared) {
+    // Leaving a shared conversation: the others go on without this player.
+    state.shared = null;
+    stopShared();
+    const sends = sendClose ? shared.leave() : [];
+    state.walk = null;
+    $('choices').replaceChildren();
+    $('continue').hidden = true;
+    $('waiting').hidden = true;
+    $('leave-conversation').hidden = true;
+    $('shared').hidden = true;
+    $('line').textContent = '(the conversation is over)';
+    if (sends.length) await shared.send(/** @type {Connection} */ (state.connection), sends, reportRefusal);
+    return;
+  }
   state.walk = null;
   $('choices').replaceChildren();
   $('continue').hidden = true;
@@ -295,6 +332,268 @@ function note(text, kind = 'error') {
   li.className = kind;
   li.textContent = text;
   $('effects').append(li);
+}
+
+// ----------------------------------------------------------------------------------------------
+// A party, and the conversations it walks together (PROTOCOL.md section 17).
+
+/** The player's own id. */
+function me() {
+  return /** @type {any} */ (state.connection?.welcome)?.player ?? '';
+}
+
+/** Shows the party panel from what the connection knows. */
+function showParty() {
+  const connection = state.connection;
+  if (!connection) return;
+  const party = connection.party;
+  $('party-status').dataset.party = party?.id ?? '';
+  $('party-status').textContent = party ? `Party ${party.id}, led by ${party.leader === me() ? 'you' : party.leader}.` : 'No party.';
+  $('party-members').replaceChildren(...(party?.members ?? []).map((member) => {
+    const li = document.createElement('li');
+    li.dataset.member = member;
+    li.textContent = member === me() ? `${member} (you)` : member;
+    if (member === party?.leader) li.classList.add('leader');
+    if (member === me()) li.classList.add('me');
+    return li;
+  }));
+  $('party-form').hidden = party !== undefined;
+  $('party-leave').hidden = party === undefined;
+  const invites = connection.invites;
+  $('party-invites').replaceChildren(...(invites.length === 0 ? [Object.assign(document.createElement('li'), { className: 'hint', textContent: 'None.' })] : invites.map((invite) => {
+    const li = document.createElement('li');
+    li.dataset.invite = invite.party;
+    li.textContent = `${invite.from} invites you into ${invite.party} `;
+    const accept = document.createElement('button');
+    accept.className = 'accept';
+    accept.textContent = 'Accept';
+    accept.addEventListener('click', () => void partyStep(() => connection.partyAccept(invite.party), `joined ${invite.party}`));
+    li.append(accept);
+    return li;
+  })));
+}
+
+/**
+ * One party message; the answer (or the refusal) is shown.
+ * @param {() => Promise<unknown>} run
+ * @param {string} done
+ */
+async function partyStep(run, done) {
+  $('party-result').textContent = '';
+  try {
+    await run();
+    $('party-result').textContent = done;
+  } catch (e) {
+    $('party-result').textContent = e instanceof RefusalError ? `refused: ${e.code}` : `${e instanceof Error ? e.message : e}`;
+  }
+  showParty();
+}
+
+/** @type {(() => void) | null} */
+let unfollow = null;
+/** @type {ReturnType<typeof setInterval> | null} */
+let ticker = null;
+
+/** @param {Error} e @param {any} m */
+function reportRefusal(e, m) {
+  note(`${m?.type ?? 'message'} ${m?.response ?? m?.node ?? m?.action ?? ''}: ${e instanceof RefusalError ? `refused: ${e.code}` : e.message}`);
+}
+
+/** A shared conversation opened for this player: follow the group. @param {any} opened */
+function startShared(opened) {
+  if (state.shared) stopShared();
+  $('effects').replaceChildren();
+  const connection = /** @type {Connection} */ (state.connection);
+  state.graph = buildGraph(opened.content, opened.conversation);
+  state.conversation = opened.conversation;
+  state.facts = opened.facts;
+  const { conversation, sends } = SharedConversation.open({ opened, graph: state.graph, player: me() });
+  state.shared = conversation;
+  state.walk = conversation.walk;
+  $('speaker').textContent = opened.speaker ?? opened.npc.name;
+  /** @type {HTMLSelectElement} */ ($('conversation-pick')).value = opened.conversation;
+  unfollow = conversation.follow(connection, {
+    onChange: (m) => {
+      if (m.type === 'effect') return;
+      showShared(m.type === 'chosen' || m.type === 'advanced' || m.type === 'jump');
+    },
+    onError: reportRefusal,
+  });
+  ticker = setInterval(showCountdown, 250);
+  void conversation.send(connection, sends, reportRefusal);
+  showShared(true);
+}
+
+function stopShared() {
+  unfollow?.();
+  unfollow = null;
+  if (ticker !== null) clearInterval(ticker);
+  ticker = null;
+}
+
+/** What a rule says, for people. @param {any} rule */
+function describeRule(rule) {
+  switch (rule.Mode) {
+    case 'Leader':
+      return 'The leader decides; the others suggest.';
+    case 'Majority':
+      return `Majority of the group decides${rule.TimeLimit ? `; at ${rule.TimeLimit} s the most votes win (a tie: ${rule.Tie ?? 'Leader'})` : ''}.`;
+    case 'Roll':
+      return `Everyone picks, then each rolls 1 to 100: the highest roll's pick wins${rule.TimeLimit ? ` (at ${rule.TimeLimit} s, those who picked roll)` : ''}.`;
+    case 'All':
+      return 'Everyone must pick the same.';
+    default:
+      return '';
+  }
+}
+
+/** The shared conversation's screen: the line, each choice with its voters, the leader's part. @param {boolean} [newLine] */
+function showShared(newLine = false) {
+  const shared = state.shared;
+  if (!shared) return;
+  const walk = shared.walk;
+  $('shared').hidden = false;
+  $('leave-conversation').hidden = walk.ended;
+  $('participants').replaceChildren(...shared.participants.map((player) => {
+    const span = document.createElement('span');
+    span.className = 'participant';
+    span.dataset.participant = player;
+    if (player === shared.leader) span.classList.add('leader');
+    if (player === me()) span.classList.add('me');
+    span.textContent = player === me() ? `${player} (you)` : player;
+    return span;
+  }));
+  showDecision();
+  if (walk.ended) {
+    // The walk's last step sent the `close` (or the server closed it).
+    state.shared = null;
+    state.walk = null;
+    stopShared();
+    $('choices').replaceChildren();
+    $('continue').hidden = true;
+    $('waiting').hidden = true;
+    $('leave-conversation').hidden = true;
+    $('countdown').textContent = '';
+    $('rule').textContent = '';
+    $('line').textContent = '(the conversation is over)';
+    $('line').dataset.ended = 'true';
+    return;
+  }
+  const screen = walk.screen;
+  const rule = shared.rule;
+  $('rule').textContent = rule ? describeRule(rule) : '';
+  $('rule').dataset.mode = rule?.Mode ?? '';
+  showCountdown();
+  if (screen.kind === 'waiting_for_jump') {
+    $('line').textContent = '…';
+    $('choices').replaceChildren();
+    $('continue').hidden = true;
+    $('waiting').hidden = false;
+    $('waiting').textContent = "Waiting for the leader's quest check…";
+    return;
+  }
+  if (screen.kind !== 'line') return;
+  const line = screen.line;
+  if (newLine || $('line').dataset.node !== line.name) {
+    delete $('line').dataset.ended;
+    $('line').dataset.node = line.name;
+    $('line').dataset.typed = 'false';
+    typewriter.start(line.text, pacingFor(line, 28), performance.now());
+    const frame = (/** @type {number} */ now) => {
+      for (const e of typewriter.poll(now)) {
+        if (e.kind === 'show') $('line').textContent = e.text;
+      }
+      if (typewriter.busy) requestAnimationFrame(frame);
+      else $('line').dataset.typed = 'true';
+    };
+    requestAnimationFrame(frame);
+  }
+  // Each choice this player may vote for, with who voted for it.
+  const leaderDecides = rule?.Mode === 'Leader' && !shared.leads;
+  $('choices').classList.toggle('suggestions', leaderDecides);
+  const mine = new Set(screen.choices.map((c) => c.name));
+  $('choices').replaceChildren(...screen.choices.map((response) => {
+    const button = document.createElement('button');
+    button.dataset.response = response.name;
+    const voters = shared.votersFor(response.name);
+    button.dataset.votes = String(voters.length);
+    if (shared.myVote === response.name) button.classList.add('mine');
+    button.append(response.text);
+    if (voters.length) {
+      const who = document.createElement('span');
+      who.className = 'voters';
+      who.textContent = `voted: ${voters.map((v) => (v === me() ? 'you' : v)).join(', ')}`;
+      button.append(who);
+    }
+    button.addEventListener('click', () => void vote(response.name));
+    return button;
+  }));
+  const elsewhere = shared.votes.filter((v) => !mine.has(v.response));
+  $('other-votes').textContent = elsewhere.length ? `Also voted, for a response you are not shown: ${elsewhere.map((v) => v.player).join(', ')}` : '';
+  // Advancing is the leader's; the others see it greyed.
+  $('continue').hidden = !walk.canAdvance;
+  const waitingForLeader = (walk.awaitsAdvance && !walk.canAdvance) || leaderDecides;
+  $('waiting').hidden = !waitingForLeader;
+  $('waiting').textContent = leaderDecides ? 'Waiting for the leader to decide: your pick is a suggestion.' : 'Waiting for the leader to continue…';
+  drawGraphIfShown();
+}
+
+/** The countdown of the ballot's time limit, if it has one. */
+function showCountdown() {
+  const shared = state.shared;
+  const left = shared?.secondsLeft() ?? null;
+  if (!shared || left === null) {
+    $('countdown').textContent = '';
+    delete $('countdown').dataset.left;
+    return;
+  }
+  $('countdown').dataset.left = String(left);
+  if (left > 0) {
+    $('countdown').textContent = `${left} s left`;
+  } else {
+    const next = shared.wouldWin({ expired: true });
+    $('countdown').textContent = next ? 'time is up: deciding…' : 'time is up: the next vote decides';
+  }
+}
+
+/** The group's last decision: what won, how, and the rolls when a roll decided. */
+function showDecision() {
+  const shared = state.shared;
+  const d = shared?.decision;
+  const el = $('decision');
+  if (!shared || !d) {
+    el.textContent = '';
+    return;
+  }
+  const text = shared.walk.graph.find(d.response)?.text ?? d.response;
+  el.dataset.by = d.by;
+  el.dataset.response = d.response;
+  el.dataset.line = d.line;
+  const rolls = d.rolls?.length ? ` Rolls: ${d.rolls.map((r) => `${r.player === me() ? 'you' : r.player} rolled ${r.roll}`).join(', ')} (seed ${d.seed}).` : '';
+  el.textContent = `Decided: “${text}” by ${d.by.replace('_', ' ')}.${rolls}`;
+}
+
+/** The player votes. @param {string} response */
+async function vote(response) {
+  const shared = state.shared;
+  if (!shared) return;
+  try {
+    await shared.send(/** @type {Connection} */ (state.connection), shared.vote(response), reportRefusal);
+  } catch (e) {
+    note(`${e instanceof Error ? e.message : e}`);
+  }
+}
+
+/** The leader advances. */
+async function leaderAdvance() {
+  const shared = state.shared;
+  if (!shared) return;
+  try {
+    typewriter.skip();
+    await shared.send(/** @type {Connection} */ (state.connection), shared.advance(), reportRefusal);
+  } catch (e) {
+    note(`${e instanceof Error ? e.message : e}`);
+  }
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -415,7 +714,17 @@ function sleep(ms) {
 
 /** @type {HTMLInputElement} */ ($('device')).value = `playground-${Math.random().toString(16).slice(2, 10)}`;
 $('play').addEventListener('click', () => void play());
-$('continue').addEventListener('click', () => step(() => /** @type {ClientWalk} */ (state.walk).advance()));
+$('continue').addEventListener('click', () => {
+  if (state.shared) void leaderAdvance();
+  else void step(() => /** @type {ClientWalk} */ (state.walk).advance());
+});
+$('leave-conversation').addEventListener('click', () => void closeConversation());
+$('party-form').addEventListener('click', () => void partyStep(() => /** @type {Connection} */ (state.connection).partyForm(), 'party formed'));
+$('party-invite').addEventListener('click', () => {
+  const player = /** @type {HTMLInputElement} */ ($('invite-player')).value.trim();
+  void partyStep(() => /** @type {Connection} */ (state.connection).partyInvite(player), `invited ${player}`);
+});
+$('party-leave').addEventListener('click', () => void partyStep(() => /** @type {Connection} */ (state.connection).partyLeave(), 'left the party'));
 $('locale').addEventListener('change', async () => {
   const tag = /** @type {HTMLSelectElement} */ ($('locale')).value;
   const served = await /** @type {Connection} */ (state.connection).setLocale(tag);

@@ -643,6 +643,7 @@ impl Session {
                 hash,
                 content,
                 facts,
+                ..
             } => Some((conversation, npc, speaker, entry, hash, content, facts)),
             _ => None,
         });

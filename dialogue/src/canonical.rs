@@ -16,15 +16,24 @@
 //! ```
 //!
 //! Field names are the article's, so content converts one to one. `Patch: true` marks a layer
-//! node that changes only the fields it names.
+//! node that changes only the fields it names. Three keys of the top level are not nodes:
+//! `FirstNode`, `Speaker` and `Shared` (a party walks the conversation together; a node's
+//! `Choice` overrides its rule for that node's responses).
 
 use crate::diagnostic::{Diagnostic, Problem};
 use crate::json::{Decoder, Json};
-use crate::model::{ConversationFile, Exit, Next, Node, NodeEntry, NodePatch, Response, VoiceLine};
+use crate::model::{
+    ChoiceSpec, ConversationFile, Exit, Next, Node, NodeEntry, NodePatch, Response, VoiceLine,
+};
 
 /// Reserved keys of a conversation object; every other key is a node.
 pub const FIRST_NODE: &str = "FirstNode";
 pub const SPEAKER: &str = "Speaker";
+/// `Shared`: the conversation is walked by a party together (docs/CONTENT.md, "Shared
+/// conversations").
+pub const SHARED: &str = "Shared";
+/// A node's `Choice`: its own ballot rule in a shared conversation.
+pub const CHOICE: &str = "Choice";
 
 /// Parses one canonical conversation file. Problems are pushed to `diagnostics`; a node with an
 /// error is left out, and the rest of the conversation is still returned.
@@ -73,6 +82,7 @@ fn decode_conversation(d: &mut Decoder<'_>, root: &Json) -> Option<ConversationF
         match key.as_str() {
             FIRST_NODE => out.first_node = d.ident(None, FIRST_NODE, "FirstNode", value),
             SPEAKER => out.speaker = d.ident(None, SPEAKER, "Speaker", value),
+            SHARED => out.shared = d.choice(None, SHARED, value),
             name => {
                 if let Some(node) = decode_node(d, name, value) {
                     out.nodes.insert(name.to_owned(), node);
@@ -86,7 +96,7 @@ fn decode_conversation(d: &mut Decoder<'_>, root: &Json) -> Option<ConversationF
 /// The field holding a node's or a response's stable line id.
 pub const LINE_ID: &str = "LineId";
 
-const NODE_FIELDS: [&str; 10] = [
+const NODE_FIELDS: [&str; 11] = [
     "LineId",
     "Text",
     "Direction",
@@ -96,6 +106,7 @@ const NODE_FIELDS: [&str; 10] = [
     "Close",
     "Actions",
     "Conditions",
+    "Choice",
     "Patch",
 ];
 const RESPONSE_FIELDS: [&str; 5] = ["LineId", "Text", "Actions", "NextNode", "Conditions"];
@@ -120,6 +131,7 @@ fn decode_node(d: &mut Decoder<'_>, name: &str, value: &Json) -> Option<NodeEntr
     let voice = field("Voice").and_then(|v| decode_voice(d, node, v));
     let actions = field("Actions").map(|v| d.actions(node, "Actions", v));
     let conditions = field("Conditions").and_then(|v| d.conditions(node, "Conditions", v));
+    let choice = field(CHOICE).and_then(|v| d.choice(node, CHOICE, v));
     let exit = decode_exit(
         d,
         node,
@@ -138,6 +150,7 @@ fn decode_node(d: &mut Decoder<'_>, name: &str, value: &Json) -> Option<NodeEntr
             exit,
             actions,
             conditions,
+            choice,
         })
     } else {
         NodeEntry::Whole(Node {
@@ -148,6 +161,7 @@ fn decode_node(d: &mut Decoder<'_>, name: &str, value: &Json) -> Option<NodeEntr
             exit: exit.unwrap_or_default(),
             actions: actions.unwrap_or_default(),
             conditions,
+            choice,
         })
     })
 }
@@ -306,6 +320,9 @@ pub fn to_json(conversation: &crate::model::Conversation) -> String {
     if let Some(speaker) = &conversation.speaker {
         root.insert(SPEAKER.into(), Value::String(speaker.clone()));
     }
+    if let Some(shared) = &conversation.shared {
+        root.insert(SHARED.into(), choice_json(shared));
+    }
     for (name, node) in &conversation.nodes {
         let mut fields = Map::new();
         if let Some(line) = &node.line {
@@ -323,6 +340,9 @@ pub fn to_json(conversation: &crate::model::Conversation) -> String {
         }
         if let Some(c) = &node.conditions {
             fields.insert("Conditions".into(), Value::String(c.clone()));
+        }
+        if let Some(choice) = &node.choice {
+            fields.insert(CHOICE.into(), choice_json(choice));
         }
         match &node.exit {
             Exit::End => {}
@@ -359,6 +379,23 @@ pub fn to_json(conversation: &crate::model::Conversation) -> String {
         root.insert(name.clone(), Value::Object(fields));
     }
     Value::Object(root).to_string()
+}
+
+/// `Shared` or `Choice` as written: only the keys the content states (a client fills in the
+/// defaults, docs/CONTENT.md).
+pub fn choice_json(spec: &ChoiceSpec) -> serde_json::Value {
+    use serde_json::{Map, Value};
+    let mut f = Map::new();
+    if let Some(mode) = spec.mode {
+        f.insert("Mode".into(), Value::String(<&str>::from(mode).to_owned()));
+    }
+    if let Some(secs) = spec.time_limit {
+        f.insert("TimeLimit".into(), Value::from(secs));
+    }
+    if let Some(tie) = spec.tie {
+        f.insert("Tie".into(), Value::String(<&str>::from(tie).to_owned()));
+    }
+    Value::Object(f)
 }
 
 fn next_json(next: &Next) -> serde_json::Value {

@@ -105,6 +105,31 @@ pub enum Problem {
     #[error("CheckQuest needs both SuccessNode and FailureNode")]
     CheckQuestTargets,
 
+    // Shared conversations (docs/CONTENT.md, "Shared conversations").
+    #[error("unknown value `{value}`: expected {expected}")]
+    UnknownValue {
+        value: String,
+        expected: &'static str,
+    },
+    #[error("`TimeLimit` must be a whole number of seconds from 1 to 600, found {0}")]
+    BadTimeLimit(String),
+    #[error(
+        "`TimeLimit` does nothing with `Mode` `{0}`: only `Majority` and `Roll` wait for a time limit{1}"
+    )]
+    TimeLimitWithoutTimer(&'static str, &'static str),
+    #[error("`Tie` only breaks a `Majority` tie; `Mode` is `{0}`{1}")]
+    TieWithoutMajority(&'static str, &'static str),
+    #[error("a node's `Choice` needs a shared conversation: its base file says no `Shared`")]
+    ChoiceNotShared,
+    #[error("`Choice` on a node without responses: there is nothing to choose")]
+    ChoiceWithoutResponses,
+    #[error("only the base file may say `Shared`; this {0} layer's is ignored")]
+    SharedInLayer(String),
+    #[error(
+        "in a shared conversation a response with `Conditions` may not carry `CheckQuest`: the group waits for the leader's check, which the leader may not be shown"
+    )]
+    ConditionalCheckInShared,
+
     // Warnings.
     #[error("unreachable from every entry point")]
     Unreachable,

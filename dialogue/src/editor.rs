@@ -23,7 +23,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::canonical::LINE_ID;
+use crate::canonical::{CHOICE, LINE_ID, SHARED};
 use crate::diagnostic::{Diagnostic, Problem};
 use crate::json::{Decoder, Json};
 use crate::model::{ConversationFile, Exit, Next, Node, NodeEntry, Response};
@@ -33,8 +33,8 @@ pub const FORMAT: &str = "banter-editor/1";
 /// File name suffix that selects this format.
 pub const SUFFIX: &str = ".editor.json";
 
-const TOP_FIELDS: [&str; 4] = ["Format", "Speaker", "FirstNode", "Nodes"];
-const NODE_FIELDS: [&str; 10] = [
+const TOP_FIELDS: [&str; 5] = ["Format", "Speaker", "FirstNode", "Shared", "Nodes"];
+const NODE_FIELDS: [&str; 11] = [
     "LineId",
     "Direction",
     "Id",
@@ -45,6 +45,7 @@ const NODE_FIELDS: [&str; 10] = [
     "Close",
     "Actions",
     "Conditions",
+    "Choice",
 ];
 const RESPONSE_FIELDS: [&str; 5] = ["LineId", "Text", "Actions", "Next", "Conditions"];
 
@@ -89,6 +90,7 @@ pub fn parse_editor_export(
         }
     }
     let speaker = field("Speaker").and_then(|v| d.ident(None, "Speaker", "Speaker", v));
+    let shared = field(SHARED).and_then(|v| d.choice(None, SHARED, v));
     let Some(Json::Array(raw_nodes)) = field("Nodes") else {
         match field("Nodes") {
             Some(other) => d.wrong_type(None, "Nodes", "an array of nodes", other),
@@ -162,6 +164,7 @@ pub fn parse_editor_export(
         file: file.to_owned(),
         first_node,
         speaker,
+        shared,
         nodes,
     })
 }
@@ -290,6 +293,7 @@ fn decode_node(
         .map(|v| d.actions(node, "Actions", v))
         .unwrap_or_default();
     let conditions = field("Conditions").and_then(|v| d.conditions(node, "Conditions", v));
+    let choice = field(CHOICE).and_then(|v| d.choice(node, CHOICE, v));
     let close = field("Close")
         .and_then(|v| d.boolean(node, "Close", v))
         .unwrap_or(false);
@@ -334,6 +338,7 @@ fn decode_node(
         exit,
         actions,
         conditions,
+        choice,
     })
 }
 

@@ -25,7 +25,7 @@ use banter_protocol::{Action, ActionPayload, ActionType};
 
 use crate::condition::Condition;
 use crate::diagnostic::{Diagnostic, Problem};
-use crate::model::{Conversation, Exit, Next, Response};
+use crate::model::{ChoiceRule, Conversation, Exit, Next, Response};
 
 /// A vertex's index in its graph. Dense: `0..graph.len()`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -127,6 +127,10 @@ pub struct DialogueGraph {
     actions: Vec<AuthoredAction>,
     conditions: Vec<Condition>,
     by_name: NameIndex,
+    /// `Shared`'s rule; `None` when each player walks the conversation alone.
+    shared: Option<ChoiceRule>,
+    /// Each node's own `Choice`, by vertex, ascending (few nodes have one).
+    choices: Vec<(VertexId, ChoiceRule)>,
 }
 
 /// The index of an authored action in its graph; what the walk's arming counters key on.
@@ -209,6 +213,39 @@ impl DialogueGraph {
     /// Every authored action in the graph.
     pub fn all_actions(&self) -> &[AuthoredAction] {
         &self.actions
+    }
+
+    /// How the group picks a response in this conversation (`Shared`); `None` when it is not
+    /// shared: each player walks it alone.
+    pub fn shared(&self) -> Option<ChoiceRule> {
+        self.shared
+    }
+
+    /// How the group picks among `line`'s responses: the node's own `Choice`, else the
+    /// conversation's `Shared`. `None` when the conversation is not shared.
+    pub fn choice_rule(&self, line: VertexId) -> Option<ChoiceRule> {
+        let shared = self.shared?;
+        Some(
+            self.choices
+                .binary_search_by_key(&line, |&(v, _)| v)
+                .map_or(shared, |at| self.choices[at].1),
+        )
+    }
+
+    /// The NPC line a response hangs from (`<line>_r<i>`), if `response` is one.
+    pub fn line_of(&self, response: VertexId) -> Option<VertexId> {
+        let v = self.vertex(response)?;
+        if v.kind != VertexKind::Response {
+            return None;
+        }
+        // Read back from the name the builder gave it (`numbered`), without allocating.
+        let name = &*v.name;
+        let head = name.trim_end_matches(|c: char| c.is_ascii_digit());
+        if name[head.len()..].parse::<u32>().ok()? != v.priority {
+            return None;
+        }
+        let line = self.find(head.strip_suffix("_r")?)?;
+        self.outputs(line).contains(&response).then_some(line)
     }
 
     /// The vertex's `Conditions`, if it has any.
@@ -580,6 +617,8 @@ impl<'a> Builder<'a> {
         let graph = DialogueGraph {
             name: conversation.name.clone(),
             speaker: conversation.speaker.clone(),
+            shared: conversation.shared.as_ref().map(|s| s.rule()),
+            choices: Vec::new(),
             vertices: Vec::with_capacity(sizes.vertices),
             edges: Vec::with_capacity(sizes.edges),
             actions: Vec::with_capacity(sizes.actions),
@@ -667,6 +706,9 @@ impl<'a> Builder<'a> {
         for (i, (name, node)) in conversation.nodes.iter().enumerate() {
             let id = VertexId(i as u32 + 1);
             self.set_actions(id, &node.actions);
+            if let Some(choice) = &node.choice {
+                self.graph.choices.push((id, choice.rule()));
+            }
             self.set_condition(
                 id,
                 node.conditions.as_deref(),

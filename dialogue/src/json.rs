@@ -8,9 +8,13 @@ use std::fmt;
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 
-use banter_protocol::{Action, ActionType, FieldKind, FieldValue, ObjectiveAmount};
+use banter_protocol::{
+    Action, ActionType, ChoiceMode, FieldKind, FieldValue, ObjectiveAmount, TieRule,
+};
+use strum::VariantArray;
 
 use crate::diagnostic::{Diagnostic, Position, Problem, position_of};
+use crate::model::{ChoiceSpec, MAX_TIME_LIMIT_SECS};
 
 /// The largest content file the loader reads, so a stray huge file cannot exhaust memory.
 pub const MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
@@ -271,6 +275,78 @@ impl Decoder<'_> {
                 None
             }
         }
+    }
+
+    /// `Shared` (a conversation's) or `Choice` (a node's): an object of `Mode`, `TimeLimit` and
+    /// `Tie`, each optional. `None` only when it is not an object; a bad key or value is
+    /// reported and left out, so the rest of the rule still stands.
+    pub fn choice(&mut self, node: Option<&str>, field: &str, v: &Json) -> Option<ChoiceSpec> {
+        let Json::Object(entries) = v else {
+            self.wrong_type(node, field, "an object of Mode, TimeLimit and Tie", v);
+            return None;
+        };
+        let mut spec = ChoiceSpec::default();
+        for (key, value) in entries {
+            let at = format!("{field}.{key}");
+            match key.as_str() {
+                "Mode" => {
+                    spec.mode = self.named(
+                        node,
+                        &at,
+                        value,
+                        ChoiceMode::VARIANTS,
+                        "`Leader`, `Majority`, `Roll` or `All`",
+                    );
+                }
+                "Tie" => {
+                    spec.tie = self.named(
+                        node,
+                        &at,
+                        value,
+                        TieRule::VARIANTS,
+                        "`Leader`, `First` or `Roll`",
+                    );
+                }
+                "TimeLimit" => match value {
+                    Json::Number(n) => match n.as_u64().and_then(|n| u32::try_from(n).ok()) {
+                        Some(secs) if (1..=MAX_TIME_LIMIT_SECS).contains(&secs) => {
+                            spec.time_limit = Some(secs);
+                        }
+                        _ => self.error(node, &at, Problem::BadTimeLimit(n.to_string())),
+                    },
+                    other => self.wrong_type(node, &at, "a whole number of seconds", other),
+                },
+                other => self.error(node, &at, Problem::UnknownField(other.to_owned())),
+            }
+        }
+        Some(spec)
+    }
+
+    /// A string naming one of `variants` (by its Rust name, as content spells it).
+    fn named<T: Copy + Into<&'static str>>(
+        &mut self,
+        node: Option<&str>,
+        field: &str,
+        v: &Json,
+        variants: &[T],
+        expected: &'static str,
+    ) -> Option<T> {
+        let name = self.string(node, field, v)?;
+        let found = variants
+            .iter()
+            .copied()
+            .find(|&variant| variant.into() == name.as_str());
+        if found.is_none() {
+            self.error(
+                node,
+                field,
+                Problem::UnknownValue {
+                    value: name,
+                    expected,
+                },
+            );
+        }
+        found
     }
 
     /// `Actions`: an array of action objects.

@@ -52,6 +52,7 @@ pub fn merge(
         name: name.to_owned(),
         first_node: base.first_node.clone(),
         speaker: base.speaker.clone(),
+        shared: base.shared,
         nodes: BTreeMap::new(),
         origin: BTreeMap::new(),
         base_file: base.file.clone(),
@@ -66,6 +67,14 @@ pub fn merge(
             }
             if file.speaker.is_some() {
                 out.speaker.clone_from(&file.speaker);
+            }
+            // Whether a party walks the conversation together is the base file's to say: a
+            // layer (a lockout layer is added to every conversation) cannot make one shared.
+            if file.shared.is_some() {
+                diagnostics.push(
+                    Diagnostic::error(&file.file, Problem::SharedInLayer(layer.to_string()))
+                        .field(crate::canonical::SHARED),
+                );
             }
         }
         for (node_name, entry) in &file.nodes {

@@ -5,6 +5,7 @@
 //! which reads files and hands their bytes to the parsers.
 
 pub mod against;
+pub mod ballot;
 pub mod canonical;
 pub mod check;
 pub mod client;
@@ -27,12 +28,15 @@ pub mod text;
 pub mod tutorial;
 pub mod walk;
 
-pub use client::{ClientWalk, Outgoing, Screen};
+pub use client::{ClientWalk, Outgoing, Screen, SharedError};
 pub use condition::{Condition, Counter, Facts, NoFacts, QuestStatus};
 pub use diagnostic::{Diagnostic, Position, Problem, Severity, has_errors};
 pub use graph::{ActionIndex, AuthoredAction, DialogueGraph, Vertex, VertexId, VertexKind};
 pub use layers::Layer;
-pub use model::{Conversation, ConversationFile, Exit, Next, Node, NodeEntry, NodePatch, Response};
+pub use model::{
+    ChoiceRule, ChoiceSpec, Conversation, ConversationFile, Exit, Next, Node, NodeEntry, NodePatch,
+    Response,
+};
 pub use walk::{ARM_CAP, Shown, SnapshotError, Walk, WalkError, WalkSnapshot, next_line};
 
 /// Parses one conversation file, choosing the format by its name: `*.editor.json` is the

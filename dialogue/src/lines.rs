@@ -13,7 +13,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
-use crate::canonical::{FIRST_NODE, LINE_ID, SPEAKER};
+use crate::canonical::{FIRST_NODE, LINE_ID, SHARED, SPEAKER};
 use crate::content::Content;
 use crate::diagnostic::{Diagnostic, Problem};
 use crate::model::{Conversation, Exit};
@@ -595,7 +595,7 @@ fn line_objects<'v>(
         (scan::Kind::Object(members), Format::Canonical) => members
             .iter()
             .map(|(key, value)| (scan::string_at(text, key), value))
-            .filter(|(name, _)| name != FIRST_NODE && name != SPEAKER)
+            .filter(|(name, _)| name != FIRST_NODE && name != SPEAKER && name != SHARED)
             .collect(),
         (scan::Kind::Object(_), Format::Editor) => match root.member(text, "Nodes") {
             Some(scan::Value {

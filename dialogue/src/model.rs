@@ -6,7 +6,60 @@
 
 use std::collections::BTreeMap;
 
-use banter_protocol::Action;
+use banter_protocol::{Action, ChoiceMode, TieRule};
+
+/// How a shared conversation's group picks a response, as a file writes it: `Shared` on a
+/// conversation's base file, or `Choice` on a node (overriding `Shared` for that node's
+/// responses). Every key is optional; [`ChoiceSpec::rule`] fills in the defaults. A node's
+/// `Choice` is a whole rule: a key it leaves out takes its default, not the conversation's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct ChoiceSpec {
+    /// `Mode`; absent: `Leader`.
+    pub mode: Option<ChoiceMode>,
+    /// `TimeLimit`, whole seconds from 1 to [`MAX_TIME_LIMIT_SECS`] (the reader refuses any
+    /// other); only `Majority` and `Roll` may say it (the content check refuses the rest).
+    pub time_limit: Option<u32>,
+    /// `Tie`; only `Majority` may say it.
+    pub tie: Option<TieRule>,
+}
+
+/// A `Majority` ballot's time limit when the content states none.
+pub const DEFAULT_MAJORITY_TIME_LIMIT_SECS: u32 = 30;
+/// The longest `TimeLimit` content may state.
+pub const MAX_TIME_LIMIT_SECS: u32 = 600;
+
+/// A ballot's rule with every default filled in (PROTOCOL.md section 17.3): what the server
+/// decides a shared conversation's choices by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ChoiceRule {
+    pub mode: ChoiceMode,
+    /// When the ballot is decided without waiting for more votes: `Majority` 30 s unless stated,
+    /// `Roll` only when stated (else it waits for every participant), `Leader` and `All` never.
+    pub time_limit_secs: Option<u32>,
+    /// How a `Majority` tie at the time limit is broken (the default for any other mode).
+    pub tie: TieRule,
+}
+
+impl ChoiceSpec {
+    /// The rule this spec states, with the defaults.
+    pub fn rule(&self) -> ChoiceRule {
+        let mode = self.mode.unwrap_or_default();
+        ChoiceRule {
+            mode,
+            time_limit_secs: match mode {
+                ChoiceMode::Majority => {
+                    Some(self.time_limit.unwrap_or(DEFAULT_MAJORITY_TIME_LIMIT_SECS))
+                }
+                ChoiceMode::Roll => self.time_limit,
+                ChoiceMode::Leader | ChoiceMode::All => None,
+            },
+            tie: match mode {
+                ChoiceMode::Majority => self.tie.unwrap_or_default(),
+                _ => TieRule::default(),
+            },
+        }
+    }
+}
 
 /// Where a node goes next when it has no responses: one node, or a list tried in order.
 ///
@@ -74,6 +127,9 @@ pub struct Node {
     pub exit: Exit,
     pub actions: Vec<Action>,
     pub conditions: Option<String>,
+    /// `Choice`: how a shared conversation's group picks among this node's responses, when it
+    /// differs from the conversation's `Shared`.
+    pub choice: Option<ChoiceSpec>,
 }
 
 /// A layer's node that changes only the fields it names (Banter's answer to "a layer can't
@@ -88,6 +144,7 @@ pub struct NodePatch {
     pub exit: Option<Exit>,
     pub actions: Option<Vec<Action>>,
     pub conditions: Option<String>,
+    pub choice: Option<ChoiceSpec>,
 }
 
 impl NodePatch {
@@ -107,6 +164,7 @@ impl NodePatch {
             exit: self.exit.clone().unwrap_or_else(|| base.exit.clone()),
             actions: self.actions.clone().unwrap_or_else(|| base.actions.clone()),
             conditions: self.conditions.clone().or_else(|| base.conditions.clone()),
+            choice: self.choice.or(base.choice),
         }
     }
 }
@@ -125,6 +183,8 @@ pub struct ConversationFile {
     pub file: String,
     pub first_node: Option<String>,
     pub speaker: Option<String>,
+    /// `Shared`: the conversation is walked by a party together. Only a base file may say it.
+    pub shared: Option<ChoiceSpec>,
     /// Nodes by name. A `BTreeMap` so every later step iterates in one order on every machine.
     pub nodes: BTreeMap<String, NodeEntry>,
 }
@@ -135,6 +195,8 @@ pub struct Conversation {
     pub name: String,
     pub first_node: Option<String>,
     pub speaker: Option<String>,
+    /// `Shared`, from the base file: `None` for a conversation each player walks alone.
+    pub shared: Option<ChoiceSpec>,
     pub nodes: BTreeMap<String, Node>,
     /// For each node, the file its final version came from (diagnostics name the right file).
     pub origin: BTreeMap<String, String>,

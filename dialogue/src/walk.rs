@@ -19,6 +19,15 @@
 //! `R` only grows: any line or response in it may be advanced or chosen again, on screen or not,
 //! and the client walk ([`crate::ClientWalk`]) answers every input exactly as this walk does.
 //!
+//! **A shared conversation** (PROTOCOL.md section 17) is one walk for the group, kept by the
+//! leader's walk, which every participant's own walk follows. The group's decision moves the
+//! leader's walk ([`Walk::group_choose`], decided with the leader's facts); every participant's
+//! walk, the leader's client's included, then takes the same step ([`Walk::follow_chosen`],
+//! [`Walk::follow_advanced`]) with its own facts. A response's actions are armed on a walk only
+//! if that participant was shown the response (it is in their `R`) and its `Conditions` hold for
+//! them: a response may win by the votes of those who saw it, and the others follow it to the
+//! next line without its actions.
+//!
 //! "The next line" passes through Branch vertices and falls through, by priority, past targets
 //! whose `Conditions` fail. An action of type `τ` with payload `p` runs only if some armed
 //! `(n, i)` has `a(n, i) > 0`, type `τ` and the canonical payload `p`; running takes one, and
@@ -375,6 +384,115 @@ impl Walk {
         }
     }
 
+    /// The leader's walk applies the group's decision (PROTOCOL.md section 17.2): `response`
+    /// won the ballot on its line. The response need not be in `R` (others may have voted it
+    /// in), but its line must be. Its actions are armed only if it is in `R` and its
+    /// `Conditions` hold for `facts`; then, unless it awaits a quest check's jump, its next line
+    /// is shown with `facts` (the leader's). Every refusal changes nothing.
+    pub fn group_choose(
+        &mut self,
+        graph: &DialogueGraph,
+        response: VertexId,
+        facts: &dyn Facts,
+    ) -> Result<Shown, WalkError> {
+        let vertex = self.decided(graph, response)?;
+        self.arm_if_shown(graph, response, facts);
+        if vertex.awaits_jump {
+            self.awaiting_jump = true;
+            return Ok(Shown::AwaitJump);
+        }
+        Ok(self.follow(graph, response, facts))
+    }
+
+    /// A participant's walk follows the group's decision (`chosen`): `response` won, and
+    /// `node` is the line the leader's walk showed next (`None`: a quest check's jump is
+    /// awaited, or the conversation ends there). The response's actions are armed only if it
+    /// is in `R` and its `Conditions` hold for `facts` (this participant's); `node` is shown as
+    /// [`Walk::jump_to`] shows it, with `facts`. Refused, changing nothing, as
+    /// [`Walk::group_choose`] is, and for a `node` that is not an NPC line.
+    pub fn follow_chosen(
+        &mut self,
+        graph: &DialogueGraph,
+        response: VertexId,
+        node: Option<VertexId>,
+        facts: &dyn Facts,
+    ) -> Result<(), WalkError> {
+        let vertex = self.decided(graph, response)?;
+        if let Some(node) = node {
+            check_line(graph, node)?;
+        }
+        self.arm_if_shown(graph, response, facts);
+        match node {
+            Some(node) => self.show(graph, node, facts),
+            None if vertex.awaits_jump => self.awaiting_jump = true,
+            // The conversation ends here: nothing more is shown or armed.
+            None => {}
+        }
+        Ok(())
+    }
+
+    /// A participant's walk follows the leader's advance (`advanced`): `node` is the line
+    /// shown next, as [`Walk::jump_to`] shows it, with `facts`; `None`: the conversation ends
+    /// there. Refused, changing nothing, when the walk is closed, a quest check awaits its jump
+    /// (the leader could not have advanced), or `node` is not an NPC line.
+    pub fn follow_advanced(
+        &mut self,
+        graph: &DialogueGraph,
+        node: Option<VertexId>,
+        facts: &dyn Facts,
+    ) -> Result<(), WalkError> {
+        self.check_open()?;
+        if self.awaiting_jump {
+            return Err(WalkError::AwaitsJump);
+        }
+        if let Some(node) = node {
+            check_line(graph, node)?;
+            self.show(graph, node, facts);
+        }
+        Ok(())
+    }
+
+    /// True if the player was shown `response` and its `Conditions` hold for `facts` now:
+    /// what a group's decision needs to arm it on this walk.
+    pub fn shown_and_holds(
+        &self,
+        graph: &DialogueGraph,
+        response: VertexId,
+        facts: &dyn Facts,
+    ) -> bool {
+        self.is_reachable(response) && graph.condition(response).is_none_or(|c| c.eval(facts))
+    }
+
+    /// The checks of a group's decision, in order: the walk is open, `response` is a response
+    /// of the graph whose line the player was shown, and no quest check awaits its jump.
+    fn decided<'g>(
+        &self,
+        graph: &'g DialogueGraph,
+        response: VertexId,
+    ) -> Result<&'g Vertex, WalkError> {
+        self.check_open()?;
+        let vertex = graph.vertex(response).ok_or(WalkError::UnknownVertex)?;
+        if vertex.kind != VertexKind::Response {
+            return Err(WalkError::NotAResponse);
+        }
+        if !graph
+            .line_of(response)
+            .is_some_and(|l| self.is_reachable(l))
+        {
+            return Err(WalkError::NotReachable);
+        }
+        if self.awaiting_jump {
+            return Err(WalkError::AwaitsJump);
+        }
+        Ok(vertex)
+    }
+
+    fn arm_if_shown(&mut self, graph: &DialogueGraph, response: VertexId, facts: &dyn Facts) {
+        if self.shown_and_holds(graph, response, facts) {
+            self.arm(graph, response);
+        }
+    }
+
     /// The server's own decision (a quest check's result): show `target` and tell the client.
     pub fn jump_to(
         &mut self,
@@ -454,6 +572,15 @@ impl Walk {
                 ),
             }
         }
+    }
+}
+
+/// `node` is an NPC line of `graph`: what a group's step and a jump may show.
+fn check_line(graph: &DialogueGraph, node: VertexId) -> Result<(), WalkError> {
+    match graph.vertex(node) {
+        None => Err(WalkError::UnknownVertex),
+        Some(v) if v.kind != VertexKind::Prompt => Err(WalkError::BadJumpTarget),
+        Some(_) => Ok(()),
     }
 }
 

@@ -22,6 +22,7 @@ fn rebuild(conversation: &banter_dialogue::Conversation) -> DialogueGraph {
     let mut sent = conversation.nodes.clone();
     sent.values_mut().for_each(|node| node.direction = None);
     assert_eq!(merged.nodes, sent);
+    assert_eq!(merged.shared, conversation.shared);
     let graph = DialogueGraph::build(&merged, &mut d);
     assert!(d.iter().all(|x| !x.is_error()), "{d:?}");
     graph
@@ -50,4 +51,35 @@ fn synthetic_conversations_round_trip_through_the_canonical_writer() {
     let merged = layers::merge("Synth", &file, &[], &mut d);
     let original = DialogueGraph::build(&merged, &mut d);
     assert_eq!(rebuild(&merged), original);
+}
+
+#[test]
+fn shared_and_choice_round_trip_as_written_with_sorted_keys() {
+    let json = r#"{
+      "FirstNode": "Boat", "Speaker": "Wren",
+      "Shared": { "Tie": "Leader", "TimeLimit": 20, "Mode": "Majority" },
+      "Boat": { "Text": "Which boat?", "Choice": { "Mode": "Roll" }, "Responses": [
+        { "Text": "The small one.", "NextNode": "Off" }, { "Text": "The big one.", "NextNode": "Off" } ] },
+      "Off": { "Text": "Off we go.", "Close": true }
+    }"#;
+    let mut d = Vec::new();
+    let file = canonical::parse_conversation("Ferry", json.as_bytes(), &mut d).expect("parses");
+    let merged = layers::merge("Ferry", &file, &[], &mut d);
+    assert!(d.is_empty(), "{d:?}");
+    let written = canonical::to_json(&merged);
+    assert!(
+        written.contains(r#""Shared":{"Mode":"Majority","Tie":"Leader","TimeLimit":20}"#),
+        "{written}"
+    );
+    assert!(written.contains(r#""Choice":{"Mode":"Roll"}"#), "{written}");
+    let original = DialogueGraph::build(&merged, &mut d);
+    let again = rebuild(&merged);
+    assert_eq!(again, original);
+    assert!(again.shared().is_some());
+    // A conversation that says nothing writes nothing.
+    let (plain, _) = banter_dialogue::build_conversation(
+        "Plain",
+        r#"{ "FirstNode": "A", "A": { "Text": "a", "Close": true } }"#,
+    );
+    assert_eq!(plain.shared(), None);
 }

@@ -13,15 +13,19 @@ mod content_support;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use banter_dialogue::ballot;
 use banter_dialogue::canonical;
 use banter_dialogue::check;
 use banter_dialogue::text::{balanced_prefix, prefix, visible_graphemes};
 use banter_dialogue::{
-    ClientWalk, Condition, DialogueGraph, Outgoing, Screen, VertexId, VertexKind, WalkError,
-    build_conversation, next_line,
+    ChoiceRule, ChoiceSpec, ClientWalk, Condition, DialogueGraph, Outgoing, Screen, VertexId,
+    VertexKind, WalkError, build_conversation, next_line,
 };
-use banter_protocol::{Action, ActionPayload, ActionType, FactSheet, QuestStatus};
+use banter_protocol::{
+    Action, ActionPayload, ActionType, ChoiceMode, DecidedBy, FactSheet, QuestStatus, TieRule,
+};
 use serde_json::{Value, json};
+use strum::VariantArray;
 
 fn conformance_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../conformance")
@@ -1567,4 +1571,1596 @@ fn client_walk_vectors_are_current() {
     ]);
     assert_eq!(refused, expected, "the refusal codes in client_walk.json");
     bless_or_check("client_walk.json", &vectors);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ballots (PROTOCOL.md section 17.3): how a shared conversation's group picks a response.
+
+/// The conversation every ballot case is over: four responses under one line, in priority order.
+const BALLOT: &str = r#"{
+  "FirstNode": "Boats",
+  "Speaker": "Wren",
+  "Shared": { "Mode": "Majority" },
+  "Boats": { "Text": "Which boat?", "Responses": [
+    { "Text": "The skiff.", "NextNode": "Off" },
+    { "Text": "The dory.", "NextNode": "Off" },
+    { "Text": "The barge.", "NextNode": "Off" },
+    { "Text": "We swim.", "NextNode": "Off" } ] },
+  "Off": { "Text": "Off we go.", "Close": true }
+}"#;
+
+/// A rule as the vectors write it: the keys of the resolved rule, `TimeLimit` only when there is
+/// one and `Tie` only for `Majority`.
+fn rule_json(rule: &ChoiceRule) -> Value {
+    let mut out = json!({ "Mode": <&str>::from(rule.mode) });
+    if let Some(secs) = rule.time_limit_secs {
+        out["TimeLimit"] = json!(secs);
+    }
+    if rule.mode == ChoiceMode::Majority {
+        out["Tie"] = json!(<&str>::from(rule.tie));
+    }
+    out
+}
+
+fn rule_of(mode: ChoiceMode, time_limit: Option<u32>, tie: Option<TieRule>) -> ChoiceRule {
+    ChoiceSpec {
+        mode: Some(mode),
+        time_limit,
+        tie,
+    }
+    .rule()
+}
+
+fn decision_json(graph: &DialogueGraph, decision: Option<&ballot::Decision>) -> Value {
+    match decision {
+        None => Value::Null,
+        Some(d) => json!({
+            "response": graph.vertex(d.response).map(|v| v.name.to_string()).unwrap_or_default(),
+            "by": <&str>::from(d.by),
+            "rolls": d.rolls.iter().map(|(player, roll)| json!({ "player": player, "roll": roll })).collect::<Vec<_>>(),
+        }),
+    }
+}
+
+/// One ballot case: what it shows, then the ballot, and how it must come out (`None`: not
+/// decided), which the generator checks so a label cannot lie.
+struct BallotCase {
+    why: String,
+    rule: ChoiceRule,
+    participants: Vec<&'static str>,
+    leader: &'static str,
+    /// The votes as cast, in order; a player's later vote replaces their earlier one.
+    cast: Vec<(&'static str, u32)>,
+    expired: bool,
+    seed: u64,
+    by: Option<DecidedBy>,
+}
+
+/// The first seed from `from` for which `good` holds of the draws.
+fn seed_where(from: u64, good: impl Fn(u64) -> bool) -> u64 {
+    (from..from + 100_000)
+        .find(|&s| good(s))
+        .expect("a seed within reach")
+}
+
+fn ballot_cases() -> Vec<BallotCase> {
+    use ChoiceMode::{All, Leader, Majority, Roll};
+    use DecidedBy as By;
+    let p2 = vec!["ana", "bo"];
+    let p3 = vec!["ana", "bo", "cy"];
+    let p4 = vec!["ana", "bo", "cy", "di"];
+    let p5 = vec!["ana", "bo", "cy", "di", "ed"];
+    let leader = rule_of(Leader, None, None);
+    let majority = |tie| rule_of(Majority, None, Some(tie));
+    let roll = rule_of(Roll, None, None);
+    let timed_roll = rule_of(Roll, Some(20), None);
+    let all = rule_of(All, None, None);
+    // Seeds that make the rolls say something: two voters rolling the same highest, a tie of two
+    // picked each way, a tie of three picked last.
+    let equal_two = seed_where(1, |s| ballot::roll(s, 0) == ballot::roll(s, 1));
+    let equal_highest_late = seed_where(1, |s| {
+        let (a, b, c) = (ballot::roll(s, 0), ballot::roll(s, 1), ballot::roll(s, 2));
+        b == c && b > a
+    });
+    let tie_first_of_two = seed_where(1, |s| ballot::draw(s, 0).is_multiple_of(2));
+    let tie_second_of_two = seed_where(1, |s| ballot::draw(s, 0) % 2 == 1);
+    let tie_third_of_three = seed_where(1, |s| ballot::draw(s, 0) % 3 == 2);
+    let second_voter_wins = seed_where(8, |s| {
+        let (a, b, c) = (ballot::roll(s, 0), ballot::roll(s, 1), ballot::roll(s, 2));
+        b > a && b > c
+    });
+    let case = |why: &str,
+                rule: ChoiceRule,
+                participants: &Vec<&'static str>,
+                leader: &'static str,
+                cast: &[(&'static str, u32)],
+                expired: bool,
+                seed: u64,
+                by: Option<DecidedBy>| BallotCase {
+        why: why.to_owned(),
+        rule,
+        participants: participants.clone(),
+        leader,
+        cast: cast.to_vec(),
+        expired,
+        seed,
+        by,
+    };
+    vec![
+        // Leader.
+        case(
+            "Leader: the leader's vote decides at once",
+            leader,
+            &p3,
+            "ana",
+            &[("ana", 2)],
+            false,
+            0,
+            Some(By::Leader),
+        ),
+        case(
+            "Leader: the others' votes are suggestions; without the leader's vote nothing is decided",
+            leader,
+            &p3,
+            "ana",
+            &[("bo", 1), ("cy", 1)],
+            false,
+            0,
+            None,
+        ),
+        case(
+            "Leader: the leader's vote wins over every other",
+            leader,
+            &p3,
+            "bo",
+            &[("ana", 1), ("cy", 1), ("bo", 3)],
+            false,
+            0,
+            Some(By::Leader),
+        ),
+        case(
+            "Leader: a changed vote, only the latest counts",
+            leader,
+            &p3,
+            "ana",
+            &[("ana", 1), ("bo", 2), ("ana", 3)],
+            false,
+            0,
+            Some(By::Leader),
+        ),
+        case(
+            "Leader: no time limit; an expired flag changes nothing",
+            leader,
+            &p3,
+            "ana",
+            &[("bo", 4)],
+            true,
+            0,
+            None,
+        ),
+        case(
+            "Leader: the leader is whoever leads now (after the first leader left)",
+            leader,
+            &p2,
+            "bo",
+            &[("bo", 4), ("ana", 1)],
+            false,
+            0,
+            Some(By::Leader),
+        ),
+        // Majority.
+        case(
+            "Majority: two of three is more than half, decided at once",
+            majority(TieRule::Leader),
+            &p3,
+            "ana",
+            &[("bo", 2), ("cy", 2)],
+            false,
+            0,
+            Some(By::Majority),
+        ),
+        case(
+            "Majority: two of four is not more than half; it waits",
+            majority(TieRule::Leader),
+            &p4,
+            "ana",
+            &[("bo", 2), ("cy", 2)],
+            false,
+            0,
+            None,
+        ),
+        case(
+            "Majority: three of four is more than half",
+            majority(TieRule::Leader),
+            &p4,
+            "ana",
+            &[("ana", 3), ("bo", 3), ("di", 3)],
+            false,
+            0,
+            Some(By::Majority),
+        ),
+        case(
+            "Majority: more than half of the participants, not of the voters: one vote of two waits",
+            majority(TieRule::Leader),
+            &p2,
+            "ana",
+            &[("bo", 1)],
+            false,
+            0,
+            None,
+        ),
+        case(
+            "Majority: one participant, one vote: decided at once",
+            majority(TieRule::Leader),
+            &vec!["ana"],
+            "ana",
+            &[("ana", 4)],
+            false,
+            0,
+            Some(By::Majority),
+        ),
+        case(
+            "Majority: at the time limit the most votes win",
+            majority(TieRule::Leader),
+            &p4,
+            "ana",
+            &[("ana", 1), ("bo", 3), ("cy", 3)],
+            true,
+            0,
+            Some(By::Majority),
+        ),
+        case(
+            "Majority: at the time limit a single vote wins",
+            majority(TieRule::First),
+            &p4,
+            "ana",
+            &[("di", 4)],
+            true,
+            0,
+            Some(By::Majority),
+        ),
+        case(
+            "Majority: at the time limit with no vote, nothing is decided (the first vote after it will)",
+            majority(TieRule::Leader),
+            &p3,
+            "ana",
+            &[],
+            true,
+            0,
+            None,
+        ),
+        case(
+            "Majority: before the time limit with no vote, nothing is decided",
+            majority(TieRule::Leader),
+            &p3,
+            "ana",
+            &[],
+            false,
+            0,
+            None,
+        ),
+        case(
+            "Majority, Tie Leader: a tie at the limit goes to the leader's vote, among the tied",
+            majority(TieRule::Leader),
+            &p4,
+            "cy",
+            &[("ana", 1), ("bo", 3), ("cy", 3), ("di", 1)],
+            true,
+            0,
+            Some(By::TieLeader),
+        ),
+        case(
+            "Majority, Tie Leader: a three-way tie, the leader among it",
+            majority(TieRule::Leader),
+            &p3,
+            "bo",
+            &[("ana", 1), ("bo", 2), ("cy", 3)],
+            true,
+            0,
+            Some(By::TieLeader),
+        ),
+        case(
+            "Majority, Tie Leader: the leader voted for none of the tied: as First (tie_first)",
+            majority(TieRule::Leader),
+            &p5,
+            "ana",
+            &[("ana", 4), ("bo", 3), ("cy", 3), ("di", 2), ("ed", 2)],
+            true,
+            0,
+            Some(By::TieFirst),
+        ),
+        case(
+            "Majority, Tie Leader: the leader did not vote: as First (tie_first)",
+            majority(TieRule::Leader),
+            &p4,
+            "ana",
+            &[("bo", 3), ("cy", 2)],
+            true,
+            0,
+            Some(By::TieFirst),
+        ),
+        case(
+            "Majority, Tie First: the tied response written first (lowest priority) wins",
+            majority(TieRule::First),
+            &p4,
+            "ana",
+            &[("ana", 3), ("bo", 2), ("cy", 3), ("di", 2)],
+            true,
+            0,
+            Some(By::TieFirst),
+        ),
+        case(
+            "Majority, Tie First: a three-way tie, the first written wins whoever leads",
+            majority(TieRule::First),
+            &p3,
+            "cy",
+            &[("ana", 4), ("bo", 3), ("cy", 2)],
+            true,
+            0,
+            Some(By::TieFirst),
+        ),
+        case(
+            "Majority, Tie Roll: tied[draw(seed, 0) mod 2] in priority order: the first",
+            majority(TieRule::Roll),
+            &p4,
+            "ana",
+            &[("ana", 3), ("bo", 1), ("cy", 3), ("di", 1)],
+            true,
+            tie_first_of_two,
+            Some(By::TieRoll),
+        ),
+        case(
+            "Majority, Tie Roll: tied[draw(seed, 0) mod 2] in priority order: the second",
+            majority(TieRule::Roll),
+            &p4,
+            "ana",
+            &[("ana", 3), ("bo", 1), ("cy", 3), ("di", 1)],
+            true,
+            tie_second_of_two,
+            Some(By::TieRoll),
+        ),
+        case(
+            "Majority, Tie Roll: tied[draw(seed, 0) mod 3] of a three-way tie",
+            majority(TieRule::Roll),
+            &p3,
+            "ana",
+            &[("ana", 4), ("bo", 1), ("cy", 2)],
+            true,
+            tie_third_of_three,
+            Some(By::TieRoll),
+        ),
+        case(
+            "Majority, Tie Roll: a clear majority is never rolled for",
+            majority(TieRule::Roll),
+            &p3,
+            "ana",
+            &[("ana", 4), ("bo", 4)],
+            false,
+            tie_second_of_two,
+            Some(By::Majority),
+        ),
+        case(
+            "Majority: a vote from outside the participants is not counted (it would have made two of three)",
+            majority(TieRule::Leader),
+            &p3,
+            "ana",
+            &[("zed", 1), ("ana", 1)],
+            false,
+            0,
+            None,
+        ),
+        case(
+            "Majority: votes from outside the participants never count, at the limit either",
+            majority(TieRule::Leader),
+            &p3,
+            "ana",
+            &[("zed", 1), ("yan", 1), ("bo", 2)],
+            true,
+            0,
+            Some(By::Majority),
+        ),
+        case(
+            "Majority: a changed vote moves the count: two of three after bo changes to the dory",
+            majority(TieRule::Leader),
+            &p3,
+            "ana",
+            &[("bo", 1), ("cy", 2), ("bo", 2)],
+            false,
+            0,
+            Some(By::Majority),
+        ),
+        case(
+            "Majority: a changed vote breaks what would have been a majority",
+            majority(TieRule::Leader),
+            &p3,
+            "ana",
+            &[("bo", 1), ("cy", 1), ("cy", 3)],
+            false,
+            0,
+            None,
+        ),
+        case(
+            "Majority: the order of the votes does not matter (the tie above, cast the other way round)",
+            majority(TieRule::Leader),
+            &p4,
+            "cy",
+            &[("di", 1), ("cy", 3), ("bo", 3), ("ana", 1)],
+            true,
+            0,
+            Some(By::TieLeader),
+        ),
+        // Roll.
+        case(
+            "Roll: waits until every participant has voted",
+            roll,
+            &p3,
+            "ana",
+            &[("ana", 1), ("bo", 2)],
+            false,
+            7,
+            None,
+        ),
+        case(
+            "Roll: every participant voted; each rolls 1 + draw(seed, k) mod 100, k their place among the voters in join order",
+            roll,
+            &p3,
+            "ana",
+            &[("cy", 3), ("ana", 1), ("bo", 2)],
+            false,
+            7,
+            Some(By::Roll),
+        ),
+        case(
+            "Roll: the same ballot, another seed: the second voter rolls highest",
+            roll,
+            &p3,
+            "ana",
+            &[("ana", 1), ("bo", 2), ("cy", 3)],
+            false,
+            second_voter_wins,
+            Some(By::Roll),
+        ),
+        case(
+            "Roll: at the time limit the voters roll; k counts only the voters (cy is voter 1)",
+            timed_roll,
+            &p3,
+            "ana",
+            &[("cy", 3), ("ana", 1)],
+            true,
+            7,
+            Some(By::Roll),
+        ),
+        case(
+            "Roll: at the time limit with no vote, nothing is decided",
+            timed_roll,
+            &p3,
+            "ana",
+            &[],
+            true,
+            7,
+            None,
+        ),
+        case(
+            "Roll: an equal highest roll goes to the earlier joiner",
+            roll,
+            &p2,
+            "ana",
+            &[("bo", 2), ("ana", 1)],
+            false,
+            equal_two,
+            Some(By::Roll),
+        ),
+        case(
+            "Roll: an equal highest roll between the later two goes to the earlier of them",
+            roll,
+            &p3,
+            "ana",
+            &[("ana", 1), ("bo", 2), ("cy", 3)],
+            false,
+            equal_highest_late,
+            Some(By::Roll),
+        ),
+        case(
+            "Roll: voters who picked the same response still roll each",
+            roll,
+            &p3,
+            "cy",
+            &[("ana", 4), ("bo", 4), ("cy", 1)],
+            false,
+            11,
+            Some(By::Roll),
+        ),
+        case(
+            "Roll: a vote from outside the participants neither rolls nor counts toward everyone",
+            roll,
+            &p2,
+            "ana",
+            &[("zed", 3), ("ana", 1)],
+            false,
+            7,
+            None,
+        ),
+        case(
+            "Roll: one participant: their vote, with their roll",
+            roll,
+            &vec!["ana"],
+            "ana",
+            &[("ana", 2)],
+            false,
+            3,
+            Some(By::Roll),
+        ),
+        case(
+            "Roll: a changed vote, only the latest is rolled for",
+            roll,
+            &p2,
+            "ana",
+            &[("ana", 1), ("bo", 2), ("ana", 4)],
+            false,
+            9,
+            Some(By::Roll),
+        ),
+        // All.
+        case(
+            "All: every participant for the same response",
+            all,
+            &p3,
+            "ana",
+            &[("ana", 2), ("bo", 2), ("cy", 2)],
+            false,
+            0,
+            Some(By::Unanimous),
+        ),
+        case(
+            "All: one dissent and nothing is decided",
+            all,
+            &p3,
+            "ana",
+            &[("ana", 2), ("bo", 2), ("cy", 1)],
+            false,
+            0,
+            None,
+        ),
+        case(
+            "All: one missing vote and nothing is decided",
+            all,
+            &p3,
+            "ana",
+            &[("ana", 2), ("bo", 2)],
+            false,
+            0,
+            None,
+        ),
+        case(
+            "All: no time limit; expiry decides nothing",
+            all,
+            &p3,
+            "ana",
+            &[("ana", 2), ("bo", 2)],
+            true,
+            0,
+            None,
+        ),
+        case(
+            "All: a changed vote makes it unanimous",
+            all,
+            &p3,
+            "ana",
+            &[("ana", 2), ("bo", 2), ("cy", 1), ("cy", 2)],
+            false,
+            0,
+            Some(By::Unanimous),
+        ),
+        case(
+            "All: a dissent from outside the participants does not count",
+            all,
+            &p2,
+            "ana",
+            &[("ana", 3), ("zed", 1), ("bo", 3)],
+            false,
+            0,
+            Some(By::Unanimous),
+        ),
+        case(
+            "All: one participant",
+            all,
+            &vec!["ana"],
+            "ana",
+            &[("ana", 1)],
+            false,
+            0,
+            Some(By::Unanimous),
+        ),
+    ]
+}
+
+/// The latest vote of each player, in the order each first voted.
+fn latest_votes(cast: &[(&'static str, u32)]) -> Vec<(&'static str, u32)> {
+    let mut votes: Vec<(&'static str, u32)> = Vec::new();
+    for &(player, r) in cast {
+        match votes.iter_mut().find(|(p, _)| *p == player) {
+            Some(vote) => vote.1 = r,
+            None => votes.push((player, r)),
+        }
+    }
+    votes
+}
+
+fn ballot_vectors() -> Value {
+    let (graph, diagnostics) = build_conversation("Boats", BALLOT);
+    assert!(diagnostics.is_empty(), "{diagnostics:?}");
+    let response = |i: u32| format!("Boats_r{i}");
+    let find = |i: u32| graph.find(&response(i)).expect("a response");
+    let cases: Vec<Value> = ballot_cases()
+        .iter()
+        .map(|c| {
+            let votes = latest_votes(&c.cast);
+            let passed: Vec<(&str, VertexId)> = votes.iter().map(|&(p, r)| (p, find(r))).collect();
+            let decision = ballot::decide(
+                &graph,
+                &c.rule,
+                &c.participants,
+                c.leader,
+                &passed,
+                c.expired,
+                c.seed,
+            );
+            assert_eq!(decision.as_ref().map(|d| d.by), c.by, "{}", c.why);
+            let vote_list = |list: &[(&str, u32)]| {
+                list.iter()
+                    .map(|&(p, r)| json!({ "player": p, "response": response(r) }))
+                    .collect::<Vec<_>>()
+            };
+            let mut out = json!({
+                "why": c.why,
+                "rule": rule_json(&c.rule),
+                "participants": c.participants,
+                "leader": c.leader,
+                "votes": vote_list(&votes),
+                "expired": c.expired,
+                "seed": c.seed.to_string(),
+                "decision": decision_json(&graph, decision.as_ref()),
+            });
+            if votes.len() != c.cast.len() {
+                out["cast"] = json!(vote_list(&c.cast));
+            }
+            out
+        })
+        .collect();
+    let seeds = [0, 1, 7, 42, 0x9E37_79B9_7F4A_7C15, u64::MAX];
+    let draws: Vec<Value> = seeds
+        .iter()
+        .flat_map(|&seed| {
+            (0..4).map(move |k| {
+                json!({
+                    "seed": seed.to_string(),
+                    "k": k,
+                    "draw": ballot::draw(seed, k).to_string(),
+                    "roll": ballot::roll(seed, k),
+                })
+            })
+        })
+        .collect();
+    let text = {
+        let mut d = Vec::new();
+        let file =
+            canonical::parse_conversation("Boats.json", BALLOT.as_bytes(), &mut d).expect("parses");
+        canonical::to_json(&banter_dialogue::layers::merge("Boats", &file, &[], &mut d))
+    };
+    json!({
+        "conversation": text,
+        "line": "Boats",
+        "draws": draws,
+        "cases": cases,
+    })
+}
+
+#[test]
+fn ballot_vectors_are_current_and_replay() {
+    let vectors = ballot_vectors();
+    let cases = vectors["cases"].as_array().expect("cases");
+    assert!(cases.len() >= 40, "{} ballot cases", cases.len());
+    // Every way to decide, and null, appears.
+    let by: std::collections::BTreeSet<&str> = cases
+        .iter()
+        .map(|c| c["decision"]["by"].as_str().unwrap_or("null"))
+        .collect();
+    let every: std::collections::BTreeSet<&str> = DecidedBy::VARIANTS
+        .iter()
+        .map(|&b| <&str>::from(b))
+        .chain(["null"])
+        .collect();
+    assert_eq!(by, every);
+    bless_or_check("ballots.json", &vectors);
+    // Replay from the JSON alone, as a client would.
+    for d in vectors["draws"].as_array().expect("draws") {
+        let seed: u64 = d["seed"].as_str().expect("seed").parse().expect("u64");
+        let k = d["k"].as_u64().expect("k");
+        assert_eq!(
+            d["draw"].as_str(),
+            Some(ballot::draw(seed, k).to_string().as_str())
+        );
+    }
+    let text = vectors["conversation"].as_str().expect("conversation");
+    let (graph, _) = build_conversation("Boats", text);
+    for c in cases {
+        let spec = ChoiceSpec {
+            mode: c["rule"]["Mode"].as_str().and_then(|m| {
+                ChoiceMode::VARIANTS
+                    .iter()
+                    .copied()
+                    .find(|&v| <&str>::from(v) == m)
+            }),
+            time_limit: c["rule"]["TimeLimit"].as_u64().map(|s| s as u32),
+            tie: c["rule"]["Tie"].as_str().and_then(|t| {
+                TieRule::VARIANTS
+                    .iter()
+                    .copied()
+                    .find(|&v| <&str>::from(v) == t)
+            }),
+        };
+        let names = |v: &Value| -> Vec<String> {
+            v.as_array()
+                .expect("list")
+                .iter()
+                .map(|s| s.as_str().expect("name").to_owned())
+                .collect()
+        };
+        let participants = names(&c["participants"]);
+        let participants: Vec<&str> = participants.iter().map(String::as_str).collect();
+        let votes: Vec<(String, VertexId)> = c["votes"]
+            .as_array()
+            .expect("votes")
+            .iter()
+            .map(|v| {
+                let r = graph
+                    .find(v["response"].as_str().expect("response"))
+                    .expect("vertex");
+                (v["player"].as_str().expect("player").to_owned(), r)
+            })
+            .collect();
+        let votes: Vec<(&str, VertexId)> = votes.iter().map(|(p, r)| (p.as_str(), *r)).collect();
+        let decision = ballot::decide(
+            &graph,
+            &spec.rule(),
+            &participants,
+            c["leader"].as_str().expect("leader"),
+            &votes,
+            c["expired"].as_bool().expect("expired"),
+            c["seed"].as_str().expect("seed").parse().expect("u64"),
+        );
+        assert_eq!(
+            decision_json(&graph, decision.as_ref()),
+            c["decision"],
+            "{}",
+            c["why"]
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shared walks (PROTOCOL.md sections 17.2 and 17.5): each participant's client following the
+// group's walk, with its own facts.
+
+/// A shared conversation for the rules of following: a response only some participants are
+/// shown (`Pier_r3`, `has(FerryPass)`; `Midway_r3`, `coins >= 100`), node actions on the lines
+/// the group is shown (each participant accepts for themself), a node whose `Choice` rolls, a
+/// quest check on a response, a response that ends the conversation.
+const CROSSING: &str = r#"{
+  "FirstNode": "Pier",
+  "Speaker": "Wren",
+  "Shared": { "Mode": "Majority", "TimeLimit": 20, "Tie": "Leader" },
+  "Pier": { "Text": "Two boats today. Which will it be?", "Responses": [
+    { "Text": "The little skiff.", "NextNode": "Skiff",
+      "Actions": [ { "Type": "ChooseRideBoat", "QuestId": "Crossing" } ] },
+    { "Text": "The big barge.", "NextNode": "Barge" },
+    { "Text": "I've a pass for the fast boat.", "Conditions": "has(FerryPass)", "NextNode": "Fast",
+      "Actions": [ { "Type": "TrackQuest", "QuestId": "Crossing" } ] },
+    { "Text": "Not today.", "Actions": [ { "Type": "OpenShop", "Shop": "BaitStall" } ] } ] },
+  "Skiff": { "Text": "Room for two, if nobody rocks it.", "NextNode": "Midway",
+    "Actions": [ { "Type": "AcceptQuest", "QuestId": "Crossing" } ] },
+  "Barge": { "Text": "Slow and steady it is.", "NextNode": "Midway",
+    "Actions": [ { "Type": "AcceptQuest", "QuestId": "Crossing" } ] },
+  "Fast": { "Text": "Hold on to your hats!", "NextNode": "Midway" },
+  "Midway": { "Text": "Halfway. Who rows?", "Choice": { "Mode": "Roll", "TimeLimit": 15 }, "Responses": [
+    { "Text": "I'll row.", "NextNode": "Shore" },
+    { "Text": "You row, Wren.", "NextNode": "Shore" },
+    { "Text": "I'll pay extra for the motor.", "Conditions": "coins >= 100", "NextNode": "Shore",
+      "Actions": [ { "Type": "OpenShop", "Shop": "Motor" } ] } ] },
+  "Shore": { "Text": "Land ho. Got your ticket stub?", "Responses": [
+    { "Text": "Here it is.",
+      "Actions": [ { "Type": "CheckQuest", "QuestId": "Crossing", "SuccessNode": "Paid", "FailureNode": "Lost" } ] },
+    { "Text": "Lost it.", "NextNode": "Lost" } ] },
+  "Paid": { "Text": "Off you hop. Here's your change.", "Close": true,
+    "Actions": [ { "Type": "CompleteQuest", "QuestId": "Crossing" } ] },
+  "Lost": { "Text": "Next time, then.", "Close": true }
+}"#;
+
+/// Every action a walk has armed, with how many times (the client's walk never spends).
+fn armed_json(graph: &DialogueGraph, walk: &banter_dialogue::Walk) -> Vec<Value> {
+    graph
+        .all_actions()
+        .iter()
+        .enumerate()
+        .filter_map(|(i, a)| {
+            let count = walk.armed(banter_dialogue::ActionIndex(i as u32));
+            (count > 0).then(|| {
+                json!({
+                    "type": a.action_type.name(),
+                    "payload": &*a.payload,
+                    "on": graph.vertex(a.vertex).map(|v| v.name.to_string()).unwrap_or_default(),
+                    "count": count,
+                })
+            })
+        })
+        .collect()
+}
+
+/// One participant: their client and the walk the server keeps for them.
+struct Member {
+    player: &'static str,
+    facts: FactSheet,
+    client: ClientWalk,
+    server: banter_dialogue::Walk,
+    present: bool,
+}
+
+/// The ballot open on the group's line.
+struct OpenBallot {
+    line: VertexId,
+    rule: ChoiceRule,
+    /// Each voter's latest vote, in the order they first voted.
+    votes: Vec<(&'static str, VertexId)>,
+    expired: bool,
+    seed: u64,
+}
+
+/// What happens in a scenario, in order.
+#[derive(Clone)]
+enum Event {
+    /// A participant picks a response: a vote.
+    Vote(&'static str, &'static str),
+    /// The ballot's time limit passes.
+    Expire,
+    /// A participant advances past a line (only the leader may).
+    Advance(&'static str, &'static str),
+    /// The server's jump (the leader's quest check's result).
+    Jump(&'static str),
+    /// A participant closes the conversation: they leave it.
+    Close(&'static str),
+    /// A party member joins where the group is.
+    Join(&'static str, FactSheet),
+}
+
+/// A party walking one conversation: the server's side (each participant's walk, the leader's
+/// deciding, the ballots) and every client's, recorded step by step.
+struct Group<'g> {
+    graph: &'g DialogueGraph,
+    members: Vec<Member>,
+    leader: &'static str,
+    /// The line the group is shown (`None` while a jump is awaited, and after the end).
+    line: Option<VertexId>,
+    ballot: Option<OpenBallot>,
+    /// Where the next ballot's seed is drawn from.
+    seeds: u64,
+    steps: Vec<Value>,
+    out: Vec<Outgoing>,
+}
+
+impl Group<'_> {
+    fn name(&self, v: VertexId) -> String {
+        self.graph
+            .vertex(v)
+            .map(|v| v.name.to_string())
+            .expect("a vertex of the graph")
+    }
+
+    fn record(&mut self, at: usize) -> Value {
+        let g = self.graph;
+        let m = &self.members[at];
+        json!({
+            "sends": wire(g, &mut self.out),
+            "screen": screen(g, &m.client, &m.facts),
+            "armed": armed_json(g, m.client.walk()),
+        })
+    }
+
+    fn member(&self, player: &str) -> usize {
+        self.members
+            .iter()
+            .position(|m| m.player == player)
+            .expect("a participant")
+    }
+
+    fn present(&self) -> Vec<&'static str> {
+        self.members
+            .iter()
+            .filter(|m| m.present)
+            .map(|m| m.player)
+            .collect()
+    }
+
+    fn open_ballot(&mut self) {
+        self.ballot = None;
+        let Some(line) = self.line else { return };
+        let has_responses = self.graph.outputs(line).iter().any(|&r| {
+            self.graph
+                .vertex(r)
+                .is_some_and(|v| v.kind == VertexKind::Response)
+        });
+        let Some(rule) = self.graph.choice_rule(line).filter(|_| has_responses) else {
+            return;
+        };
+        self.seeds = ballot::draw(self.seeds, 1);
+        self.ballot = Some(OpenBallot {
+            line,
+            rule,
+            votes: Vec::new(),
+            expired: false,
+            seed: self.seeds,
+        });
+    }
+
+    /// `message` to every present participant but `except`, each applying it with `apply`;
+    /// recorded with what each sends and shows after it. Each client's walk must stay the one
+    /// the server keeps for that participant.
+    fn deliver(
+        &mut self,
+        message: &banter_protocol::ServerMessage,
+        except: Option<&str>,
+        apply: impl Fn(&DialogueGraph, &mut Member, &mut Vec<Outgoing>) -> Result<(), WalkError>,
+    ) {
+        let mut after = serde_json::Map::new();
+        for at in 0..self.members.len() {
+            let m = &self.members[at];
+            if !m.present || Some(m.player) == except {
+                continue;
+            }
+            let mut out = std::mem::take(&mut self.out);
+            apply(self.graph, &mut self.members[at], &mut out).expect("the client follows");
+            self.out = out;
+            let m = &self.members[at];
+            assert_eq!(
+                m.client.walk().reachable(),
+                m.server.reachable(),
+                "{}",
+                m.player
+            );
+            assert_eq!(m.client.walk().awaits_jump(), m.server.awaits_jump());
+            let record = self.record(at);
+            after.insert(self.members[at].player.to_owned(), record);
+        }
+        self.steps
+            .push(json!({ "message": message, "after": after }));
+    }
+
+    fn vote(&mut self, player: &'static str, response: &str) {
+        let g = self.graph;
+        let at = self.member(player);
+        let m = &self.members[at];
+        let result = find_named(g, &m.client, response)
+            .map_err(banter_dialogue::SharedError::Walk)
+            .and_then(|r| m.client.vote(g, r, &m.facts, &mut self.out).map(|()| r));
+        let mut step = json!({
+            "vote": { "player": player, "response": response },
+            "sends": wire(g, &mut self.out),
+        });
+        match result {
+            Err(e) => {
+                step["refused"] = json!(e.code().name());
+                self.steps.push(step);
+            }
+            Ok(r) => {
+                self.steps.push(step);
+                let ballot = self.ballot.as_mut().expect("a ballot takes the vote");
+                assert_eq!(g.line_of(r), Some(ballot.line));
+                match ballot.votes.iter_mut().find(|(p, _)| *p == player) {
+                    Some(vote) => vote.1 = r,
+                    None => ballot.votes.push((player, r)),
+                }
+                self.evaluate();
+            }
+        }
+    }
+
+    fn expire(&mut self) {
+        if let Some(ballot) = &mut self.ballot {
+            ballot.expired = true;
+        }
+        self.steps.push(json!({ "expire": true }));
+        self.evaluate();
+    }
+
+    fn evaluate(&mut self) {
+        let Some(b) = &self.ballot else { return };
+        let present = self.present();
+        let Some(decision) = ballot::decide(
+            self.graph,
+            &b.rule,
+            &present,
+            self.leader,
+            &b.votes,
+            b.expired,
+            b.seed,
+        ) else {
+            return;
+        };
+        let g = self.graph;
+        let (line, votes, seed) = (b.line, b.votes.clone(), b.seed);
+        let response = decision.response;
+        let lead = self.member(self.leader);
+        let leader = &mut self.members[lead];
+        let shown = leader
+            .server
+            .group_choose(g, response, &leader.facts)
+            .expect("the leader's walk takes the decision");
+        let node = match shown {
+            banter_dialogue::Shown::Line(n) => Some(n),
+            _ => None,
+        };
+        for m in self
+            .members
+            .iter_mut()
+            .filter(|m| m.present && m.player != self.leader)
+        {
+            m.server
+                .follow_chosen(g, response, node, &m.facts)
+                .expect("every walk follows the decision");
+        }
+        let rolled = matches!(decision.by, DecidedBy::Roll | DecidedBy::TieRoll);
+        let message = banter_protocol::ServerMessage::Chosen {
+            line: self.name(line),
+            response: self.name(response),
+            node: node.map(|n| self.name(n)),
+            by: decision.by,
+            votes: votes
+                .iter()
+                .map(|&(player, r)| banter_protocol::Vote {
+                    player: player.to_owned(),
+                    response: self.name(r),
+                })
+                .collect(),
+            seed: rolled.then(|| seed.to_string()),
+            rolls: decision
+                .rolls
+                .iter()
+                .map(|(player, roll)| banter_protocol::Roll {
+                    player: player.clone(),
+                    roll: *roll,
+                })
+                .collect(),
+        };
+        self.deliver(&message, None, |g, m, out| {
+            m.client.follow_chosen(g, response, node, &m.facts, out)
+        });
+        self.line = node;
+        self.open_ballot();
+    }
+
+    fn advance(&mut self, player: &'static str, node: &str) {
+        let g = self.graph;
+        let at = self.member(player);
+        let m = &self.members[at];
+        let result = find_named(g, &m.client, node)
+            .map_err(banter_dialogue::SharedError::Walk)
+            .and_then(|l| {
+                m.client
+                    .propose_advance(g, l, &m.facts, &mut self.out)
+                    .map(|()| l)
+            });
+        let mut step = json!({
+            "advance": { "player": player, "node": node },
+            "sends": wire(g, &mut self.out),
+        });
+        let line = match result {
+            Err(e) => {
+                step["refused"] = json!(e.code().name());
+                self.steps.push(step);
+                return;
+            }
+            Ok(line) => line,
+        };
+        self.steps.push(step);
+        assert_eq!(player, self.leader);
+        let leader = &mut self.members[at];
+        let shown = leader
+            .server
+            .advance(g, line, &leader.facts)
+            .expect("the server takes the leader's advance");
+        let next = match shown {
+            banter_dialogue::Shown::Line(n) => Some(n),
+            _ => None,
+        };
+        for m in self
+            .members
+            .iter_mut()
+            .filter(|m| m.present && m.player != player)
+        {
+            m.server
+                .follow_advanced(g, next, &m.facts)
+                .expect("every walk follows the advance");
+        }
+        let message = banter_protocol::ServerMessage::Advanced {
+            line: self.name(line),
+            node: next.map(|n| self.name(n)),
+        };
+        self.deliver(&message, None, |g, m, out| {
+            m.client.follow_advanced(g, next, &m.facts, out)
+        });
+        self.line = next;
+        self.open_ballot();
+    }
+
+    fn jump(&mut self, node: &str) {
+        let g = self.graph;
+        let target = g.find(node).expect("a jump target");
+        for m in self.members.iter_mut().filter(|m| m.present) {
+            m.server
+                .jump_to(g, target, &m.facts)
+                .expect("every walk takes the jump");
+        }
+        let message = banter_protocol::ServerMessage::Jump {
+            node: node.to_owned(),
+        };
+        self.deliver(&message, None, |g, m, out| {
+            m.client.jump(g, target, &m.facts, out)
+        });
+        self.line = Some(target);
+        self.open_ballot();
+    }
+
+    fn roster(&self, joined: Option<&str>, left: Option<&str>) -> banter_protocol::ServerMessage {
+        banter_protocol::ServerMessage::Participants {
+            leader: self.leader.to_owned(),
+            participants: self.present().iter().map(|p| (*p).to_owned()).collect(),
+            joined: joined.map(str::to_owned),
+            left: left.map(str::to_owned),
+            reason: left.map(|_| banter_protocol::LeftReason::Closed),
+        }
+    }
+
+    fn close(&mut self, player: &'static str) {
+        let at = self.member(player);
+        let m = &mut self.members[at];
+        m.client.close(&mut self.out);
+        m.server.close();
+        m.present = false;
+        let sends = wire(self.graph, &mut self.out);
+        self.steps.push(json!({ "close": player, "sends": sends }));
+        if let Some(ballot) = &mut self.ballot {
+            ballot.votes.retain(|(p, _)| *p != player);
+        }
+        if self.leader == player
+            && let Some(next) = self.present().first()
+        {
+            self.leader = next;
+        }
+        let leader = self.leader;
+        let message = self.roster(None, Some(player));
+        self.deliver(&message, None, |_, m, _| {
+            m.client.set_leader(m.player == leader);
+            Ok(())
+        });
+        self.evaluate();
+    }
+
+    fn join(&mut self, player: &'static str, facts: FactSheet) {
+        let g = self.graph;
+        let entry = self.line.expect("the group is on a line");
+        let client =
+            ClientWalk::open_shared(g, entry, &facts, false, &mut self.out).expect("opens");
+        let (server, _) = banter_dialogue::Walk::open(g, entry, &facts).expect("opens");
+        self.members.push(Member {
+            player,
+            facts: facts.clone(),
+            client,
+            server,
+            present: true,
+        });
+        let record = self.record(self.members.len() - 1);
+        self.steps.push(json!({
+            "join": { "player": player, "entry": self.name(entry), "facts": facts },
+            "sends": record["sends"],
+            "screen": record["screen"],
+            "armed": record["armed"],
+        }));
+        let message = self.roster(Some(player), None);
+        self.deliver(&message, Some(player), |_, _, _| Ok(()));
+    }
+}
+
+/// One scenario: `players` (the first leads) open `conversation` on `entry` together, then
+/// `events` happen; every participant's sends, screen and armings recorded after each.
+fn shared_scenario(
+    name: &str,
+    conversation: &str,
+    text: &str,
+    entry: &str,
+    seed: u64,
+    players: &[(&'static str, FactSheet)],
+    events: Vec<Event>,
+) -> Value {
+    let (graph, diagnostics) = build_conversation(conversation, text);
+    assert!(diagnostics.iter().all(|d| !d.is_error()), "{diagnostics:?}");
+    let entry_id = graph.find(entry).expect("entry");
+    let mut group = Group {
+        graph: &graph,
+        members: Vec::new(),
+        leader: players[0].0,
+        line: Some(entry_id),
+        ballot: None,
+        seeds: seed,
+        steps: Vec::new(),
+        out: Vec::new(),
+    };
+    let mut open = serde_json::Map::new();
+    for (k, (player, facts)) in players.iter().enumerate() {
+        let client = ClientWalk::open_shared(&graph, entry_id, facts, k == 0, &mut group.out)
+            .expect("opens");
+        let (server, _) = banter_dialogue::Walk::open(&graph, entry_id, facts).expect("opens");
+        group.members.push(Member {
+            player,
+            facts: facts.clone(),
+            client,
+            server,
+            present: true,
+        });
+        open.insert((*player).to_owned(), group.record(k));
+    }
+    group.open_ballot();
+    for event in events {
+        match event {
+            Event::Vote(player, response) => group.vote(player, response),
+            Event::Expire => group.expire(),
+            Event::Advance(player, node) => group.advance(player, node),
+            Event::Jump(node) => group.jump(node),
+            Event::Close(player) => group.close(player),
+            Event::Join(player, facts) => group.join(player, facts),
+        }
+    }
+    json!({
+        "name": name,
+        "conversation": conversation,
+        "entry": entry,
+        "leader": players[0].0,
+        "participants": players.iter().map(|(p, f)| json!({ "player": p, "facts": f })).collect::<Vec<_>>(),
+        "open": open,
+        "steps": group.steps,
+    })
+}
+
+fn shared_walk_vectors() -> Value {
+    let mut d = Vec::new();
+    let file = canonical::parse_conversation("Crossing.json", CROSSING.as_bytes(), &mut d)
+        .expect("parses");
+    let text = canonical::to_json(&banter_dialogue::layers::merge(
+        "Crossing",
+        &file,
+        &[],
+        &mut d,
+    ));
+    assert!(d.is_empty(), "{d:?}");
+    let sheet = |coins: i64, pass: bool| {
+        let mut has = vec!["Dialogue.Talking"];
+        if pass {
+            has.push("FerryPass");
+        }
+        facts(&[], coins, &has)
+    };
+    let (ana, bo, cy, di) = (
+        ("ana", sheet(0, false)),
+        ("bo", sheet(150, true)),
+        ("cy", sheet(20, true)),
+        ("di", sheet(500, false)),
+    );
+    use Event::{Advance, Close, Expire, Join, Jump, Vote};
+    let scenarios = vec![
+        shared_scenario(
+            "Crossing, three aboard: a response only two were shown wins by their votes and arms only theirs; only the leader advances; a roll at Midway; the quest check's response sends each participant's CheckQuest and the leader's result jumps everyone; the leader's last advance ends it for all",
+            "Crossing",
+            &text,
+            "Pier",
+            1,
+            &[ana.clone(), bo.clone(), cy.clone()],
+            vec![
+                Vote("bo", "Pier_r3"),
+                Vote("ana", "Pier_r3"),
+                Vote("ana", "Pier_r2"),
+                Vote("cy", "Pier_r3"),
+                Vote("bo", "Pier_r1"),
+                Advance("bo", "Fast"),
+                Advance("ana", "Fast"),
+                Vote("cy", "Midway_r3"),
+                Vote("ana", "Midway_r1"),
+                Vote("bo", "Midway_r3"),
+                Vote("cy", "Midway_r2"),
+                Vote("ana", "Shore_r1"),
+                Vote("bo", "Shore_r1"),
+                Vote("cy", "Shore_r2"),
+                Jump("Paid"),
+                Advance("ana", "Paid"),
+                Vote("bo", "Shore_r2"),
+            ],
+        ),
+        shared_scenario(
+            "Crossing, two aboard: a changed vote, a tie at the time limit goes to the leader's vote; the node action of the line shown goes out from each client; a roll at the time limit among those who voted; a majority to a line that closes",
+            "Crossing",
+            &text,
+            "Pier",
+            2,
+            &[bo.clone(), cy.clone()],
+            vec![
+                Vote("bo", "Pier_r1"),
+                Vote("bo", "Pier_r2"),
+                Vote("cy", "Pier_r1"),
+                Expire,
+                Advance("cy", "Barge"),
+                Advance("bo", "Barge"),
+                Vote("cy", "Pier_r1"),
+                Vote("cy", "Midway_r2"),
+                Expire,
+                Vote("cy", "Shore_r2"),
+                Vote("bo", "Shore_r2"),
+                Advance("bo", "Lost"),
+            ],
+        ),
+        shared_scenario(
+            "Crossing, four aboard: the time limit passes with no vote and nothing is decided; the first vote after it decides; a response with no next line sends its actions and ends the conversation for everyone",
+            "Crossing",
+            &text,
+            "Pier",
+            3,
+            &[ana.clone(), bo.clone(), cy.clone(), di.clone()],
+            vec![Expire, Vote("di", "Pier_r4")],
+        ),
+        shared_scenario(
+            "Crossing: the leader closes and the next participant leads; a member joins where the group is and is shown that line; the new leader advances; a roll among the three",
+            "Crossing",
+            &text,
+            "Pier",
+            4,
+            &[ana.clone(), bo.clone(), cy.clone()],
+            vec![
+                Vote("ana", "Pier_r2"),
+                Vote("cy", "Pier_r2"),
+                Close("ana"),
+                Join("di", di.1.clone()),
+                Advance("cy", "Barge"),
+                Advance("bo", "Barge"),
+                Vote("bo", "Midway_r3"),
+                Vote("cy", "Midway_r1"),
+                Vote("di", "Midway_r3"),
+                Vote("bo", "Shore_r2"),
+                Vote("di", "Shore_r2"),
+                Advance("bo", "Lost"),
+            ],
+        ),
+    ];
+    // The sample's party quest, as the server sends it (lockout lines merged in).
+    let content = sample();
+    let wren = canonical::to_json(content.merged.get("Wren").expect("the sample's Wren"));
+    let mut scenarios = scenarios;
+    scenarios.extend([
+        shared_scenario(
+            "Wren (sample content), three aboard: the motor launch only the two with coins see wins by their votes; each accepts the quest on the line shown; the crossing advances each one's objective; the check's response jumps everyone to the completion",
+            "Wren",
+            &wren,
+            "Ferry_Greet",
+            5,
+            &[ana.clone(), bo.clone(), ("cy", sheet(120, false))],
+            vec![
+                Vote("ana", "Ferry_Greet_r3"),
+                Vote("bo", "Ferry_Greet_r3"),
+                Vote("ana", "Ferry_Greet_r1"),
+                Vote("cy", "Ferry_Greet_r3"),
+                Advance("ana", "Ferry_Launch"),
+                Advance("ana", "Ferry_FarBar"),
+                Vote("ana", "Ferry_Check_r1"),
+                Vote("cy", "Ferry_Check_r1"),
+                Jump("Ferry_Complete"),
+                Advance("ana", "Ferry_Complete"),
+            ],
+        ),
+        shared_scenario(
+            "Wren (sample content), two aboard: a tie at the time limit goes to the leader's boat, the room for two; Ferry_Rowing's own Choice rolls for the oars; a majority to wait, then the end",
+            "Wren",
+            &wren,
+            "Ferry_Greet",
+            6,
+            &[ana.clone(), bo.clone()],
+            vec![
+                Vote("ana", "Ferry_Greet_r1"),
+                Vote("bo", "Ferry_Greet_r2"),
+                Expire,
+                Advance("ana", "Ferry_Skiff"),
+                Vote("ana", "Ferry_Rowing_r1"),
+                Vote("bo", "Ferry_Rowing_r2"),
+                Advance("ana", "Ferry_FarBar"),
+                Vote("ana", "Ferry_Check_r2"),
+                Vote("bo", "Ferry_Check_r2"),
+                Advance("ana", "Ferry_Wait"),
+            ],
+        ),
+    ]);
+    json!({ "conversations": { "Crossing": text, "Wren": wren }, "scenarios": scenarios })
+}
+
+/// Replays a shared-walk record from its JSON alone, as a client would: each participant's
+/// client applies the server's messages and the player's own steps, and must send, show and
+/// arm exactly what the record says.
+fn replay_shared(vectors: &Value) {
+    for scenario in vectors["scenarios"].as_array().expect("scenarios") {
+        let label = scenario["name"].as_str().expect("name");
+        let conversation = scenario["conversation"].as_str().expect("conversation");
+        let text = vectors["conversations"][conversation]
+            .as_str()
+            .expect("content");
+        let (graph, _) = build_conversation(conversation, text);
+        let g = &graph;
+        let entry = g
+            .find(scenario["entry"].as_str().expect("entry"))
+            .expect("entry");
+        let leader = scenario["leader"].as_str().expect("leader");
+        let mut out = Vec::new();
+        let mut clients: BTreeMap<String, (ClientWalk, FactSheet)> = BTreeMap::new();
+        let check = |clients: &BTreeMap<String, (ClientWalk, FactSheet)>,
+                     player: &str,
+                     out: &mut Vec<Outgoing>,
+                     record: &Value| {
+            let (client, facts) = &clients[player];
+            assert_eq!(
+                json!(wire(g, out)),
+                record["sends"],
+                "{label}: {player} sends"
+            );
+            assert_eq!(
+                screen(g, client, facts),
+                record["screen"],
+                "{label}: {player} sees"
+            );
+            assert_eq!(
+                json!(armed_json(g, client.walk())),
+                record["armed"],
+                "{label}: {player}"
+            );
+        };
+        for p in scenario["participants"].as_array().expect("participants") {
+            let player = p["player"].as_str().expect("player");
+            let facts: FactSheet = serde_json::from_value(p["facts"].clone()).expect("facts");
+            let client = ClientWalk::open_shared(g, entry, &facts, player == leader, &mut out)
+                .expect("opens");
+            clients.insert(player.to_owned(), (client, facts));
+            check(&clients, player, &mut out, &scenario["open"][player]);
+        }
+        let vertex = |v: &Value| v.as_str().and_then(|n| g.find(n));
+        for step in scenario["steps"].as_array().expect("steps") {
+            let refused = step.get("refused").and_then(Value::as_str);
+            if let Some(vote) = step.get("vote") {
+                let player = vote["player"].as_str().expect("player");
+                let (client, facts) = &clients[player];
+                let result = find_named(g, client, vote["response"].as_str().expect("response"))
+                    .map_err(banter_dialogue::SharedError::Walk)
+                    .and_then(|r| client.vote(g, r, facts, &mut out));
+                assert_eq!(
+                    result.err().map(|e| e.code().name()),
+                    refused,
+                    "{label}: {step}"
+                );
+                assert_eq!(json!(wire(g, &mut out)), step["sends"], "{label}: {step}");
+            } else if let Some(advance) = step.get("advance") {
+                let player = advance["player"].as_str().expect("player");
+                let (client, facts) = &clients[player];
+                let result = find_named(g, client, advance["node"].as_str().expect("node"))
+                    .map_err(banter_dialogue::SharedError::Walk)
+                    .and_then(|l| client.propose_advance(g, l, facts, &mut out));
+                assert_eq!(
+                    result.err().map(|e| e.code().name()),
+                    refused,
+                    "{label}: {step}"
+                );
+                assert_eq!(json!(wire(g, &mut out)), step["sends"], "{label}: {step}");
+            } else if let Some(player) = step.get("close").and_then(Value::as_str) {
+                let (client, _) = clients.get_mut(player).expect("a participant");
+                client.close(&mut out);
+                assert_eq!(json!(wire(g, &mut out)), step["sends"], "{label}: {step}");
+                clients.remove(player);
+            } else if let Some(join) = step.get("join") {
+                let player = join["player"].as_str().expect("player");
+                let facts: FactSheet =
+                    serde_json::from_value(join["facts"].clone()).expect("facts");
+                let at = vertex(&join["entry"]).expect("entry");
+                let client =
+                    ClientWalk::open_shared(g, at, &facts, false, &mut out).expect("opens");
+                clients.insert(player.to_owned(), (client, facts));
+                check(&clients, player, &mut out, step);
+            } else if let Some(message) = step.get("message") {
+                let after = step["after"].as_object().expect("after");
+                for (player, record) in after {
+                    let (client, facts) = clients.get_mut(player).expect("a participant");
+                    let result = match message["type"].as_str() {
+                        Some("chosen") => client.follow_chosen(
+                            g,
+                            vertex(&message["response"]).expect("response"),
+                            vertex(&message["node"]),
+                            facts,
+                            &mut out,
+                        ),
+                        Some("advanced") => {
+                            client.follow_advanced(g, vertex(&message["node"]), facts, &mut out)
+                        }
+                        Some("jump") => {
+                            client.jump(g, vertex(&message["node"]).expect("node"), facts, &mut out)
+                        }
+                        Some("participants") => {
+                            client.set_leader(message["leader"].as_str() == Some(player.as_str()));
+                            Ok(())
+                        }
+                        other => panic!("{label}: no such message {other:?}"),
+                    };
+                    assert_eq!(result, Ok(()), "{label}: {player} follows {message}");
+                    check(&clients, player, &mut out, record);
+                }
+            } else {
+                assert!(step.get("expire").is_some(), "{label}: {step}");
+            }
+        }
+    }
+}
+
+#[test]
+fn shared_walk_vectors_are_current_and_replay() {
+    let vectors = shared_walk_vectors();
+    let scenarios = vectors["scenarios"].as_array().expect("scenarios");
+    // Every server message a client follows, and every refusal a participant's own step gets
+    // only in a shared conversation.
+    let steps: Vec<&Value> = scenarios
+        .iter()
+        .flat_map(|s| s["steps"].as_array().expect("steps"))
+        .collect();
+    let messages: std::collections::BTreeSet<&str> = steps
+        .iter()
+        .filter_map(|s| s["message"]["type"].as_str())
+        .collect();
+    assert_eq!(
+        messages,
+        std::collections::BTreeSet::from(["advanced", "chosen", "jump", "participants"])
+    );
+    let refused: std::collections::BTreeSet<&str> =
+        steps.iter().filter_map(|s| s["refused"].as_str()).collect();
+    for code in [
+        "not_current",
+        "not_leader",
+        "not_reachable",
+        "awaits_jump",
+        "no_conversation",
+    ] {
+        assert!(
+            refused.contains(code),
+            "{code} in shared_walks.json: {refused:?}"
+        );
+    }
+    bless_or_check("shared_walks.json", &vectors);
+    replay_shared(&vectors);
+}
+
+/// Every vector file in `conformance/` has its section in the README, so a client author finds
+/// what each one means.
+#[test]
+fn every_vector_file_is_documented_in_the_readme() {
+    let readme = std::fs::read_to_string(conformance_dir().join("README.md"))
+        .expect("conformance/README.md");
+    let mut files: Vec<String> = std::fs::read_dir(conformance_dir())
+        .expect("conformance folder")
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".json"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 7, "{files:?}");
+    for file in files {
+        assert!(
+            readme.contains(&format!("## `{file}`")),
+            "conformance/README.md has no section for {file}"
+        );
+    }
 }

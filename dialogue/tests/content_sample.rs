@@ -26,8 +26,8 @@ fn sample() -> Content {
 fn the_sample_content_loads_and_checks_clean() {
     let content = sample();
     assert!(content.world.islands.len() >= 4);
-    assert!(content.world.npcs.len() >= 12);
-    assert!(content.quests.len() >= 15);
+    assert!(content.world.npcs.len() >= 13);
+    assert!(content.quests.len() >= 16);
     assert_eq!(
         content
             .conversations
@@ -35,9 +35,61 @@ fn the_sample_content_loads_and_checks_clean() {
             .map(String::as_str)
             .collect::<Vec<_>>(),
         [
-            "Bram", "Fennick", "Hattie", "Ines", "Marisol", "Oswin", "Pim", "Skipper", "Tamsin"
+            "Bram", "Fennick", "Hattie", "Ines", "Marisol", "Oswin", "Pim", "Skipper", "Tamsin",
+            "Wren"
         ]
     );
+}
+
+#[test]
+fn the_party_quest_is_a_shared_conversation() {
+    use banter_dialogue::ChoiceRule;
+    use banter_protocol::{ChoiceMode, TieRule};
+    let content = sample();
+    let wren = content
+        .world
+        .npcs
+        .iter()
+        .find(|n| n.id == "wren")
+        .expect("Wren");
+    assert_eq!(wren.conversation, "Wren");
+    let graph = &content.conversations["Wren"];
+    let majority = ChoiceRule {
+        mode: ChoiceMode::Majority,
+        time_limit_secs: Some(20),
+        tie: TieRule::Leader,
+    };
+    assert_eq!(graph.shared(), Some(majority));
+    let rowing = graph.find("Ferry_Rowing").expect("Ferry_Rowing");
+    assert_eq!(
+        graph.choice_rule(rowing).map(|r| r.mode),
+        Some(ChoiceMode::Roll)
+    );
+    // Every other conversation is walked alone.
+    for (name, g) in &content.conversations {
+        assert_eq!(g.shared().is_some(), name == "Wren", "{name}");
+    }
+    // Each participant accepts for themself on a line; the check completes the quest; one
+    // response only some players are shown.
+    let on_lines = |t: ActionType| {
+        graph.all_actions().iter().any(|a| {
+            a.action_type == t
+                && graph
+                    .vertex(a.vertex)
+                    .is_some_and(|v| v.kind == VertexKind::Prompt)
+        })
+    };
+    assert!(on_lines(ActionType::AcceptQuest) && on_lines(ActionType::CompleteQuest));
+    assert!(
+        graph
+            .all_actions()
+            .iter()
+            .any(|a| a.action_type == ActionType::CheckQuest)
+    );
+    let launch = graph.find("Ferry_Greet_r3").expect("the launch");
+    assert!(graph.condition(launch).is_some());
+    let quest = content.quest("FerryForTwo").expect("FerryForTwo");
+    assert_eq!(quest.giver, "wren");
 }
 
 #[test]

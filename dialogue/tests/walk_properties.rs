@@ -566,3 +566,275 @@ fn the_client_walk_and_the_server_answer_every_input_alike() {
         },
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Shared conversations (PROTOCOL.md section 17): the leader's walk decides, every participant's
+// walk follows with its own facts.
+
+/// The model's counters after an arming of every action authored on `v`, capped.
+fn model_arm(g: &DialogueGraph, v: VertexId, model: &mut HashMap<ActionIndex, u8>) {
+    for (i, _) in g.actions(v) {
+        let slot = model.entry(i).or_default();
+        *slot = (*slot + 1).min(banter_dialogue::ARM_CAP);
+    }
+}
+
+/// `walk`'s counters are the model's, and every action armed on a response was armed on a
+/// response the player was shown.
+fn armings_match(
+    g: &DialogueGraph,
+    walk: &Walk,
+    model: &HashMap<ActionIndex, u8>,
+) -> Result<(), TestCaseError> {
+    for (i, authored) in g.all_actions().iter().enumerate() {
+        let index = ActionIndex(i as u32);
+        let modelled = model.get(&index).copied().unwrap_or(0);
+        prop_assert_eq!(walk.armed(index), modelled, "counter of {:?}", index);
+        let on_response = g
+            .vertex(authored.vertex)
+            .is_some_and(|v| v.kind == VertexKind::Response);
+        if on_response && walk.armed(index) > 0 {
+            prop_assert!(
+                walk.is_reachable(authored.vertex),
+                "{:?} armed on a response never shown",
+                index
+            );
+        }
+    }
+    Ok(())
+}
+
+/// A group's step, drawn without regard to what is on screen.
+#[derive(Clone, Debug)]
+enum GroupInput {
+    /// The ballot on the line on screen is won by its response `pick` (modulo their number),
+    /// whoever was shown it.
+    Decide(usize),
+    /// The leader advances past the line on screen.
+    Advance,
+    /// The server's answer to the pending quest check.
+    Jump(bool),
+}
+
+fn group_input() -> impl Strategy<Value = GroupInput> {
+    prop_oneof![
+        3 => any::<usize>().prop_map(GroupInput::Decide),
+        1 => Just(GroupInput::Advance),
+        1 => any::<bool>().prop_map(GroupInput::Jump),
+    ]
+}
+
+/// The quest-check targets authored on `v`.
+fn checks_on(g: &DialogueGraph, v: VertexId) -> Vec<VertexId> {
+    g.actions(v)
+        .flat_map(|(i, _)| check_targets(g, i))
+        .collect()
+}
+
+/// A leader and a follower with their own facts walk the same conversation: the leader's walk
+/// applies every decision (a response either of them may not have been shown), the follower's
+/// follows it and is never refused, and arms a response's actions only if it was shown that
+/// response and it holds for it: its counters are the model's after every step.
+#[test]
+fn a_followers_walk_follows_every_group_step_and_arms_only_what_it_was_shown() {
+    let mut runner = TestRunner::new(Config::with_cases(CASES));
+    let strategy = (
+        any_graph(),
+        world(),
+        world(),
+        any::<usize>(),
+        prop::collection::vec(group_input(), 1..40),
+    );
+    runner
+        .run(
+            &strategy,
+            |(graph, lead_facts, own_facts, start, inputs)| {
+                let g = &*graph;
+                let first = entry(g, start);
+                let (mut leader, _) = Walk::open(g, first, &lead_facts).expect("opens");
+                let (mut follower, _) = Walk::open(g, first, &own_facts).expect("opens");
+                let mut model: HashMap<ActionIndex, u8> = HashMap::new();
+                model_arm(g, first, &mut model);
+                let mut line = Some(first);
+                let mut pending: Vec<VertexId> = checks_on(g, first);
+                for input in inputs {
+                    match input {
+                        GroupInput::Decide(pick) => {
+                            let Some(on) = line.filter(|_| !leader.awaits_jump()) else {
+                                continue;
+                            };
+                            let responses: Vec<VertexId> = g
+                                .outputs(on)
+                                .iter()
+                                .copied()
+                                .filter(|&r| {
+                                    g.vertex(r).is_some_and(|v| v.kind == VertexKind::Response)
+                                })
+                                .collect();
+                            if responses.is_empty() {
+                                continue;
+                            }
+                            let r = responses[pick % responses.len()];
+                            let shown = leader.group_choose(g, r, &lead_facts).map_err(|e| {
+                                TestCaseError::fail(format!("leader refused {r:?}: {e}"))
+                            })?;
+                            let node = match shown {
+                                Shown::Line(n) => Some(n),
+                                Shown::AwaitJump | Shown::End => None,
+                            };
+                            let mine = follower.is_reachable(r)
+                                && g.condition(r).is_none_or(|c| c.eval(&own_facts));
+                            follower
+                                .follow_chosen(g, r, node, &own_facts)
+                                .map_err(|e| {
+                                    TestCaseError::fail(format!("follower refused {r:?}: {e}"))
+                                })?;
+                            if mine {
+                                model_arm(g, r, &mut model);
+                            }
+                            match shown {
+                                Shown::Line(n) => {
+                                    model_arm(g, n, &mut model);
+                                    pending = checks_on(g, n);
+                                    line = Some(n);
+                                }
+                                Shown::AwaitJump => pending = checks_on(g, r),
+                                Shown::End => line = None,
+                            }
+                        }
+                        GroupInput::Advance => {
+                            let Some(on) = line else { continue };
+                            let Ok(shown) = leader.advance(g, on, &lead_facts) else {
+                                continue;
+                            };
+                            let node = match shown {
+                                Shown::Line(n) => Some(n),
+                                _ => None,
+                            };
+                            follower.follow_advanced(g, node, &own_facts).map_err(|e| {
+                                TestCaseError::fail(format!("follower refused the advance: {e}"))
+                            })?;
+                            if let Some(n) = node {
+                                model_arm(g, n, &mut model);
+                                pending = checks_on(g, n);
+                            }
+                            line = node;
+                        }
+                        GroupInput::Jump(success) => {
+                            if !leader.awaits_jump() || pending.is_empty() {
+                                continue;
+                            }
+                            let target = pending[usize::from(!success) % pending.len()];
+                            leader.jump_to(g, target, &lead_facts).expect("a line");
+                            follower.jump_to(g, target, &own_facts).expect("a line");
+                            model_arm(g, target, &mut model);
+                            pending = checks_on(g, target);
+                            line = Some(target);
+                        }
+                    }
+                    prop_assert_eq!(follower.awaits_jump(), leader.awaits_jump());
+                    armings_match(g, &follower, &model)?;
+                }
+                Ok(())
+            },
+        )
+        .expect("a follower's walk");
+}
+
+/// A group step the server might (wrongly) send, drawn without regard to the walk.
+#[derive(Clone, Debug)]
+enum Followed {
+    Chosen(u32, Option<u32>),
+    Advanced(Option<u32>),
+    Decided(u32),
+    Jump(u32),
+}
+
+fn followed() -> impl Strategy<Value = Followed> {
+    prop_oneof![
+        3 => (0u32..80, prop::option::of(0u32..80)).prop_map(|(r, n)| Followed::Chosen(r, n)),
+        1 => prop::option::of(0u32..80).prop_map(Followed::Advanced),
+        1 => (0u32..80).prop_map(Followed::Decided),
+        1 => (0u32..40).prop_map(Followed::Jump),
+    ]
+}
+
+/// Whatever it is told, a follower's walk arms a response's actions only if it was shown that
+/// response and it holds, follows only a decision on a line it was shown, and every refusal
+/// leaves it exactly as it was.
+#[test]
+fn a_followers_walk_refuses_what_cannot_follow_and_changes_nothing_when_it_does() {
+    check_walks(
+        "follower refusals",
+        followed(),
+        1..60,
+        |(graph, facts, start, steps)| {
+            let g = &*graph;
+            let first = entry(g, start);
+            let (mut walk, _) = Walk::open(g, first, &facts).expect("opens");
+            let mut model: HashMap<ActionIndex, u8> = HashMap::new();
+            model_arm(g, first, &mut model);
+            for step in steps {
+                let before = walk.clone();
+                let decided_on_a_shown_line =
+                    |r: VertexId| g.line_of(r).is_some_and(|l| before.is_reachable(l));
+                let mine = |r: VertexId| {
+                    before.is_reachable(r) && g.condition(r).is_none_or(|c| c.eval(&facts))
+                };
+                let result = match step {
+                    Followed::Chosen(r, node) => {
+                        let r = VertexId(r);
+                        let node = node.map(VertexId);
+                        let result = walk.follow_chosen(g, r, node, &facts);
+                        if result.is_ok() {
+                            prop_assert!(decided_on_a_shown_line(r), "followed {r:?}");
+                            if mine(r) {
+                                model_arm(g, r, &mut model);
+                            }
+                            if let Some(n) = node {
+                                model_arm(g, n, &mut model);
+                            }
+                        }
+                        result
+                    }
+                    Followed::Decided(r) => {
+                        let r = VertexId(r);
+                        let result = walk.group_choose(g, r, &facts).map(|shown| {
+                            if mine(r) {
+                                model_arm(g, r, &mut model);
+                            }
+                            if let Shown::Line(n) = shown {
+                                model_arm(g, n, &mut model);
+                            }
+                        });
+                        if result.is_ok() {
+                            prop_assert!(decided_on_a_shown_line(r), "decided {r:?}");
+                        }
+                        result
+                    }
+                    Followed::Advanced(node) => {
+                        let node = node.map(VertexId);
+                        let result = walk.follow_advanced(g, node, &facts);
+                        if let (Ok(()), Some(n)) = (result, node) {
+                            model_arm(g, n, &mut model);
+                        }
+                        result
+                    }
+                    Followed::Jump(t) => {
+                        let t = VertexId(t);
+                        let result = walk.jump_to(g, t, &facts).map(|_| ());
+                        if result.is_ok() {
+                            model_arm(g, t, &mut model);
+                        }
+                        result
+                    }
+                };
+                if result.is_err() {
+                    prop_assert_eq!(&walk, &before);
+                }
+                armings_match(g, &walk, &model)?;
+            }
+            Ok(())
+        },
+    );
+}

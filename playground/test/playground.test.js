@@ -1,8 +1,10 @@
 // The playground in a real browser: Debian's Chromium (never a downloaded one), driven by
 // playwright-core. One test plays Pim's quest to completion through the page, one draws a
 // conversation's graph with the walk's marks, one draws what players did on it, one abandons a
-// quest from the quest log, switches language in game and reloads content from the page; each
-// saves a screenshot in screenshots/.
+// quest from the quest log, switches language in game and reloads content from the page, and
+// one plays a party quest in two pages at once (two players: a party formed from the page, the
+// ferry's shared conversation walked together, both voting); each saves screenshots in
+// screenshots/.
 //
 // The server is the binary built from this checkout (BANTER_SERVER_BIN, default
 // ../../target/debug/banter-server) on a free port, a fresh SQLite file and the sample content.
@@ -210,4 +212,128 @@ test('the quest log abandons a quest, the language switches in game, and content
   await page.screenshot({ path: join(shots, 'quest-log-abandon.png'), fullPage: true });
   assert.deepEqual(problems, []);
   await page.close();
+});
+
+/**
+ * Opens the playground in `page` and logs in standing by `npc`; returns the player's id.
+ * @param {import('playwright-core').Page} page
+ * @param {string} npc
+ */
+async function logIn(page, npc) {
+  await page.goto(`${address}/playground`);
+  await page.selectOption('#spawn', npc);
+  await page.click('#play');
+  await page.waitForSelector(`#map [data-npc="${npc}"]`);
+  return (await page.textContent('#player'))?.trim() ?? '';
+}
+
+/**
+ * Waits until both pages show `selector`.
+ * @param {import('playwright-core').Page[]} pages
+ * @param {string} selector
+ */
+async function both(pages, selector, timeout = 15000) {
+  await Promise.all(pages.map((p) => p.waitForSelector(selector, { timeout })));
+}
+
+test('a party of two plays the ferry together, in two pages at once', { timeout: 180000 }, async () => {
+  const leader = await watchedPage();
+  const member = await watchedPage();
+  const pages = [leader.page, member.page];
+  const [a, b] = pages;
+  // Both players stand by Wren, whose conversation is shared.
+  const idA = await logIn(a, 'wren');
+  const idB = await logIn(b, 'wren');
+  assert.match(idA, /\S/);
+  assert.notEqual(idA, idB);
+
+  // The party, formed from the page: A forms it and invites B by id; B accepts.
+  await a.click('#party-form');
+  await a.waitForSelector('#party-status[data-party^="pty_"]');
+  const party = await a.getAttribute('#party-status', 'data-party');
+  await a.fill('#invite-player', idB);
+  await a.click('#party-invite');
+  await a.waitForFunction((who) => (document.querySelector('#party-result')?.textContent ?? '').includes(`invited ${who}`), idB);
+  await b.waitForSelector(`#party-invites [data-invite="${party}"] button.accept`);
+  await b.click(`#party-invites [data-invite="${party}"] button.accept`);
+  for (const p of pages) {
+    await p.waitForSelector(`#party-members [data-member="${idA}"].leader`);
+    await p.waitForSelector(`#party-members [data-member="${idB}"]`);
+    assert.equal(await p.getAttribute('#party-status', 'data-party'), party);
+  }
+
+  // A talks to Wren; B, in reach and free, is taken into the conversation at once.
+  await a.click('#map [data-npc="wren"]');
+  await both(pages, '#line[data-node="Ferry_Greet"]');
+  await both(pages, `#participants [data-participant="${idA}"].leader`);
+  await both(pages, `#participants [data-participant="${idB}"]`);
+  await both(pages, '#rule[data-mode="Majority"]');
+
+  // The first ballot (Majority, 20 s): A's vote shows next to the response in both pages, with
+  // the countdown running; it decides nothing alone.
+  await a.click('#choices button[data-response="Ferry_Greet_r1"]');
+  await both(pages, '#choices button[data-response="Ferry_Greet_r1"][data-votes="1"]');
+  await both(pages, '#countdown[data-left]');
+  const left = Number(await b.getAttribute('#countdown', 'data-left'));
+  assert.ok(left > 0 && left <= 20, `the countdown shows the seconds left: ${left}`);
+  assert.equal(await a.locator('#choices button.mine').getAttribute('data-response'), 'Ferry_Greet_r1', "A's own vote is marked");
+  await both(pages, '#line[data-typed="true"]');
+  await a.screenshot({ path: join(shots, 'party-ballot-leader.png'), fullPage: true });
+  await b.screenshot({ path: join(shots, 'party-ballot-member.png'), fullPage: true });
+
+  // B votes the same: a majority, and the decision shows in both pages.
+  await b.click('#choices button[data-response="Ferry_Greet_r1"]');
+  await both(pages, '#decision[data-line="Ferry_Greet"][data-by="majority"]');
+  await both(pages, '#line[data-node="Ferry_Skiff"]');
+  // Each client accepted the quest for its own player.
+  await both(pages, '#quest-log [data-quest="FerryForTwo"][data-status="active"]');
+  // Only the leader continues; B sees it greyed.
+  await b.waitForSelector('#waiting:not([hidden])');
+  assert.equal(await b.locator('#continue').isVisible(), false);
+  await a.waitForSelector('#continue:not([hidden])');
+  await a.click('#continue');
+
+  // The oars (Roll): each votes, the highest roll wins; both pages show the rolls.
+  await both(pages, '#line[data-node="Ferry_Rowing"]');
+  await both(pages, '#rule[data-mode="Roll"]');
+  await a.click('#choices button[data-response="Ferry_Rowing_r1"]');
+  await b.click('#choices button[data-response="Ferry_Rowing_r2"]');
+  await both(pages, '#decision[data-line="Ferry_Rowing"][data-by="roll"]');
+  for (const p of pages) assert.match((await p.textContent('#decision')) ?? '', /Rolls: .*rolled \d+, .*rolled \d+ \(seed \d+\)/);
+  await both(pages, '#line[data-node="Ferry_FarBar"][data-typed="true"]');
+  await b.waitForSelector('#waiting:not([hidden])');
+  await a.screenshot({ path: join(shots, 'party-decided-leader.png'), fullPage: true });
+  await b.screenshot({ path: join(shots, 'party-decided-member.png'), fullPage: true });
+
+  // Over the far bar to the check: both show their stubs; the leader's check moves the group,
+  // and each page is paid its own reward.
+  await a.click('#continue');
+  await both(pages, '#line[data-node="Ferry_Check"]');
+  await a.click('#choices button[data-response="Ferry_Check_r1"]');
+  await b.click('#choices button[data-response="Ferry_Check_r1"]');
+  await both(pages, '#line[data-node="Ferry_Complete"]');
+  await both(pages, '#effects [data-effect="quest_completed"]');
+  await a.waitForSelector('#continue:not([hidden])');
+  await a.click('#continue');
+  await both(pages, '#line[data-ended="true"]');
+  // The decision that led to the end stays shown.
+  await both(pages, '#decision[data-line="Ferry_Check"]');
+  for (const p of pages) {
+    await p.waitForFunction(() => Number(document.querySelector('#profile')?.getAttribute('data-coins')) === 40);
+    assert.equal(await p.locator('#effects [data-effect="quest_accepted"]').count(), 1, 'accepted once');
+    assert.equal(await p.locator('#effects [data-effect="quest_completed"]').count(), 1, 'paid once');
+    assert.equal(await p.locator('#quest-log [data-quest="FerryForTwo"]').getAttribute('data-status'), 'completed');
+    assert.equal(await p.locator('#effects .error').count(), 0, `no refusal: ${await p.textContent('#effects')}`);
+  }
+  await a.screenshot({ path: join(shots, 'party-paid-leader.png'), fullPage: true });
+  await b.screenshot({ path: join(shots, 'party-paid-member.png'), fullPage: true });
+
+  // B leaves the party from the page; A is told.
+  await b.click('#party-leave');
+  await b.waitForSelector('#party-status[data-party=""]');
+  await a.waitForFunction((who) => document.querySelector(`#party-members [data-member="${who}"]`) === null, idB);
+  assert.deepEqual(leader.problems, []);
+  assert.deepEqual(member.problems, []);
+  await a.close();
+  await b.close();
 });

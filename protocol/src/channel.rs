@@ -62,6 +62,10 @@ pub struct Batch<M> {
     pub positions: Vec<Placed>,
     #[serde(default = "Vec::new", skip_serializing_if = "Vec::is_empty")]
     pub items: Vec<Item<M>>,
+    /// Parties the game server declares for its players (PROTOCOL.md section 17.1), applied
+    /// after the items (so a `join` in the same batch counts).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parties: Vec<crate::DeclaredParty>,
 }
 
 /// A batch over the channel's WebSocket: no numbers, the socket orders and delivers.
@@ -72,6 +76,10 @@ pub struct Frame<M> {
     pub positions: Vec<Placed>,
     #[serde(default = "Vec::new", skip_serializing_if = "Vec::is_empty")]
     pub items: Vec<Item<M>>,
+    /// Parties the game server declares for its players (PROTOCOL.md section 17.1), applied
+    /// after the items (so a `join` in the same batch counts).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parties: Vec<crate::DeclaredParty>,
 }
 
 /// Where the engine has a player now.
@@ -239,13 +247,19 @@ mod tests {
                     },
                 ),
             ],
+            parties: vec![crate::DeclaredParty {
+                party: "crew".into(),
+                leader: "rbx-1".into(),
+                members: vec!["rbx-1".into(), "rbx-2".into()],
+            }],
         };
         let text = serde_json::to_string(&batch).expect("a batch writes");
         assert_eq!(
             text,
-            r#"{"seq":1,"ack":0,"wait_ms":0,"positions":[{"player":"rbx-1","position":[1.0,2.0,3.0]}],"items":[{"player":"rbx-1","join":{}},{"player":"rbx-1","message":{"type":"set_afk","id":1,"afk":true}}]}"#
+            r#"{"seq":1,"ack":0,"wait_ms":0,"positions":[{"player":"rbx-1","position":[1.0,2.0,3.0]}],"items":[{"player":"rbx-1","join":{}},{"player":"rbx-1","message":{"type":"set_afk","id":1,"afk":true}}],"parties":[{"party":"crew","leader":"rbx-1","members":["rbx-1","rbx-2"]}]}"#
         );
         let read: Batch<serde_json::Value> = serde_json::from_str(&text).expect("and reads back");
         assert_eq!(read.items.len(), 2);
+        assert_eq!(read.parties, batch.parties);
     }
 }

@@ -10,6 +10,7 @@
 mod action;
 pub mod channel;
 mod messages;
+pub mod party;
 mod payload;
 pub mod schema;
 
@@ -21,6 +22,10 @@ pub use messages::{
     ByeReason, ClientMessage, ClientMessageKind, CloseReason, Effect, ErrorCode, FactSheet,
     MAX_CLIENT_FRAME_BYTES, NpcRef, PROTOCOL_VERSION, Position, Profile, QuestStatus,
     ServerMessage,
+};
+pub use party::{
+    ChoiceMode, DecidedBy, DeclaredParty, InviteView, LeftReason, MAX_PARTY_SIZE, PartyView, Roll,
+    SharedView, TieRule, Vote,
 };
 pub use payload::{ActionPayload, ExpectedFields, PayloadError};
 

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use strum::{EnumCount, VariantArray};
 
 use crate::action::ActionType;
+use crate::party::{DecidedBy, InviteView, LeftReason, PartyView, Roll, SharedView, Vote};
 
 /// The protocol version this crate speaks.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -124,6 +125,28 @@ pub enum ClientMessage {
         id: Option<u64>,
         token: String,
     },
+    /// Forms a party the sender leads (PROTOCOL.md section 17.1).
+    PartyForm {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<u64>,
+    },
+    /// Invites `player` into the sender's party (formed first if the sender is in none).
+    PartyInvite {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<u64>,
+        player: String,
+    },
+    /// Accepts a live invitation into `party`.
+    PartyAccept {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<u64>,
+        party: String,
+    },
+    /// Leaves the sender's party.
+    PartyLeave {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<u64>,
+    },
 }
 
 /// A text frame that is not a valid client message: what is wrong, and the request id the
@@ -152,7 +175,11 @@ macro_rules! with_request_id {
             | ClientMessage::FetchConversation { $id, .. }
             | ClientMessage::CutsceneDone { $id, .. }
             | ClientMessage::AbandonQuest { $id, .. }
-            | ClientMessage::Resume { $id, .. } => $body,
+            | ClientMessage::Resume { $id, .. }
+            | ClientMessage::PartyForm { $id }
+            | ClientMessage::PartyInvite { $id, .. }
+            | ClientMessage::PartyAccept { $id, .. }
+            | ClientMessage::PartyLeave { $id } => $body,
         }
     };
 }
@@ -439,6 +466,20 @@ pub enum ErrorCode {
     CarriedElsewhere,
     /// A `move` from a player the game server places: positions come from the engine.
     PositionOwned,
+    /// The sender is in no party.
+    NotInParty,
+    /// The sender (or the invitee) is in a party already; leave it first.
+    AlreadyInParty,
+    /// The party has 8 members.
+    PartyFull,
+    /// No live invitation into that party.
+    NoInvite,
+    /// In a shared conversation only its leader advances.
+    NotLeader,
+    /// A vote for a response under a line that is not the ballot's.
+    NotCurrent,
+    /// The party's shared conversation is open with another NPC or on another server instance.
+    SharedElsewhere,
 }
 
 impl ErrorCode {
@@ -458,6 +499,7 @@ impl ErrorCode {
                 | ErrorCode::TalkCooldown
                 | ErrorCode::StoreUnavailable
                 | ErrorCode::OutcomeUnknown
+                | ErrorCode::SharedElsewhere
         )
     }
 }
@@ -495,6 +537,12 @@ pub enum ServerMessage {
         /// Every locale the content can be read in (the source first, the pseudo-locale last).
         #[serde(default)]
         locales: Vec<String>,
+        /// The player's party (PROTOCOL.md section 17.1). Absent: in none.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        party: Option<PartyView>,
+        /// Live invitations into parties, oldest first. Absent: none.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        invites: Vec<InviteView>,
     },
     /// A `resume` took back the conversation: the walk is where the dropped session left it.
     /// `hash` is the content version the conversation runs on (the one the client cached).
@@ -513,6 +561,9 @@ pub enum ServerMessage {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         content: Option<String>,
         facts: FactSheet,
+        /// A shared conversation's party, leader, participants and votes (section 17.2).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        shared: Option<SharedView>,
     },
     /// The server decided where the conversation goes (a quest check's result).
     Jump { node: String },
@@ -547,6 +598,47 @@ pub enum ServerMessage {
     },
     /// The session ends; the server closes the socket after this.
     Bye { reason: ByeReason, message: String },
+    /// The receiver's party now (section 17.1). Absent: in none.
+    Party {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        party: Option<PartyView>,
+    },
+    /// An invitation into `party` from `from`.
+    PartyInvited { party: String, from: String },
+    /// The participants of the open shared conversation changed (section 17.2).
+    Participants {
+        leader: String,
+        participants: Vec<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        joined: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        left: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<LeftReason>,
+    },
+    /// A participant's vote (or changed vote) on the current line.
+    Voted { player: String, response: String },
+    /// The group's decision on `line` (section 17.3). `node` absent: the response awaits a
+    /// quest check's `jump`, or the conversation ends there.
+    Chosen {
+        line: String,
+        response: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        node: Option<String>,
+        by: DecidedBy,
+        votes: Vec<Vote>,
+        /// The ballot's seed, a decimal string of an unsigned 64-bit integer, when a roll decided.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        seed: Option<String>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        rolls: Vec<Roll>,
+    },
+    /// The leader advanced past `line`; `node` absent: the conversation ends.
+    Advanced {
+        line: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        node: Option<String>,
+    },
 }
 
 /// What the `id` of a frame that did not decode is.

@@ -1,6 +1,9 @@
 //! Wire messages: the JSON shapes docs/PROTOCOL.md promises, and strict decoding.
 
-use banter_protocol::{ActionType, ClientMessage, ErrorCode, QuestStatus, ServerMessage};
+use banter_protocol::{
+    ActionType, ClientMessage, DecidedBy, ErrorCode, InviteView, LeftReason, PartyView,
+    QuestStatus, Roll, ServerMessage, SharedView, Vote,
+};
 
 #[test]
 fn client_messages_decode_from_the_documented_json() {
@@ -94,6 +97,10 @@ fn every_message_kind_is_its_type_tag() {
         r#"{"type":"cutscene_done","scene":"S"}"#,
         r#"{"type":"abandon_quest","quest":"Q"}"#,
         r#"{"type":"resume","token":"t"}"#,
+        r#"{"type":"party_form"}"#,
+        r#"{"type":"party_invite","player":"p"}"#,
+        r#"{"type":"party_accept","party":"pa"}"#,
+        r#"{"type":"party_leave"}"#,
     ];
     assert_eq!(samples.len(), ClientMessageKind::VARIANTS.len());
     for (sample, kind) in samples.iter().zip(ClientMessageKind::VARIANTS) {
@@ -252,6 +259,15 @@ fn every_server_message() -> Vec<ServerMessage> {
             cutscene: Some("LanternLighting".into()),
             locale: "ja".into(),
             locales: vec!["en".into(), "ja".into(), "en-XA".into()],
+            party: Some(PartyView {
+                id: "pa".into(),
+                leader: "p".into(),
+                members: vec!["p".into(), "q".into()],
+            }),
+            invites: vec![InviteView {
+                party: "pb".into(),
+                from: "r".into(),
+            }],
         },
         ServerMessage::Resumed {
             conversation: "Pim".into(),
@@ -277,6 +293,15 @@ fn every_server_message() -> Vec<ServerMessage> {
                 tutorial_stage: 0,
                 has: vec!["Dialogue.Talking".into()],
             },
+            shared: Some(SharedView {
+                party: "pa".into(),
+                leader: "p".into(),
+                participants: vec!["p".into(), "q".into()],
+                votes: vec![Vote {
+                    player: "q".into(),
+                    response: "R".into(),
+                }],
+            }),
         },
         ServerMessage::Jump { node: "N".into() },
         ServerMessage::Closed {
@@ -303,6 +328,38 @@ fn every_server_message() -> Vec<ServerMessage> {
         ServerMessage::QuestAbandoned {
             quest: "Q".into(),
             profile: profile.clone(),
+        },
+        ServerMessage::Party { party: None },
+        ServerMessage::PartyInvited {
+            party: "pa".into(),
+            from: "p".into(),
+        },
+        ServerMessage::Participants {
+            leader: "p".into(),
+            participants: vec!["p".into()],
+            joined: None,
+            left: Some("q".into()),
+            reason: Some(LeftReason::WalkedAway),
+        },
+        ServerMessage::Voted {
+            player: "q".into(),
+            response: "R".into(),
+        },
+        ServerMessage::Chosen {
+            line: "L".into(),
+            response: "R".into(),
+            node: Some("N".into()),
+            by: DecidedBy::TieRoll,
+            votes: vec![],
+            seed: Some(u64::MAX.to_string()),
+            rolls: vec![Roll {
+                player: "p".into(),
+                roll: 20,
+            }],
+        },
+        ServerMessage::Advanced {
+            line: "L".into(),
+            node: None,
         },
     ];
     messages.extend(effects.into_iter().map(|effect| ServerMessage::Effect {

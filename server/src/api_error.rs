@@ -103,6 +103,14 @@ impl From<crate::store::StoreError> for ApiError {
             StoreError::UnknownPlayer(_) => ApiError::UnknownPlayer(e.to_string()),
             StoreError::CarriedElsewhere(_) => ApiError::CarriedElsewhere(e.to_string()),
             StoreError::DuplicateEvent { .. } => ApiError::Duplicate(e.to_string()),
+            // Placeholder until parties have their own statuses: the caller's request does not
+            // fit the parties as they are.
+            StoreError::NotInParty
+            | StoreError::AlreadyInParty
+            | StoreError::PartyFull
+            | StoreError::NoInvite
+            | StoreError::SharedElsewhere { .. }
+            | StoreError::NotAMember => ApiError::BadRequest(e.to_string()),
             // An event whose COMMIT's outcome is unknown: the game server retries with the same
             // event id, which applies at most once and answers `duplicate` if the first landed.
             StoreError::Unavailable(_) | StoreError::OutcomeUnknown(_) => {

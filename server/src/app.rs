@@ -49,6 +49,8 @@ pub struct App {
     pub session_starts: Arc<tokio::sync::Semaphore>,
     /// The game-server channels open on this instance.
     pub channels: crate::channels::Channels,
+    /// The shared conversations open on this instance, by party (PROTOCOL.md section 17).
+    pub rooms: crate::rooms::Rooms,
 }
 
 impl App {
@@ -77,6 +79,7 @@ impl App {
             uptime: crate::clock::Uptime::start(),
             session_starts: Arc::new(tokio::sync::Semaphore::new(config_session_starts)),
             channels: crate::channels::Channels::default(),
+            rooms: crate::rooms::Rooms::default(),
         }
     }
 

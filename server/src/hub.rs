@@ -20,17 +20,19 @@ use tokio::sync::mpsc;
 use crate::store::SessionClaim;
 
 /// What the hub (or the server) tells a running session.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum Control {
     /// A newer session took this player over.
     Replaced,
     /// A game event changed the player's quests: the session reloads the player's record from
     /// the store and pushes these effects (`objective_advanced`) to the client.
     Progress(Vec<banter_protocol::Effect>),
+    /// A party or shared conversation's news for this session (PROTOCOL.md section 17).
+    Shared(Box<crate::rooms::SharedEvent>),
 }
 
 /// The most control messages a session's queue holds; past it the session is on its way out.
-const CONTROL_QUEUE: usize = 16;
+const CONTROL_QUEUE: usize = 64;
 
 /// A WebSocket session's control queue: a short queue and a wake-up, without the block of 32
 /// slots a tokio channel allocates up front (the hub makes one per connection: BENCHMARKS.md,
@@ -349,7 +351,7 @@ mod tests {
         assert!(!hub.on_claim(&claim("p", "b:9", 4)), "a late, older claim");
         assert!(rx.try_recv().is_none());
         assert!(hub.on_claim(&claim("p", "b:9", 6)));
-        assert_eq!(rx.try_recv(), Some(Control::Replaced));
+        assert!(matches!(rx.try_recv(), Some(Control::Replaced)));
         assert!(!hub.on_claim(&claim("nobody", "b:1", 1)));
         assert_eq!(hub.claims(), vec![("p".into(), "a:1".into(), 5)]);
     }
@@ -362,7 +364,7 @@ mod tests {
         assert!(!hub.on_claim(&claim("p", "b:9", 8)));
         assert!(!hub.on_claim(&claim("p", "b:7", 3)));
         hub.claimed("p", 1, "a:1", 7);
-        assert_eq!(rx.try_recv(), Some(Control::Replaced));
+        assert!(matches!(rx.try_recv(), Some(Control::Replaced)));
 
         let (tx, rx) = queue();
         hub.register("q", 2, tx);
@@ -387,7 +389,7 @@ mod tests {
                 hub.claimed("p", 1, "a:1", 9);
             }
             assert!(rx1.try_recv().is_none(), "the newest claim stays");
-            assert_eq!(rx2.try_recv(), Some(Control::Replaced));
+            assert!(matches!(rx2.try_recv(), Some(Control::Replaced)));
             assert_eq!(hub.current("p"), Some(1));
         }
     }

@@ -32,6 +32,7 @@ pub mod playground;
 pub mod quests;
 pub mod reload;
 pub mod resume;
+pub mod rooms;
 pub mod served;
 pub mod session;
 pub mod store;

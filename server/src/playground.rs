@@ -47,7 +47,7 @@ const PAGE: [(&str, &str, &str); 3] = [
 ];
 
 /// The TypeScript client's modules, as they are in `clients/typescript/src/`.
-const CLIENT: [(&str, &str); 12] = [
+const CLIENT: [(&str, &str); 14] = [
     (
         "index.js",
         include_str!("../../clients/typescript/src/index.js"),
@@ -95,6 +95,14 @@ const CLIENT: [(&str, &str); 12] = [
     (
         "actions.generated.js",
         include_str!("../../clients/typescript/src/actions.generated.js"),
+    ),
+    (
+        "ballot.js",
+        include_str!("../../clients/typescript/src/ballot.js"),
+    ),
+    (
+        "shared.js",
+        include_str!("../../clients/typescript/src/shared.js"),
     ),
 ];
 

@@ -66,6 +66,20 @@ impl TestServer {
         .await
     }
 
+    /// Like [`TestServer::start_serving`], on a fresh database of `backend`.
+    pub async fn start_serving_on(
+        backend: Backend,
+        content: &Path,
+        adjust: impl FnOnce(&mut Config),
+    ) -> TestServer {
+        let content = content.to_owned();
+        Self::start_on_with(backend, move |c| {
+            c.content = content;
+            adjust(c);
+        })
+        .await
+    }
+
     /// A second, independent server process on the same database and configuration, on its
     /// own port: another instance, sharing nothing with this one but the database.
     pub async fn another_instance(&self) -> TestServer {
@@ -109,7 +123,17 @@ impl TestServer {
         // The listener is bound already, so this request waits in the backlog until the server
         // has loaded its content and serves: a started server is a ready one. A server that
         // failed to start simply drops the connection; the test then sees the failure.
-        let _ = probe(addr, "/healthz").await;
+        if probe(addr, "/healthz").await.is_none() {
+            // Nothing answered: the server failed to start; say why.
+            match tokio::time::timeout(PATIENCE, task)
+                .await
+                .expect("the server stops")
+            {
+                Ok(Err(e)) => panic!("the server did not start: {e}"),
+                Ok(Ok(())) => panic!("the server stopped as it started"),
+                Err(e) => panic!("the server task panicked: {e}"),
+            }
+        }
         TestServer {
             addr,
             config,
@@ -200,6 +224,7 @@ impl TestServer {
                 cutscene,
                 locale,
                 locales,
+                party,
                 ..
             } => {
                 let welcome = Welcome {
@@ -208,6 +233,7 @@ impl TestServer {
                     cutscene,
                     locale,
                     locales,
+                    party,
                 };
                 (client, welcome)
             }
@@ -252,6 +278,8 @@ pub struct Welcome {
     pub locale: String,
     /// Every locale the content can be read in.
     pub locales: Vec<String>,
+    /// The player's party, if in one.
+    pub party: Option<banter_protocol::PartyView>,
 }
 
 impl Drop for TestServer {

@@ -62,6 +62,7 @@ impl Transcript {
                         hash: String::new(),
                         content: None,
                         facts,
+                        shared: None,
                     }
                 }
                 other => other,

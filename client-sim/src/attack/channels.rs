@@ -99,6 +99,7 @@ impl Rig {
             wait_ms,
             positions,
             items,
+            parties: Vec::new(),
         }
     }
 

@@ -342,6 +342,7 @@ impl HttpChannel {
                         wait_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
                         positions,
                         items,
+                        parties: Vec::new(),
                     };
                     match serde_json::to_string(&batch) {
                         Ok(body) => (body, 0),
@@ -411,7 +412,11 @@ async fn run_socket(
     loop {
         if mux.queued() {
             let (positions, items) = mux.take();
-            let frame = Frame { positions, items };
+            let frame = Frame {
+                positions,
+                items,
+                parties: Vec::new(),
+            };
             let text = match serde_json::to_string(&frame) {
                 Ok(text) => text,
                 Err(e) => {

@@ -15,6 +15,16 @@
 // session of the player took over: fighting it would ping-pong) or `flooding`, or after
 // `close()`. After `token_expired` it reconnects with a fresh token from the token function.
 //
+// Parties (PROTOCOL.md section 17.1). `partyForm`, `partyInvite`, `partyAccept` and `partyLeave`
+// send the four party messages and answer with the party the server says the player is in now.
+// The connection keeps `party` and `invites` current from `welcome`, every `party` (answers and
+// pushes) and every `party_invited`, and emits `party` and `party_invited`.
+//
+// Pushed messages (a party change, an invitation, and in a shared conversation `opened` for a
+// member who joins at once, `participants`, `voted`, `chosen`, `advanced`, and a `jump` the
+// leader's check caused) come unrequested: listen to `message`. One that arrives while a
+// request waits for its answer is also listed among that request's `messages`.
+//
 // Node 20 has no global WebSocket without `--experimental-websocket`: pass a constructor
 // (`options.WebSocket`, for example the `ws` package's) or run Node with the flag.
 
@@ -23,7 +33,7 @@ import { webSocketUrl } from './login.js';
 import { MAX_CLIENT_FRAME_BYTES, parseServerMessage } from './protocol.js';
 
 /**
- * @import { ServerMessage, ErrorMessage, ByeMessage, ResumedMessage, ByeReason, WelcomeMessage, LocaleSetMessage, QuestAbandonedMessage } from './protocol.generated.js'
+ * @import { ServerMessage, ErrorMessage, ByeMessage, ResumedMessage, ByeReason, WelcomeMessage, LocaleSetMessage, QuestAbandonedMessage, PartyView, InviteView, PartyMessage, PartyInvitedMessage } from './protocol.generated.js'
  * @import { OutgoingRequest } from './protocol.js'
  */
 
@@ -96,6 +106,9 @@ export function backoffDelay(backoff, attempt) {
  * @property {{ error: Error }} ended  no more sessions: reconnecting failed, or was not allowed
  * @property {ErrorMessage} unanswered  an `error` with no request to answer (should not happen)
  * @property {Error} protocol  a frame that is not a server message
+ * @property {{ party: PartyView | undefined }} party  the player's party changed (a `party` answer
+ *   or push, or a new session's `welcome`); `party` undefined: in none
+ * @property {InviteView} party_invited  an invitation into a party arrived
  */
 
 /**
@@ -167,6 +180,10 @@ export class Connection {
      * needs after a drop. @type {string | undefined}
      */
     this.resumeToken = undefined;
+    /** The player's party, as the server last said (`welcome`, `party`); undefined: in none. @type {PartyView | undefined} */
+    this.party = undefined;
+    /** The live invitations the server has told of, oldest first (`welcome.invites`, `party_invited`). @type {InviteView[]} */
+    this.invites = [];
   }
 
   /**
@@ -326,6 +343,69 @@ export class Connection {
   }
 
   /**
+   * Forms a party the player leads (`party_form`).
+   * @returns {Promise<PartyView>} the new party
+   * @throws {RefusalError} `already_in_party` (leave the party first)
+   */
+  async partyForm() {
+    const party = await this.partyRequest({ type: 'party_form' });
+    if (!party) throw new ConnectionError('protocol', 'a party_form was acknowledged without a party');
+    return party;
+  }
+
+  /**
+   * Invites a player into the player's party (`party_invite`), forming one first, led by the
+   * player, if they are in none. The invitee gets `party_invited` (if connected to the same
+   * server instance) and has 10 minutes to accept; inviting again renews the invitation.
+   * @param {string} player  the invitee's player id (their `welcome.player`)
+   * @returns {Promise<PartyView>} the player's party
+   * @throws {RefusalError} `already_in_party` (the invitee is the player or a member already),
+   *   `party_full` (8 members)
+   */
+  async partyInvite(player) {
+    const party = await this.partyRequest({ type: 'party_invite', player });
+    if (!party) throw new ConnectionError('protocol', 'a party_invite was acknowledged without a party');
+    return party;
+  }
+
+  /**
+   * Accepts an invitation into `party` (`party_accept`).
+   * @param {string} party  the party id (`party_invited.party`, `welcome.invites[].party`)
+   * @returns {Promise<PartyView>} the party joined
+   * @throws {RefusalError} `no_invite` (none live), `already_in_party` (leave yours first),
+   *   `party_full`
+   */
+  async partyAccept(party) {
+    const joined = await this.partyRequest({ type: 'party_accept', party });
+    if (!joined) throw new ConnectionError('protocol', 'a party_accept was acknowledged without a party');
+    return joined;
+  }
+
+  /**
+   * Leaves the player's party (`party_leave`). Leadership passes to the next member in join
+   * order; the last member out deletes the party.
+   * @returns {Promise<void>}
+   * @throws {RefusalError} `not_in_party`
+   */
+  async partyLeave() {
+    await this.partyRequest({ type: 'party_leave' });
+  }
+
+  /**
+   * One of the four party messages: the party its `party` answer names (undefined: in none).
+   * @private
+   * @param {import('./protocol.js').OutgoingRequest} message
+   * @returns {Promise<PartyView | undefined>}
+   */
+  async partyRequest(message) {
+    const reply = await this.request(message);
+    // The answer comes right before the ack; a push could come earlier in the same reply.
+    const answer = /** @type {PartyMessage | undefined} */ (reply.messages.findLast((m) => m.type === 'party'));
+    if (!answer) throw new ConnectionError('protocol', `a ${message.type} was acknowledged without \`party\``);
+    return answer.party;
+  }
+
+  /**
    * Takes back the conversation a dropped session left open (`resume`). Done by itself after a
    * reconnect; call it when you connect anew with a token kept from an earlier `welcome`.
    * @param {string} resumeToken  the previous session's `welcome.resume_token`
@@ -379,10 +459,13 @@ export class Connection {
       case 'welcome': {
         this.welcome = /** @type {WelcomeMessage} */ (message);
         this.resumeToken = message.resume_token || undefined;
+        this.party = message.party;
+        this.invites = [...(message.invites ?? [])];
         const waiter = this.welcomeWaiter;
         this.welcomeWaiter = undefined;
         waiter?.resolve(this.welcome);
         this.emit('welcome', this.welcome);
+        this.emit('party', { party: this.party });
         return;
       }
       case 'ack':
@@ -400,11 +483,37 @@ export class Connection {
         this.bye = message;
         this.emit('bye', message);
         return;
-      default: {
-        const head = this.pending[0];
-        if (head) head.messages.push(message);
+      case 'party':
+        this.party = message.party;
+        // An invitation into the party the player is in now has been used.
+        if (message.party) {
+          const joined = message.party.id;
+          this.invites = this.invites.filter((i) => i.party !== joined);
+        }
+        this.emit('party', { party: message.party });
+        this.attach(message);
+        return;
+      case 'party_invited': {
+        const invite = { party: message.party, from: message.from };
+        // Inviting again renews the invitation: one entry per party, the newest last.
+        this.invites = [...this.invites.filter((i) => i.party !== invite.party), invite];
+        this.emit('party_invited', invite);
+        this.attach(message);
+        return;
       }
+      default:
+        this.attach(message);
     }
+  }
+
+  /**
+   * A message that is no answer: listed with the oldest request waiting for its answer.
+   * @private
+   * @param {ServerMessage} message
+   */
+  attach(message) {
+    const head = this.pending[0];
+    if (head) head.messages.push(message);
   }
 
   /**

@@ -18,11 +18,13 @@ import { parseCondition } from './condition.js';
 import { ContentError, PayloadError } from './errors.js';
 import { buildPayload, isActionType } from './payload.js';
 import { ACTION_SPECS, MAX_AMOUNT } from './actions.generated.js';
+import { CHOICE_MODES, TIE_RULES, MAX_TIME_LIMIT_SECS, choiceRule } from './ballot.js';
 
 /**
  * @import { Condition } from './condition.js'
  * @import { Action } from './payload.js'
  * @import { ActionType } from './protocol.generated.js'
+ * @import { ChoiceSpec, ChoiceRule } from './ballot.js'
  */
 
 /** @typedef {"root" | "line" | "response" | "branch"} VertexKind */
@@ -52,18 +54,22 @@ import { ACTION_SPECS, MAX_AMOUNT } from './actions.generated.js';
  * @property {AuthoredAction[]} actions  in authored order
  * @property {Condition | null} condition
  * @property {string | null} conditionText  the `Conditions` as sent (a list joined with `&&`)
+ * @property {ChoiceSpec | null} choice  a line's `Choice` as written: in a shared conversation,
+ *   how the group picks among its responses (`graph.choiceRule(line)` fills in the defaults)
  */
 
 /**
  * @typedef {{ kind: "one", target: string } | { kind: "first_of", targets: string[] }} Next
  * @typedef {{ lineId: string | null, text: string, actions: Action[], next: Next | null, conditions: string | null }} ResponseModel
  * @typedef {{ kind: "end" } | { kind: "close" } | { kind: "next", next: Next } | { kind: "responses", responses: ResponseModel[] }} Exit
- * @typedef {{ lineId: string | null, text: string, voice: { clip: string, ms: number } | null, exit: Exit, actions: Action[], conditions: string | null }} NodeModel
+ * @typedef {{ lineId: string | null, text: string, voice: { clip: string, ms: number } | null, exit: Exit, actions: Action[], conditions: string | null, choice: ChoiceSpec | null }} NodeModel
  */
 
 const FIRST_NODE = 'FirstNode';
 const SPEAKER = 'Speaker';
-const NODE_FIELDS = ['LineId', 'Text', 'Direction', 'Voice', 'Responses', 'NextNode', 'Close', 'Actions', 'Conditions', 'Patch'];
+const SHARED = 'Shared';
+const NODE_FIELDS = ['LineId', 'Text', 'Direction', 'Voice', 'Responses', 'NextNode', 'Close', 'Actions', 'Conditions', 'Patch', 'Choice'];
+const CHOICE_FIELDS = ['Mode', 'TimeLimit', 'Tie'];
 const RESPONSE_FIELDS = ['LineId', 'Text', 'Actions', 'NextNode', 'Conditions'];
 
 /** @param {unknown} v @returns {v is Record<string, unknown>} */
@@ -162,6 +168,40 @@ class Decoder {
     }
     this.problem(field, `expected a node name or a list of node names, found ${kindOf(v)}`);
     return undefined;
+  }
+
+  /**
+   * `Shared` or a node's `Choice`: `{ Mode?, TimeLimit?, Tie? }`, only the keys the content
+   * states (docs/CONTENT.md, "Shared conversations").
+   * @returns {ChoiceSpec | undefined}
+   */
+  choice(/** @type {string} */ field, /** @type {unknown} */ v) {
+    if (!isObject(v)) {
+      this.problem(field, `expected an object with Mode, TimeLimit and Tie, found ${kindOf(v)}`);
+      return undefined;
+    }
+    const before = this.count;
+    /** @type {ChoiceSpec} */
+    const spec = {};
+    for (const key of Object.keys(v)) {
+      if (!CHOICE_FIELDS.includes(key)) this.problem(`${field}.${key}`, `unknown field \`${key}\``);
+    }
+    if ('Mode' in v) {
+      const mode = /** @type {any} */ (v.Mode);
+      if (CHOICE_MODES.includes(mode)) spec.Mode = mode;
+      else this.problem(`${field}.Mode`, `expected one of ${CHOICE_MODES.join(', ')}, found ${JSON.stringify(v.Mode)}`);
+    }
+    if ('TimeLimit' in v) {
+      const limit = v.TimeLimit;
+      if (typeof limit === 'number' && Number.isInteger(limit) && limit >= 1 && limit <= MAX_TIME_LIMIT_SECS) spec.TimeLimit = limit;
+      else this.problem(`${field}.TimeLimit`, `expected whole seconds from 1 to ${MAX_TIME_LIMIT_SECS}, found ${JSON.stringify(limit)}`);
+    }
+    if ('Tie' in v) {
+      const tie = /** @type {any} */ (v.Tie);
+      if (TIE_RULES.includes(tie)) spec.Tie = tie;
+      else this.problem(`${field}.Tie`, `expected one of ${TIE_RULES.join(', ')}, found ${JSON.stringify(v.Tie)}`);
+    }
+    return this.count === before ? spec : undefined;
   }
 
   /** `Actions`: an array of action objects. @returns {Action[]} */
@@ -275,6 +315,7 @@ function decodeNode(name, value, problems) {
   const voice = 'Voice' in value ? decodeVoice(d, value.Voice) : undefined;
   const actions = 'Actions' in value ? d.actions('Actions', value.Actions) : [];
   const conditions = 'Conditions' in value ? d.conditions('Conditions', value.Conditions) : undefined;
+  const choice = 'Choice' in value ? d.choice('Choice', value.Choice) : undefined;
   const exit = decodeExit(d, value);
   if (d.count > 0 || exit === undefined) return undefined;
   return {
@@ -284,6 +325,7 @@ function decodeNode(name, value, problems) {
     exit,
     actions,
     conditions: conditions ?? null,
+    choice: choice ?? null,
   };
 }
 
@@ -384,8 +426,9 @@ export class DialogueGraph {
    * @param {AuthoredAction[]} actions
    * @param {Map<string, number>} byName
    * @param {string[]} problems
+   * @param {ChoiceSpec | null} [shared]
    */
-  constructor(name, speaker, firstNode, vertices, actions, byName, problems) {
+  constructor(name, speaker, firstNode, vertices, actions, byName, problems, shared = null) {
     /** The conversation's name (`opened.conversation`). */
     this.name = name;
     /** The conversation's `Speaker`. */
@@ -398,8 +441,52 @@ export class DialogueGraph {
     this.actions = actions;
     /** What was wrong with the content; empty for content from a server. @type {ReadonlyArray<string>} */
     this.problems = problems;
+    /**
+     * The conversation's `Shared` as written (only the keys the content states), or null for a
+     * conversation each player walks alone. A party walks a shared one together (PROTOCOL.md
+     * section 17); a player with no party walks it as any other.
+     */
+    this.shared = shared;
     /** @private */
     this.byName = byName;
+  }
+
+  /**
+   * How the group picks among `line`'s responses in a shared conversation: the line's
+   * `Choice`, else the conversation's `Shared`, with the defaults filled in
+   * (docs/CONTENT.md, "Shared conversations"). Null when the conversation is not shared or
+   * `line` is not an NPC line.
+   * @param {number | string} line  a line's id or name
+   * @returns {ChoiceRule | null}
+   */
+  choiceRule(line) {
+    if (this.shared === null) return null;
+    const v = typeof line === 'string' ? this.find(line) : this.vertex(line);
+    if (!v || v.kind !== 'line') return null;
+    return choiceRule(v.choice ?? this.shared);
+  }
+
+  /**
+   * The NPC line a response hangs from (`<line>_r<i>`), or undefined when `response` is not a
+   * response.
+   * @param {number | string} response  its id or name
+   * @returns {Vertex | undefined}
+   */
+  lineOf(response) {
+    const v = typeof response === 'string' ? this.find(response) : this.vertex(response);
+    if (!v || v.kind !== 'response') return undefined;
+    return this.vertices.find((line) => line.kind === 'line' && line.outputs.includes(v.id));
+  }
+
+  /**
+   * The responses of a line, in priority order (`<line>_r1` first), whatever their conditions.
+   * @param {number | string} line  its id or name
+   * @returns {Vertex[]}
+   */
+  responsesOf(line) {
+    const v = typeof line === 'string' ? this.find(line) : this.vertex(line);
+    if (!v || v.kind !== 'line') return [];
+    return v.outputs.map((id) => /** @type {Vertex} */ (this.vertex(id))).filter((r) => r.kind === 'response');
   }
 
   /**
@@ -451,11 +538,15 @@ export function buildGraph(content, name = 'conversation') {
   const top = new Decoder(problems, '(conversation)');
   let firstNode = null;
   let speaker = null;
+  /** @type {ChoiceSpec | null} */
+  let shared = null;
   /** @type {[string, NodeModel][]} */
   const nodes = [];
   for (const [key, value] of Object.entries(root)) {
     if (key === FIRST_NODE) firstNode = top.ident(FIRST_NODE, value) ?? null;
     else if (key === SPEAKER) speaker = top.ident(SPEAKER, value) ?? null;
+    // A shared conversation whose `Shared` cannot be read is still shared: the defaults apply.
+    else if (key === SHARED) shared = top.choice(SHARED, value) ?? {};
     else {
       const node = decodeNode(key, value, problems);
       if (node) nodes.push([key, node]);
@@ -484,6 +575,7 @@ export function buildGraph(content, name = 'conversation') {
       actions: [],
       condition: null,
       conditionText: null,
+      choice: null,
     };
     vertices.push(v);
     return v;
@@ -498,6 +590,7 @@ export function buildGraph(content, name = 'conversation') {
     v.close = node.exit.kind === 'close';
     v.voice = node.voice;
     v.lineId = node.lineId;
+    v.choice = node.choice;
     lineIds.set(nodeName, v.id);
   }
   /** Per node: its branch vertices in the order pass two wires them, and its responses. @type {Vertex[][]} */
@@ -606,5 +699,5 @@ export function buildGraph(content, name = 'conversation') {
       });
     }
   });
-  return new DialogueGraph(name, speaker, firstNode, vertices, actions, byName, problems);
+  return new DialogueGraph(name, speaker, firstNode, vertices, actions, byName, problems, shared);
 }

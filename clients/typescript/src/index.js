@@ -16,6 +16,21 @@ export * from './text.js';
 export * from './condition.js';
 export { buildGraph, DialogueGraph, compareUtf8 } from './graph.js';
 export { ClientWalk, Walk, nextLine, ARM_CAP } from './walk.js';
+export {
+  decide,
+  draw,
+  roll,
+  splitmix64,
+  toU64,
+  choiceRule,
+  latestVotes,
+  CHOICE_MODES,
+  TIE_RULES,
+  DEFAULT_MAJORITY_TIME_LIMIT_SECS,
+  MAX_TIME_LIMIT_SECS,
+  ROLL_SIDES,
+} from './ballot.js';
+export { SharedConversation } from './shared.js';
 export { Connection, DEFAULT_BACKOFF, backoffDelay } from './connection.js';
 export { deviceLogin, DeviceLogin, webSocketUrl, httpBase } from './login.js';
 
@@ -26,6 +41,15 @@ export { deviceLogin, DeviceLogin, webSocketUrl, httpBase } from './login.js';
  * @typedef {import('./graph.js').Vertex} Vertex
  * @typedef {import('./graph.js').AuthoredAction} AuthoredAction
  * @typedef {import('./walk.js').Screen} Screen
+ * @typedef {import('./walk.js').ArmedAction} ArmedAction
+ * @typedef {import('./walk.js').OpenOptions} OpenOptions
+ * @typedef {import('./ballot.js').ChoiceMode} ChoiceMode
+ * @typedef {import('./ballot.js').TieRule} TieRule
+ * @typedef {import('./ballot.js').ChoiceSpec} ChoiceSpec
+ * @typedef {import('./ballot.js').ChoiceRule} ChoiceRule
+ * @typedef {import('./ballot.js').Decision} Decision
+ * @typedef {import('./ballot.js').Ballot} Ballot
+ * @typedef {import('./shared.js').Departure} Departure
  * @typedef {import('./text.js').VisibleUnit} VisibleUnit
  * @typedef {import('./text.js').Pacing} Pacing
  * @typedef {import('./text.js').TypewriterEvent} TypewriterEvent

@@ -126,15 +126,49 @@
  */
 
 /**
+ * Forms a party the sender leads (PROTOCOL.md section 17.1).
+ *
+ * @typedef {object} PartyFormMessage
+ * @property {"party_form"} type
+ * @property {number | null} [id]
+ */
+
+/**
+ * Invites `player` into the sender's party (formed first if the sender is in none).
+ *
+ * @typedef {object} PartyInviteMessage
+ * @property {"party_invite"} type
+ * @property {number | null} [id]
+ * @property {string} player
+ */
+
+/**
+ * Accepts a live invitation into `party`.
+ *
+ * @typedef {object} PartyAcceptMessage
+ * @property {"party_accept"} type
+ * @property {number | null} [id]
+ * @property {string} party
+ */
+
+/**
+ * Leaves the sender's party.
+ *
+ * @typedef {object} PartyLeaveMessage
+ * @property {"party_leave"} type
+ * @property {number | null} [id]
+ */
+
+/**
  * What a client sends.
  *
- * @typedef {MoveMessage | TalkMessage | AdvanceMessage | ChooseMessage | ActionMessage | CloseMessage | SetAfkMessage | SetLocaleMessage | FetchConversationMessage | CutsceneDoneMessage | AbandonQuestMessage | ResumeMessage} ClientMessage
+ * @typedef {MoveMessage | TalkMessage | AdvanceMessage | ChooseMessage | ActionMessage | CloseMessage | SetAfkMessage | SetLocaleMessage | FetchConversationMessage | CutsceneDoneMessage | AbandonQuestMessage | ResumeMessage | PartyFormMessage | PartyInviteMessage | PartyAcceptMessage | PartyLeaveMessage} ClientMessage
  */
 
 /**
  * The `type` of every `ClientMessage`.
  *
- * @typedef {"move" | "talk" | "advance" | "choose" | "action" | "close" | "set_afk" | "set_locale" | "fetch_conversation" | "cutscene_done" | "abandon_quest" | "resume"} ClientMessageType
+ * @typedef {"move" | "talk" | "advance" | "choose" | "action" | "close" | "set_afk" | "set_locale" | "fetch_conversation" | "cutscene_done" | "abandon_quest" | "resume" | "party_form" | "party_invite" | "party_accept" | "party_leave"} ClientMessageType
  */
 
 // ---------------------------------------------------------------------------------------------
@@ -149,10 +183,12 @@
  *   dropped connection, a server restart, another instance): the player is in that
  *   cutscene now. Play it (or skip it) and send `cutscene_done` with this scene; its
  *   quest is paid once. Absent: no cutscene.
+ * @property {InviteView[]} [invites] - Live invitations into parties, oldest first. Absent: none.
  * @property {string} [locale] - The locale the player's text is served in: the one asked for (`?locale=`), or the
  *   first of its fallbacks the content has, or the source language. Empty from a server
  *   that predates locales.
  * @property {string[]} [locales] - Every locale the content can be read in (the source first, the pseudo-locale last).
+ * @property {PartyView} [party] - The player's party (PROTOCOL.md section 17.1). Absent: in none.
  * @property {string} player
  * @property {[number, number, number]} [position] - Where the world remembers the player's body (a reconnect within the server's memory
  *   of it): the next `move` must start from here, not teleport. Absent: spawn anywhere.
@@ -194,6 +230,7 @@
  * @property {FactSheet} facts
  * @property {string} hash
  * @property {NpcRef} npc
+ * @property {SharedView} [shared] - A shared conversation's party, leader, participants and votes (section 17.2).
  * @property {string} [speaker]
  */
 
@@ -274,15 +311,77 @@
  */
 
 /**
+ * The receiver's party now (section 17.1). Absent: in none.
+ *
+ * @typedef {object} PartyMessage
+ * @property {"party"} type
+ * @property {PartyView} [party]
+ */
+
+/**
+ * An invitation into `party` from `from`.
+ *
+ * @typedef {object} PartyInvitedMessage
+ * @property {"party_invited"} type
+ * @property {string} from
+ * @property {string} party
+ */
+
+/**
+ * The participants of the open shared conversation changed (section 17.2).
+ *
+ * @typedef {object} ParticipantsMessage
+ * @property {"participants"} type
+ * @property {string} [joined]
+ * @property {string} leader
+ * @property {string} [left]
+ * @property {string[]} participants
+ * @property {LeftReason} [reason]
+ */
+
+/**
+ * A participant's vote (or changed vote) on the current line.
+ *
+ * @typedef {object} VotedMessage
+ * @property {"voted"} type
+ * @property {string} player
+ * @property {string} response
+ */
+
+/**
+ * The group's decision on `line` (section 17.3). `node` absent: the response awaits a
+ * quest check's `jump`, or the conversation ends there.
+ *
+ * @typedef {object} ChosenMessage
+ * @property {"chosen"} type
+ * @property {DecidedBy} by
+ * @property {string} line
+ * @property {string} [node]
+ * @property {string} response
+ * @property {Roll[]} [rolls]
+ * @property {string} [seed] - The ballot's seed, a decimal string of an unsigned 64-bit integer, when a roll decided.
+ * @property {Vote[]} votes
+ */
+
+/**
+ * The leader advanced past `line`; `node` absent: the conversation ends.
+ *
+ * @typedef {object} AdvancedMessage
+ * @property {"advanced"} type
+ * @property {string} line
+ * @property {string} [node]
+ */
+
+/**
  * What the server sends.
  *
- * @typedef {WelcomeMessage | ResumedMessage | AckMessage | OpenedMessage | JumpMessage | EffectMessage | LocaleSetMessage | QuestAbandonedMessage | ClosedMessage | ConversationMessage | ErrorMessage | ByeMessage} ServerMessage
+ * @typedef {WelcomeMessage | ResumedMessage | AckMessage | OpenedMessage | JumpMessage | EffectMessage | LocaleSetMessage | QuestAbandonedMessage | ClosedMessage | ConversationMessage | ErrorMessage | ByeMessage | PartyMessage | PartyInvitedMessage | ParticipantsMessage | VotedMessage | ChosenMessage | AdvancedMessage} ServerMessage
  */
 
 /**
  * The `type` of every `ServerMessage`.
  *
- * @typedef {"welcome" | "resumed" | "ack" | "opened" | "jump" | "effect" | "locale_set" | "quest_abandoned" | "closed" | "conversation" | "error" | "bye"} ServerMessageType
+ * @typedef {"welcome" | "resumed" | "ack" | "opened" | "jump" | "effect" | "locale_set" | "quest_abandoned" | "closed" | "conversation" | "error" | "bye" | "party" | "party_invited" | "participants" | "voted" | "chosen" | "advanced"} ServerMessageType
  */
 
 // ---------------------------------------------------------------------------------------------
@@ -314,6 +413,12 @@
  * - `walked_away`: The player walked out of the NPC's reach.
  *
  * @typedef {"client" | "walked_away"} CloseReason
+ */
+
+/**
+ * How a ballot was decided (`chosen.by`).
+ *
+ * @typedef {"leader" | "majority" | "tie_leader" | "tie_first" | "tie_roll" | "roll" | "unanimous"} DecidedBy
  */
 
 /**
@@ -429,8 +534,15 @@
  * - `channel_full`: A game-server channel: a `join` past the channel's player limit.
  * - `carried_elsewhere`: Another game server's channel carries the player: neither another credential's channel nor the player's own client may take the session.
  * - `position_owned`: A `move` from a player the game server places: positions come from the engine.
+ * - `not_in_party`: The sender is in no party.
+ * - `already_in_party`: The sender (or the invitee) is in a party already; leave it first.
+ * - `party_full`: The party has 8 members.
+ * - `no_invite`: No live invitation into that party.
+ * - `not_leader`: In a shared conversation only its leader advances.
+ * - `not_current`: A vote for a response under a line that is not the ballot's.
+ * - `shared_elsewhere`: The party's shared conversation is open with another NPC or on another server instance.
  *
- * @typedef {"malformed" | "frame_too_large" | "binary_frame" | "rate_limited" | "no_conversation" | "conversation_open" | "unknown_npc" | "too_far" | "no_body" | "talk_cooldown" | "busy" | "teleport" | "unknown_conversation" | "unknown_vertex" | "not_reachable" | "not_a_line" | "not_a_response" | "awaits_choice" | "awaits_jump" | "condition_failed" | "not_armed" | "payload_mismatch" | "quest_state" | "no_cutscene" | "store_unavailable" | "outcome_unknown" | "internal" | "resume_refused" | "bad_locale" | "not_in_scope" | "not_joined" | "already_joined" | "channel_full" | "carried_elsewhere" | "position_owned"} ErrorCode
+ * @typedef {"malformed" | "frame_too_large" | "binary_frame" | "rate_limited" | "no_conversation" | "conversation_open" | "unknown_npc" | "too_far" | "no_body" | "talk_cooldown" | "busy" | "teleport" | "unknown_conversation" | "unknown_vertex" | "not_reachable" | "not_a_line" | "not_a_response" | "awaits_choice" | "awaits_jump" | "condition_failed" | "not_armed" | "payload_mismatch" | "quest_state" | "no_cutscene" | "store_unavailable" | "outcome_unknown" | "internal" | "resume_refused" | "bad_locale" | "not_in_scope" | "not_joined" | "already_joined" | "channel_full" | "carried_elsewhere" | "position_owned" | "not_in_party" | "already_in_party" | "party_full" | "no_invite" | "not_leader" | "not_current" | "shared_elsewhere"} ErrorCode
  */
 
 /**
@@ -446,12 +558,40 @@
  */
 
 /**
+ * A live invitation into a party.
+ *
+ * @typedef {object} InviteView
+ * @property {string} from
+ * @property {string} party
+ */
+
+/**
+ * Why a participant left a shared conversation.
+ *
+ * - `closed`: Sent `close`.
+ * - `walked_away`: Out of the NPC's reach.
+ * - `dropped`: The session ended.
+ * - `left_party`: Left the party.
+ *
+ * @typedef {"closed" | "walked_away" | "dropped" | "left_party"} LeftReason
+ */
+
+/**
  * An NPC instance.
  *
  * @typedef {object} NpcRef
  * @property {string} id
  * @property {string} island
  * @property {string} name
+ */
+
+/**
+ * A party as its members see it.
+ *
+ * @typedef {object} PartyView
+ * @property {string} id
+ * @property {string} leader
+ * @property {string[]} members - In the order they joined, the leader among them.
  */
 
 /**
@@ -475,6 +615,32 @@
  * @typedef {"unavailable" | "available" | "active" | "completed"} QuestStatus
  */
 
+/**
+ * One voter's roll in a `Roll` ballot.
+ *
+ * @typedef {object} Roll
+ * @property {string} player
+ * @property {number} roll - 1 to 100.
+ */
+
+/**
+ * What `opened` says of a shared conversation.
+ *
+ * @typedef {object} SharedView
+ * @property {string} leader - The conversation's leader.
+ * @property {string[]} participants - In the order they joined.
+ * @property {string} party
+ * @property {Vote[]} [votes] - The votes cast on the current line so far.
+ */
+
+/**
+ * One participant's vote on the current line.
+ *
+ * @typedef {object} Vote
+ * @property {string} player
+ * @property {string} response
+ */
+
 // ---------------------------------------------------------------------------------------------
 // Closed vocabularies, for validation at run time.
 
@@ -485,19 +651,25 @@ export const ACTION_TYPES = Object.freeze(["AcceptQuest","CheckQuest","CompleteQ
 export const BYE_REASONS = Object.freeze(["replaced","shutdown","flooding","token_expired","timeout"]);
 
 /** Every `ClientMessageType`, in schema order. @type {ReadonlyArray<ClientMessageType>} */
-export const CLIENT_MESSAGE_TYPES = Object.freeze(["move","talk","advance","choose","action","close","set_afk","set_locale","fetch_conversation","cutscene_done","abandon_quest","resume"]);
+export const CLIENT_MESSAGE_TYPES = Object.freeze(["move","talk","advance","choose","action","close","set_afk","set_locale","fetch_conversation","cutscene_done","abandon_quest","resume","party_form","party_invite","party_accept","party_leave"]);
 
 /** Every `CloseReason`, in schema order. @type {ReadonlyArray<CloseReason>} */
 export const CLOSE_REASONS = Object.freeze(["client","walked_away"]);
+
+/** Every `DecidedBy`, in schema order. @type {ReadonlyArray<DecidedBy>} */
+export const DECIDED_BYS = Object.freeze(["leader","majority","tie_leader","tie_first","tie_roll","roll","unanimous"]);
 
 /** Every `EffectKind`, in schema order. @type {ReadonlyArray<EffectKind>} */
 export const EFFECT_KINDS = Object.freeze(["quest_accepted","quest_checked","quest_completed","objective_advanced","quest_tracked","open_shop","open_sell_menu","play_cutscene","choose_ride_boat"]);
 
 /** Every `ErrorCode`, in schema order. @type {ReadonlyArray<ErrorCode>} */
-export const ERROR_CODES = Object.freeze(["malformed","frame_too_large","binary_frame","rate_limited","no_conversation","conversation_open","unknown_npc","too_far","no_body","talk_cooldown","busy","teleport","unknown_conversation","unknown_vertex","not_reachable","not_a_line","not_a_response","awaits_choice","awaits_jump","condition_failed","not_armed","payload_mismatch","quest_state","no_cutscene","store_unavailable","outcome_unknown","internal","resume_refused","bad_locale","not_in_scope","not_joined","already_joined","channel_full","carried_elsewhere","position_owned"]);
+export const ERROR_CODES = Object.freeze(["malformed","frame_too_large","binary_frame","rate_limited","no_conversation","conversation_open","unknown_npc","too_far","no_body","talk_cooldown","busy","teleport","unknown_conversation","unknown_vertex","not_reachable","not_a_line","not_a_response","awaits_choice","awaits_jump","condition_failed","not_armed","payload_mismatch","quest_state","no_cutscene","store_unavailable","outcome_unknown","internal","resume_refused","bad_locale","not_in_scope","not_joined","already_joined","channel_full","carried_elsewhere","position_owned","not_in_party","already_in_party","party_full","no_invite","not_leader","not_current","shared_elsewhere"]);
+
+/** Every `LeftReason`, in schema order. @type {ReadonlyArray<LeftReason>} */
+export const LEFT_REASONS = Object.freeze(["closed","walked_away","dropped","left_party"]);
 
 /** Every `QuestStatus`, in schema order. @type {ReadonlyArray<QuestStatus>} */
 export const QUEST_STATUSES = Object.freeze(["unavailable","available","active","completed"]);
 
 /** Every `ServerMessageType`, in schema order. @type {ReadonlyArray<ServerMessageType>} */
-export const SERVER_MESSAGE_TYPES = Object.freeze(["welcome","resumed","ack","opened","jump","effect","locale_set","quest_abandoned","closed","conversation","error","bye"]);
+export const SERVER_MESSAGE_TYPES = Object.freeze(["welcome","resumed","ack","opened","jump","effect","locale_set","quest_abandoned","closed","conversation","error","bye","party","party_invited","participants","voted","chosen","advanced"]);

@@ -18,6 +18,14 @@
 // - One answer per input: every step is answered by the server's walk, so the client refuses
 //   exactly what the server would, with the same code, and accepts what it would accept (a line
 //   or response shown earlier may be advanced or picked again: R only grows).
+//
+// A shared conversation (PROTOCOL.md section 17; `opened` with `shared`) is walked by the party:
+// the player's own steps do not move the walk. Picking a response is a vote (`choose` is sent,
+// nothing is shown), and only the conversation's leader advances (`advance` is sent, nothing is
+// shown). The walk moves when the server says the group did: `chosen` (`followChosen`),
+// `advanced` (`followAdvanced`) and `jump`. Following sends what moving sends alone: the held
+// actions first (the group moved past the reply on screen), then the next line's node actions;
+// the chosen response's actions only if it was shown to this player and still holds for them.
 
 import { evaluate } from './condition.js';
 import { WalkRefusal } from './errors.js';
@@ -147,11 +155,7 @@ export class Walk {
    * @returns {Shown}
    */
   advance(line, facts) {
-    const v = this.vertexFor(line);
-    if (!this.reachable.has(line)) throw new WalkRefusal('not_reachable', 'the player has not been shown this', v.name);
-    if (v.kind !== 'line') throw new WalkRefusal('not_a_line', 'not an NPC line', v.name);
-    if (v.awaitsJump || this.awaitingJump) throw new WalkRefusal('awaits_jump', "this line waits for the server's jump", v.name);
-    if (this.choices(line, facts).length > 0) throw new WalkRefusal('awaits_choice', 'this line waits for the player to pick a response', v.name);
+    this.checkAdvance(line, facts);
     return this.follow(line, facts);
   }
 
@@ -163,17 +167,139 @@ export class Walk {
    * @returns {Shown}
    */
   choose(response, facts) {
-    const v = this.vertexFor(response);
-    if (!this.reachable.has(response)) throw new WalkRefusal('not_reachable', 'the player has not been shown this', v.name);
-    if (v.kind !== 'response') throw new WalkRefusal('not_a_response', 'not a response', v.name);
-    if (this.awaitingJump) throw new WalkRefusal('awaits_jump', "waiting for the server's jump after a quest check", v.name);
-    if (!conditionHolds(v, facts)) throw new WalkRefusal('condition_failed', "the response's conditions do not hold", v.name);
+    const v = this.checkChoose(response, facts);
     this.arm(v);
     if (v.awaitsJump) {
       this.awaitingJump = true;
       return { kind: 'await_jump' };
     }
     return this.follow(response, facts);
+  }
+
+  /**
+   * The checks of a `choose`, in the server's order, without taking the step.
+   * @param {number} response
+   * @param {Facts | FactSheet} facts
+   * @returns {Vertex} the response
+   */
+  checkChoose(response, facts) {
+    const v = this.vertexFor(response);
+    if (!this.reachable.has(response)) throw new WalkRefusal('not_reachable', 'the player has not been shown this', v.name);
+    if (v.kind !== 'response') throw new WalkRefusal('not_a_response', 'not a response', v.name);
+    if (this.awaitingJump) throw new WalkRefusal('awaits_jump', "waiting for the server's jump after a quest check", v.name);
+    if (!conditionHolds(v, facts)) throw new WalkRefusal('condition_failed', "the response's conditions do not hold", v.name);
+    return v;
+  }
+
+  /**
+   * The checks of an `advance`, in the server's order, without taking the step.
+   * @param {number} line
+   * @param {Facts | FactSheet} facts
+   * @returns {Vertex} the line
+   */
+  checkAdvance(line, facts) {
+    const v = this.vertexFor(line);
+    if (!this.reachable.has(line)) throw new WalkRefusal('not_reachable', 'the player has not been shown this', v.name);
+    if (v.kind !== 'line') throw new WalkRefusal('not_a_line', 'not an NPC line', v.name);
+    if (v.awaitsJump || this.awaitingJump) throw new WalkRefusal('awaits_jump', "this line waits for the server's jump", v.name);
+    if (this.choices(line, facts).length > 0) throw new WalkRefusal('awaits_choice', 'this line waits for the player to pick a response', v.name);
+    return v;
+  }
+
+  /**
+   * True if the player was shown `response` (it is in R) and its `Conditions` hold for `facts`
+   * now: what a group's decision needs to arm it on this walk.
+   * @param {number} response
+   * @param {Facts | FactSheet} facts
+   */
+  shownAndHolds(response, facts) {
+    const v = this.graph.vertex(response);
+    return v !== undefined && this.reachable.has(response) && conditionHolds(v, facts);
+  }
+
+  /**
+   * The server's walk of a shared conversation's leader applies the group's decision:
+   * `response` won the ballot on its line (it need not be in R: others may have voted it in,
+   * but its line must be). Its actions are armed only if it was shown and holds for `facts`;
+   * then, unless it carries a `CheckQuest`, its next line is shown with `facts` (the leader's).
+   * @param {number} response
+   * @param {Facts | FactSheet} facts
+   * @returns {Shown}
+   */
+  groupChoose(response, facts) {
+    const v = this.decided(response);
+    if (this.shownAndHolds(response, facts)) this.arm(v);
+    if (v.awaitsJump) {
+      this.awaitingJump = true;
+      return { kind: 'await_jump' };
+    }
+    return this.follow(response, facts);
+  }
+
+  /**
+   * A participant's walk follows the group's decision (`chosen`): `response` won, and `node` is
+   * the line shown next (undefined: a quest check's jump is awaited, or the conversation ends
+   * there). The response's actions are armed only if it was shown to this participant and holds
+   * for their `facts`; `node` is shown as a `jump` shows it. Refused, changing nothing, when the
+   * walk is closed, `response` is no response whose line was shown, a quest check awaits its
+   * jump, or `node` is not an NPC line.
+   * @param {number} response
+   * @param {number | undefined} node
+   * @param {Facts | FactSheet} facts
+   * @returns {Shown}
+   */
+  followChosen(response, node, facts) {
+    const v = this.decided(response);
+    if (node !== undefined) this.checkLine(node);
+    if (this.shownAndHolds(response, facts)) this.arm(v);
+    if (node !== undefined) {
+      this.show(/** @type {Vertex} */ (this.graph.vertex(node)), facts);
+      return { kind: 'line', line: node };
+    }
+    if (v.awaitsJump) {
+      this.awaitingJump = true;
+      return { kind: 'await_jump' };
+    }
+    return { kind: 'end' };
+  }
+
+  /**
+   * A participant's walk follows the leader's advance (`advanced`): `node` is shown as a `jump`
+   * shows it; undefined: the conversation ends there. Refused, changing nothing, when the walk
+   * is closed, a quest check awaits its jump, or `node` is not an NPC line.
+   * @param {number | undefined} node
+   * @param {Facts | FactSheet} facts
+   * @returns {Shown}
+   */
+  followAdvanced(node, facts) {
+    this.checkOpen();
+    if (this.awaitingJump) throw new WalkRefusal('awaits_jump', "waiting for the server's jump after a quest check");
+    if (node === undefined) return { kind: 'end' };
+    this.checkLine(node);
+    this.show(/** @type {Vertex} */ (this.graph.vertex(node)), facts);
+    return { kind: 'line', line: node };
+  }
+
+  /**
+   * The checks of a group's decision, in order: the walk is open, `response` is a response whose
+   * line the player was shown, and no quest check awaits its jump.
+   * @param {number} response
+   * @returns {Vertex}
+   */
+  decided(response) {
+    const v = this.vertexFor(response);
+    if (v.kind !== 'response') throw new WalkRefusal('not_a_response', 'not a response', v.name);
+    const line = this.graph.lineOf(response);
+    if (!line || !this.reachable.has(line.id)) throw new WalkRefusal('not_reachable', "the player has not been shown this response's line", v.name);
+    if (this.awaitingJump) throw new WalkRefusal('awaits_jump', "waiting for the server's jump after a quest check", v.name);
+    return v;
+  }
+
+  /** A line the server may show: a vertex of the graph that is an NPC line. @param {number} node */
+  checkLine(node) {
+    const v = this.graph.vertex(node);
+    if (!v) throw new WalkRefusal('unknown_vertex', `no vertex ${node} in this conversation`);
+    if (v.kind !== 'line') throw new WalkRefusal('internal', 'the server can only show an NPC line', v.name);
   }
 
   /**
@@ -280,6 +406,22 @@ export class Walk {
  */
 
 /**
+ * An action this player's walk has armed, as `shared_walks.json` records it: its type and
+ * canonical payload, the line or response it is authored on, and how many runs it has left on
+ * the server's side (at most 2; the client walk never spends one, the server does for each
+ * action it accepts).
+ * @typedef {{ type: ActionType, payload: string, on: string, count: number }} ArmedAction
+ */
+
+/**
+ * How a walk is opened.
+ * @typedef {object} OpenOptions
+ * @property {boolean} [shared]  a shared conversation walked by a party (`opened.shared` is
+ *   present): the player's steps are votes and proposals, and the walk moves with the group's
+ * @property {boolean} [leads]  this player leads the shared conversation (`opened.shared.leader`)
+ */
+
+/**
  * A client's conversation: the server's walk plus the screen and the order of messages.
  *
  * Every step returns the messages to send for it, in order, as JSON without an id (the caller's
@@ -293,14 +435,20 @@ export class Walk {
  * for (const m of sends) await connection.request(m);
  * // later: walk.choose('PimsTideTale_Greet_r1'), walk.advance(), walk.jump(jump.node)
  * ```
+ *
+ * A shared conversation (`opened.shared`: open it with `{ shared: true, leads }`) is walked by
+ * the party: `choose` is a vote and `advance` the leader's proposal, neither moves the walk; the
+ * server's `chosen`, `advanced` and `jump` do (`followChosen`, `followAdvanced`, `jump`), and
+ * each returns what this player's client sends because of it.
  */
 export class ClientWalk {
   /**
    * @param {DialogueGraph} graph
    * @param {Walk} walk
    * @param {Facts | FactSheet} facts
+   * @param {OpenOptions} [options]
    */
-  constructor(graph, walk, facts) {
+  constructor(graph, walk, facts, options = {}) {
     this.graph = graph;
     /** The walk this client mirrors of the server's. */
     this.walk = walk;
@@ -315,24 +463,61 @@ export class ClientWalk {
     this.lineId = 0;
     /** Response actions waiting for the player to move past the reply. @type {number[]} */
     this.held = [];
+    /** @private */
+    this.isShared = options.shared === true;
+    /** @private */
+    this.isLeader = this.isShared && options.leads === true;
   }
 
   /**
-   * Opens on the entry the server named (`opened.entry`), whatever its conditions.
+   * Opens on the entry the server named (`opened.entry`), whatever its conditions. For a shared
+   * conversation (`opened.shared`), pass `{ shared: true, leads: opened.shared.leader === me }`:
+   * a participant who joins where the group is opens the same way, on the group's line.
    * @param {DialogueGraph} graph
    * @param {string} entry
    * @param {Facts | FactSheet} facts  usually `opened.facts`
+   * @param {OpenOptions} [options]
    * @returns {{ walk: ClientWalk, sends: WalkMessage[] }}
    */
-  static open(graph, entry, facts) {
+  static open(graph, entry, facts, options = {}) {
     const v = graph.find(entry);
     if (!v) throw new WalkRefusal('unknown_vertex', 'no node of that name in this conversation', entry);
     const { walk, shown } = Walk.open(graph, v.id, facts);
-    const client = new ClientWalk(graph, walk, facts);
+    const client = new ClientWalk(graph, walk, facts, options);
     /** @type {WalkMessage[]} */
     const sends = [];
     client.onShown(shown, sends);
     return { walk: client, sends };
+  }
+
+  /**
+   * Opens a shared conversation: `ClientWalk.open` with `{ shared: true, leads }`.
+   * @param {DialogueGraph} graph
+   * @param {string} entry
+   * @param {Facts | FactSheet} facts
+   * @param {boolean} leads  this player is the conversation's leader (`opened.shared.leader`)
+   */
+  static openShared(graph, entry, facts, leads) {
+    return ClientWalk.open(graph, entry, facts, { shared: true, leads });
+  }
+
+  /** True for a shared conversation: the player's steps are votes and proposals. */
+  get shared() {
+    return this.isShared;
+  }
+
+  /** True when this player leads the shared conversation (and so may advance it). */
+  get leads() {
+    return this.isLeader;
+  }
+
+  /**
+   * The conversation's leader changed (`participants.leader`): whether it is this player.
+   * Nothing for a conversation walked alone.
+   * @param {boolean} leads
+   */
+  setLeader(leads) {
+    if (this.isShared) this.isLeader = leads;
   }
 
   /** The screen: a line with its choices, the wait for a jump, or the end. @returns {Screen} */
@@ -351,7 +536,8 @@ export class ClientWalk {
 
   /**
    * The responses the player may pick under the current line, in priority order: those shown
-   * with it whose conditions hold against the current `facts`. @returns {Vertex[]}
+   * with it whose conditions hold against the current `facts`. In a shared conversation, the
+   * ones this player may vote for. @returns {Vertex[]}
    */
   choiceVertices() {
     if (this.state !== 'line') return [];
@@ -363,8 +549,23 @@ export class ClientWalk {
     return this.choiceVertices().map((v) => v.name);
   }
 
-  /** True when the current line waits for the player to advance past it. */
+  /**
+   * True when the current line waits for the player to advance past it. In a shared
+   * conversation, only for its leader: the others wait for the leader's `advanced`.
+   */
   get canAdvance() {
+    if (this.state !== 'line') return false;
+    if (this.isShared && !this.isLeader) return false;
+    const line = this.graph.vertex(this.lineId);
+    return !this.walk.awaitingJump && this.choiceVertices().length === 0 && line !== undefined && !line.awaitsJump;
+  }
+
+  /**
+   * True when the line on screen waits for somebody to advance past it: the player (alone, or
+   * as the leader), or the leader of a shared conversation (`canAdvance` false for the others:
+   * show "waiting for the leader").
+   */
+  get awaitsAdvance() {
     if (this.state !== 'line') return false;
     const line = this.graph.vertex(this.lineId);
     return !this.walk.awaitingJump && this.choiceVertices().length === 0 && line !== undefined && !line.awaitsJump;
@@ -384,24 +585,16 @@ export class ClientWalk {
    * The player advances past `node` (by default the line on screen). Answered by the server's
    * walk: any line shown before may be advanced again, and every refusal has the server's code
    * (`awaits_jump` while a quest check waits, `no_conversation` once ended).
+   *
+   * In a shared conversation this is the leader's proposal (`proposeAdvance`): it sends the
+   * `advance` and moves nothing; the server's `advanced` does.
    * @param {string} [node]
    * @returns {WalkMessage[]} `advance`, the held response actions, then the next line's actions
    *   (and `close` if nothing follows)
    */
   advance(node) {
-    let line;
-    if (node !== undefined) {
-      const named = this.graph.find(node);
-      if (this.walk.closed) throw new WalkRefusal('no_conversation', 'the conversation is closed', node);
-      if (!named) throw new WalkRefusal('unknown_vertex', 'no node or response of that name in this conversation', node);
-      line = named.id;
-    } else if (this.state === 'line') {
-      line = this.lineId;
-    } else if (this.state === 'ended') {
-      throw new WalkRefusal('no_conversation', 'the conversation is closed');
-    } else {
-      throw new WalkRefusal('awaits_jump', "waiting for the server's jump after a quest check");
-    }
+    if (this.isShared) return this.proposeAdvance(node);
+    const line = this.lineToAdvance(node);
     const shown = this.walk.advance(line, this.facts);
     /** @type {WalkMessage[]} */
     const sends = [{ type: 'advance', node: /** @type {Vertex} */ (this.graph.vertex(line)).name }];
@@ -413,12 +606,16 @@ export class ClientWalk {
   /**
    * The player picks a response: normally one of `choices`, but any response the server's walk
    * accepts (one shown earlier may be picked again).
+   *
+   * In a shared conversation this is a vote (`vote`): it sends the `choose` and moves nothing;
+   * the group's decision comes as `chosen`.
    * @param {string} response  its name, `<node>_r<i>`
    * @returns {WalkMessage[]} `choose`, the held actions, then this response's actions if nothing
    *   follows it or it carries a `CheckQuest`, then the next line's actions (and `close` if
    *   nothing follows)
    */
   choose(response) {
+    if (this.isShared) return this.vote(response);
     const v = this.graph.find(response);
     if (this.walk.closed) throw new WalkRefusal('no_conversation', 'the conversation is closed', response);
     if (!v) throw new WalkRefusal('unknown_vertex', 'no node or response of that name in this conversation', response);
@@ -429,6 +626,88 @@ export class ClientWalk {
     this.sendHeld(sends);
     if (shown.kind === 'line') this.held.push(...v.actions.map((a) => a.index));
     else for (const a of v.actions) sends.push(actionMessage(a.type, a.payload));
+    this.onShown(shown, sends);
+    return sends;
+  }
+
+  /**
+   * A vote in a shared conversation: the player picks `response` under the line on screen.
+   * Checked as the server checks it: as a `choose` (`no_conversation`, `unknown_vertex`,
+   * `not_reachable` when this player was never shown it, `not_a_response`, `awaits_jump`,
+   * `condition_failed`), then `not_current` when it is not a response of the line on screen.
+   * The walk does not move; a player may vote again, for another response or the same.
+   * @param {string} response
+   * @returns {WalkMessage[]} the `choose`
+   */
+  vote(response) {
+    const v = this.graph.find(response);
+    if (this.walk.closed) throw new WalkRefusal('no_conversation', 'the conversation is closed', response);
+    if (!v) throw new WalkRefusal('unknown_vertex', 'no node or response of that name in this conversation', response);
+    this.walk.checkChoose(v.id, this.facts);
+    if (this.state !== 'line' || this.graph.lineOf(v.id)?.id !== this.lineId) {
+      throw new WalkRefusal('not_current', "only the responses of the line on screen can be voted for", response);
+    }
+    return [{ type: 'choose', response: v.name }];
+  }
+
+  /**
+   * The leader advances past `node` (by default the line on screen) in a shared conversation.
+   * After `no_conversation`, any other participant gets `not_leader` (whatever `node` names, as
+   * the server answers); the leader's is checked as an `advance`. Sends the `advance`; the walk
+   * moves when the server's `advanced` comes back (`followAdvanced`).
+   * @param {string} [node]
+   * @returns {WalkMessage[]} the `advance`
+   */
+  proposeAdvance(node) {
+    if (this.walk.closed) throw new WalkRefusal('no_conversation', 'the conversation is closed', node);
+    if (this.isShared && !this.isLeader) throw new WalkRefusal('not_leader', "only the conversation's leader advances", node);
+    const line = this.lineToAdvance(node);
+    this.walk.checkAdvance(line, this.facts);
+    return [{ type: 'advance', node: /** @type {Vertex} */ (this.graph.vertex(line)).name }];
+  }
+
+  /**
+   * The group's decision (`chosen`): `response` won, and `node` is the line shown next
+   * (undefined: a quest check's jump is awaited, or the conversation ends there). The held
+   * actions go out (the group moved past the reply on screen); the response's actions are
+   * armed and sent only if it was shown to this player and holds for their facts: held while a
+   * line follows, at once otherwise; then `node` is shown as a `jump` shows it (its node actions
+   * sent), or the check's jump is awaited, or the conversation ends (`close`).
+   * @param {string} response  `chosen.response`
+   * @param {string} [node]  `chosen.node`
+   * @returns {WalkMessage[]}
+   */
+  followChosen(response, node) {
+    const r = this.graph.find(response);
+    if (!r) throw new WalkRefusal('unknown_vertex', 'the decision names no response of this conversation', response);
+    const n = node === undefined ? undefined : this.graph.find(node);
+    if (node !== undefined && !n) throw new WalkRefusal('unknown_vertex', 'the decision names no line of this conversation', node);
+    const mine = this.walk.shownAndHolds(r.id, this.facts);
+    const shown = this.walk.followChosen(r.id, n?.id, this.facts);
+    /** @type {WalkMessage[]} */
+    const sends = [];
+    this.sendHeld(sends);
+    if (mine) {
+      if (shown.kind === 'line') this.held.push(...r.actions.map((a) => a.index));
+      else for (const a of r.actions) sends.push(actionMessage(a.type, a.payload));
+    }
+    this.onShown(shown, sends);
+    return sends;
+  }
+
+  /**
+   * The leader advanced (`advanced`): the held actions go out, then `node` is shown as a `jump`
+   * shows it, or (undefined) the conversation ends (`close`).
+   * @param {string} [node]  `advanced.node`
+   * @returns {WalkMessage[]}
+   */
+  followAdvanced(node) {
+    const n = node === undefined ? undefined : this.graph.find(node);
+    if (node !== undefined && !n) throw new WalkRefusal('unknown_vertex', 'the advance names no line of this conversation', node);
+    const shown = this.walk.followAdvanced(n?.id, this.facts);
+    /** @type {WalkMessage[]} */
+    const sends = [];
+    this.sendHeld(sends);
     this.onShown(shown, sends);
     return sends;
   }
@@ -447,6 +726,48 @@ export class ClientWalk {
     const sends = [];
     this.onShown(shown, sends);
     return sends;
+  }
+
+  /**
+   * The player closes the conversation before its end (in a shared conversation: leaves it,
+   * and the others go on). Nothing held is sent: the player did not move past the reply on
+   * screen. Every later step is `no_conversation`.
+   * @returns {WalkMessage[]} `close`, or nothing when the conversation has ended already
+   */
+  close() {
+    if (this.state === 'ended') return [];
+    this.held = [];
+    this.walk.close();
+    this.state = 'ended';
+    return [{ type: 'close' }];
+  }
+
+  /**
+   * Every action this player's walk has armed, in authored order, with its runs left.
+   * @returns {ArmedAction[]}
+   */
+  armed() {
+    return this.graph.actions
+      .filter((a) => this.walk.armings(a.index) > 0)
+      .map((a) => ({ type: a.type, payload: a.payload, on: /** @type {Vertex} */ (this.graph.vertex(a.vertex)).name, count: this.walk.armings(a.index) }));
+  }
+
+  /**
+   * The line an `advance` names: `node`, or the line on screen.
+   * @private
+   * @param {string | undefined} node
+   * @returns {number}
+   */
+  lineToAdvance(node) {
+    if (node !== undefined) {
+      const named = this.graph.find(node);
+      if (this.walk.closed) throw new WalkRefusal('no_conversation', 'the conversation is closed', node);
+      if (!named) throw new WalkRefusal('unknown_vertex', 'no node or response of that name in this conversation', node);
+      return named.id;
+    }
+    if (this.state === 'line') return this.lineId;
+    if (this.state === 'ended') throw new WalkRefusal('no_conversation', 'the conversation is closed');
+    throw new WalkRefusal('awaits_jump', "waiting for the server's jump after a quest check");
   }
 
   /** @param {WalkMessage[]} sends */

@@ -1,6 +1,6 @@
 // Runs every vector of the language-neutral conformance files (conformance/README.md) against
-// this client: payloads, text, conditions and client walks. The server verdicts need a server
-// and are replayed by e2e.test.js.
+// this client: payloads, text, conditions, client walks, ballots and shared walks. The server
+// verdicts need a server and are replayed by e2e.test.js.
 //
 // A missing file fails (it is how the Rust side regenerates them:
 // `BANTER_BLESS=1 cargo test -p banter-dialogue --test conformance`), and every mismatch is
@@ -25,6 +25,10 @@ import {
   buildGraph,
   ClientWalk,
   WalkRefusal,
+  decide,
+  draw,
+  roll,
+  latestVotes,
 } from '../src/index.js';
 
 /** Reads one vector file, failing with what to do when it is missing. */
@@ -195,6 +199,173 @@ test('client_walk.json: every scenario, step by step', (t) => {
     }
   }
   report(t, 'client_walk.json', scenarios.length, failures, `scenarios over ${Object.keys(conversations).length} conversations, ${steps} steps; refused: ${[...refusals].map(([c, n]) => `${c} ${n}`).join(', ')}`);
+});
+
+test('ballots.json: every draw and every ballot decided', (t) => {
+  const vectors = load('ballots.json');
+  const { conversation, line, draws, cases } = vectors;
+  const graph = buildGraph(conversation, 'ballots');
+  const failures = [];
+  if (graph.problems.length > 0) failures.push(`the graph has problems: ${graph.problems.join('; ')}`);
+  // The cases decide among the responses of `line`.
+  const responses = graph.responsesOf(line).map((r) => r.name);
+  if (responses.length === 0) failures.push(`no responses under ${JSON.stringify(line)}`);
+  for (const [i, d] of draws.entries()) {
+    const got = draw(d.seed, d.k).toString();
+    if (got !== d.draw) failures.push(`draws[${i}] seed ${d.seed} k ${d.k}: draw ${d.draw}, got ${got}`);
+    const r = roll(d.seed, d.k);
+    if (r !== d.roll) failures.push(`draws[${i}] seed ${d.seed} k ${d.k}: roll ${d.roll}, got ${r}`);
+  }
+  /** How often each `by` (or undecided) comes out. @type {Map<string, number>} */
+  const outcomes = new Map();
+  for (const [i, c] of cases.entries()) {
+    const name = `cases[${i}] ${c.why}`;
+    for (const v of c.votes) {
+      if (!responses.includes(v.response) && graph.find(v.response)?.kind === 'response') failures.push(`${name}: a vote for ${v.response}, not under ${line}`);
+    }
+    if (c.cast && !same(latestVotes(c.cast), c.votes)) failures.push(`${name}: cast ${JSON.stringify(c.cast)} leaves ${JSON.stringify(c.votes)}, got ${JSON.stringify(latestVotes(c.cast))}`);
+    let got;
+    try {
+      got = decide({ graph, rule: c.rule, participants: c.participants, leader: c.leader, votes: c.votes, expired: c.expired, seed: c.seed });
+    } catch (e) {
+      failures.push(`${name}: threw ${e}`);
+      continue;
+    }
+    outcomes.set(c.decision?.by ?? 'undecided', (outcomes.get(c.decision?.by ?? 'undecided') ?? 0) + 1);
+    if (!same(got, c.decision)) failures.push(`${name}: decision ${JSON.stringify(c.decision)}, got ${JSON.stringify(got)}`);
+    // Without the graph, priorities come from the names: the same decision.
+    const byName = decide({ rule: c.rule, participants: c.participants, leader: c.leader, votes: c.votes, expired: c.expired, seed: c.seed });
+    if (!same(byName, c.decision)) failures.push(`${name}: decided by name ${JSON.stringify(byName)}, expected ${JSON.stringify(c.decision)}`);
+  }
+  report(t, 'ballots.json', draws.length + cases.length, failures, `${draws.length} draws, ${cases.length} ballots: ${[...outcomes].map(([b, n]) => `${b} ${n}`).join(', ')}`);
+});
+
+/** A participant's client record as `shared_walks.json` writes it. */
+function recordJson(walk, sends) {
+  return { sends, screen: screenJson(walk), armed: walk.armed() };
+}
+
+/** Compares one record, collecting each part that differs. */
+function compareRecord(failures, name, expected, got) {
+  for (const key of ['sends', 'screen', 'armed']) {
+    if (!same(got[key], expected[key])) failures.push(`${name}: ${key} ${JSON.stringify(expected[key])}, got ${JSON.stringify(got[key])}`);
+  }
+}
+
+/** A group's message applied to one participant's client; returns what it sends. */
+function applyGroupMessage(walk, player, message) {
+  switch (message.type) {
+    case 'chosen':
+      return walk.followChosen(message.response, message.node);
+    case 'advanced':
+      return walk.followAdvanced(message.node);
+    case 'jump':
+      return walk.jump(message.node);
+    case 'participants':
+      walk.setLeader(message.leader === player);
+      return [];
+    default:
+      throw new Error(`no rule for a ${message.type} message`);
+  }
+}
+
+test('shared_walks.json: every participant of every scenario, step by step', (t) => {
+  const vectors = load('shared_walks.json');
+  const { conversations, scenarios } = vectors;
+  assert.ok(Array.isArray(scenarios) && conversations && typeof conversations === 'object', 'shared_walks.json: expected { conversations, scenarios }');
+  const failures = [];
+  let steps = 0;
+  /** Step kinds and refusal codes, and how often. @type {Map<string, number>} */
+  const kinds = new Map();
+  const count = (k) => kinds.set(k, (kinds.get(k) ?? 0) + 1);
+  for (const sc of scenarios) {
+    const content = conversations[sc.conversation];
+    if (typeof content !== 'string') {
+      failures.push(`${sc.name}: no conversation ${JSON.stringify(sc.conversation)} in conversations`);
+      continue;
+    }
+    const graph = buildGraph(content, sc.conversation);
+    if (graph.problems.length > 0) failures.push(`${sc.name}: the graph has problems: ${graph.problems.join('; ')}`);
+    if (graph.shared === null) failures.push(`${sc.name}: the conversation is not shared`);
+    /** Each participant's client, while they take part. @type {Map<string, ClientWalk>} */
+    const walks = new Map();
+    try {
+      for (const { player, facts } of sc.participants) {
+        const opened = ClientWalk.open(graph, sc.entry, facts, { shared: true, leads: player === sc.leader });
+        walks.set(player, opened.walk);
+        compareRecord(failures, `${sc.name}: ${player} at open`, sc.open[player], recordJson(opened.walk, opened.sends));
+      }
+    } catch (e) {
+      failures.push(`${sc.name}: open threw ${e}`);
+      continue;
+    }
+    for (const [i, step] of sc.steps.entries()) {
+      steps++;
+      const name = `${sc.name}, step ${i}`;
+      try {
+        if ('vote' in step || 'advance' in step) {
+          const { player } = step.vote ?? step.advance;
+          const walk = walks.get(player);
+          if (!walk) {
+            failures.push(`${name}: ${player} takes no part`);
+            continue;
+          }
+          let sends = [];
+          let refused;
+          try {
+            sends = 'vote' in step ? walk.vote(step.vote.response) : walk.proposeAdvance(step.advance.node);
+          } catch (e) {
+            if (!(e instanceof WalkRefusal)) throw e;
+            refused = e.code;
+          }
+          count(`${'vote' in step ? 'vote' : 'advance'}${refused ? ` refused ${refused}` : ''}`);
+          if (!same(sends, step.sends)) failures.push(`${name} ${JSON.stringify(step.vote ?? step.advance)}: sends ${JSON.stringify(step.sends)}, got ${JSON.stringify(sends)}`);
+          if (refused !== step.refused) failures.push(`${name} ${JSON.stringify(step.vote ?? step.advance)}: ${step.refused ? `refused ${step.refused}` : 'accepted'}, got ${refused ? `refused ${refused}` : 'accepted'}`);
+        } else if ('close' in step) {
+          count('close');
+          const walk = walks.get(step.close);
+          if (!walk) {
+            failures.push(`${name}: ${step.close} takes no part`);
+            continue;
+          }
+          const sends = walk.close();
+          walks.delete(step.close);
+          if (!same(sends, step.sends)) failures.push(`${name} close ${step.close}: sends ${JSON.stringify(step.sends)}, got ${JSON.stringify(sends)}`);
+        } else if ('join' in step) {
+          count('join');
+          const { player, entry, facts } = step.join;
+          const opened = ClientWalk.open(graph, entry, facts, { shared: true, leads: false });
+          walks.set(player, opened.walk);
+          compareRecord(failures, `${name}: ${player} joins on ${entry}`, step, recordJson(opened.walk, opened.sends));
+        } else if ('expire' in step) {
+          count('expire');
+        } else if ('message' in step) {
+          count(step.message.type);
+          for (const [player, expected] of Object.entries(step.after)) {
+            const walk = walks.get(player);
+            if (!walk) {
+              failures.push(`${name}: ${step.message.type} reaches ${player}, who takes no part`);
+              continue;
+            }
+            let sends;
+            try {
+              sends = applyGroupMessage(walk, player, step.message);
+            } catch (e) {
+              failures.push(`${name}: ${player} cannot follow ${JSON.stringify(step.message)}: ${e}`);
+              continue;
+            }
+            compareRecord(failures, `${name}: ${player} after ${JSON.stringify(step.message)}`, expected, recordJson(walk, sends));
+          }
+        } else {
+          failures.push(`${name}: unknown step ${JSON.stringify(step)}`);
+        }
+      } catch (e) {
+        failures.push(`${name}: threw ${e}`);
+        break;
+      }
+    }
+  }
+  report(t, 'shared_walks.json', scenarios.length, failures, `scenarios over ${Object.keys(conversations).length} conversations, ${steps} steps: ${[...kinds].map(([k, n]) => `${k} ${n}`).join(', ')}`);
 });
 
 test('vector counts', (t) => {

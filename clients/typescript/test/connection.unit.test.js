@@ -281,3 +281,65 @@ test('abandonQuest sends abandon_quest and answers quest_abandoned; a refusal re
   await assert.rejects(c.abandonQuest('Other'), (e) => e instanceof RefusalError && e.code === 'quest_state');
   await c.close();
 });
+
+test('the party messages answer with the party, and the connection keeps party and invites current', async () => {
+  const party = { id: 'pty_1', leader: 'd-000000000000000000000000', members: ['d-000000000000000000000000'] };
+  const WebSocket = fakeWebSocket((socket) => {
+    socket.deliver({ ...welcome(1), invites: [{ party: 'pty_old', from: 'd-a' }] });
+    socket.onClientFrame = (m) => {
+      if (m.type === 'party_form') socket.deliver({ type: 'party', party });
+      if (m.type === 'party_invite') {
+        if (m.player === 'd-000000000000000000000000') {
+          socket.deliver({ type: 'error', id: m.id, code: 'already_in_party', message: 'the invitee is you', retryable: false });
+          return;
+        }
+        // A push from elsewhere comes first; the answer is the last `party` before the ack.
+        socket.deliver({ type: 'party_invited', party: 'pty_9', from: 'd-b' });
+        socket.deliver({ type: 'party', party: { ...party, members: [...party.members] } });
+      }
+      if (m.type === 'party_accept') socket.deliver({ type: 'party', party: { id: m.party, leader: 'd-b', members: ['d-b', party.leader] } });
+      if (m.type === 'party_leave') socket.deliver({ type: 'party' });
+      socket.deliver({ type: 'ack', id: m.id });
+    };
+  });
+  const c = await Connection.open({ address: 'ws://h:1', token: 't', WebSocket });
+  assert.equal(c.party, undefined);
+  assert.deepEqual(c.invites, [{ party: 'pty_old', from: 'd-a' }]);
+  const changes = [];
+  const invited = [];
+  c.on('party', (e) => changes.push(e.party?.id ?? null));
+  c.on('party_invited', (i) => invited.push(i.party));
+  assert.deepEqual(await c.partyForm(), party);
+  assert.deepEqual(c.party, party);
+  assert.deepEqual(await c.partyInvite('d-friend'), party);
+  assert.deepEqual(WebSocket.sockets[0].sent.at(-1), { type: 'party_invite', player: 'd-friend', id: 2 });
+  await assert.rejects(c.partyInvite('d-000000000000000000000000'), (e) => e instanceof RefusalError && e.code === 'already_in_party');
+  assert.deepEqual(invited, ['pty_9']);
+  assert.deepEqual(c.invites, [{ party: 'pty_old', from: 'd-a' }, { party: 'pty_9', from: 'd-b' }]);
+  const joined = await c.partyAccept('pty_9');
+  assert.equal(joined.leader, 'd-b');
+  assert.deepEqual(c.invites, [{ party: 'pty_old', from: 'd-a' }], 'the invitation used is gone');
+  assert.equal(await c.partyLeave(), undefined);
+  assert.equal(c.party, undefined);
+  assert.deepEqual(changes, ['pty_1', 'pty_1', 'pty_9', null]);
+  await c.close();
+});
+
+test('pushed group messages reach listeners, and ride along with a waiting request', async () => {
+  let pending;
+  const WebSocket = server((s, m) => {
+    pending = m;
+  });
+  const c = await Connection.open({ address: 'ws://h:1', token: 't', WebSocket });
+  const seen = [];
+  c.on('message', (m) => seen.push(m.type));
+  const reply = c.request({ type: 'move', position: [0, 0, 0] });
+  await settle();
+  const socket = WebSocket.sockets[0];
+  socket.deliver({ type: 'voted', player: 'd-b', response: 'Ferry_Greet_r1' });
+  socket.deliver({ type: 'ack', id: pending.id });
+  socket.deliver({ type: 'chosen', line: 'Ferry_Greet', response: 'Ferry_Greet_r1', node: 'Ferry_Skiff', by: 'majority', votes: [] });
+  assert.deepEqual((await reply).messages.map((m) => m.type), ['voted']);
+  assert.deepEqual(seen, ['voted', 'ack', 'chosen']);
+  await c.close();
+});

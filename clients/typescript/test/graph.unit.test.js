@@ -105,3 +105,28 @@ test('names sort in UTF-8 byte order, as the server sorts them', () => {
   assert.equal(compareUtf8('b', 'ab'), 1);
   assert.equal(compareUtf8('x', 'x'), 0);
 });
+
+test('Shared and Choice are read as rules, never as nodes', () => {
+  const content = {
+    FirstNode: 'A',
+    Shared: { Mode: 'Majority', TimeLimit: 20 },
+    A: { Text: 'a', Choice: { Mode: 'All' }, Responses: [{ Text: 'x', NextNode: 'B' }, { Text: 'y' }] },
+    B: { Text: 'b', Responses: [{ Text: 'z' }] },
+  };
+  const graph = buildGraph(content, 'Shared');
+  assert.deepEqual(graph.problems, []);
+  assert.equal(graph.find('Shared'), undefined, 'Shared is no node');
+  assert.deepEqual(graph.shared, { Mode: 'Majority', TimeLimit: 20 });
+  assert.deepEqual(graph.choiceRule('A'), { Mode: 'All' });
+  assert.deepEqual(graph.choiceRule('B'), { Mode: 'Majority', TimeLimit: 20, Tie: 'Leader' });
+  assert.equal(graph.lineOf('A_r2')?.name, 'A');
+  assert.equal(graph.lineOf('A'), undefined);
+  assert.deepEqual(graph.responsesOf('A').map((r) => r.name), ['A_r1', 'A_r2']);
+  // Alone, nothing is shared.
+  assert.equal(buildGraph({ FirstNode: 'A', A: { Text: 'a' } }).choiceRule('A'), null);
+  // A rule that cannot be read is a problem, as any other field.
+  const bad = buildGraph({ FirstNode: 'A', Shared: { Mode: 'Vote', Extra: 1 }, A: { Text: 'a', Choice: { TimeLimit: 0 }, Responses: [{ Text: 'x' }] } });
+  assert.equal(bad.problems.length, 4, bad.problems.join('\n')); // the three, and FirstNode naming the node left out
+  assert.deepEqual(bad.shared, {}, 'still shared, with the defaults');
+  assert.equal(bad.find('A'), undefined, 'a node whose Choice cannot be read is left out');
+});

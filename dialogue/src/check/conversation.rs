@@ -93,10 +93,11 @@ impl ConversationCheck<'_, '_> {
             self.unreachable();
         }
         self.missing_moments();
+        self.shared();
     }
 
     /// The file a node's final version came from.
-    fn file(&self, node: &str) -> String {
+    pub(super) fn file(&self, node: &str) -> String {
         self.conversation
             .origin
             .get(node)
@@ -105,7 +106,7 @@ impl ConversationCheck<'_, '_> {
     }
 
     /// The base file of the conversation, for problems of the conversation as a whole.
-    fn base_file(&self) -> String {
+    pub(super) fn base_file(&self) -> String {
         if !self.conversation.base_file.is_empty() {
             return self.conversation.base_file.clone();
         }

@@ -4,7 +4,8 @@
 //! dangling names, layer overrides). [`check`] adds what only the whole game shows: a quest,
 //! objective, island or node that an action, a condition, an NPC or a quest names and that does
 //! not exist; a `NextNode` cycle a player can never leave; a line no entry point reaches; a
-//! quest completed before it is accepted. `check-content` prints both lists, and the server
+//! quest completed before it is accepted; a shared conversation's rules that cannot work
+//! (`shared.rs`). `check-content` prints both lists, and the server
 //! refuses content with any error, so a writer hears about a broken moment before a player does.
 //!
 //! Every diagnostic names a file and, where there is one, the node (`conversation.origin` says
@@ -22,6 +23,7 @@
 mod conversation;
 mod quests;
 mod resolver;
+mod shared;
 mod tutorial;
 mod world;
 

@@ -151,7 +151,7 @@ impl Task {
         let ending = handle.ending().unwrap_or(Ending::Dropped);
         let now = life::now(&app);
         for (_, carried) in std::mem::take(&mut self.players) {
-            end_session(&app, carried, ending.parks(), now).await;
+            end_session(&app, carried, ending.parks(), true, now).await;
         }
         app.metrics.channel_closed();
         tracing::debug!(channel = %handle.id, ?ending, "channel ended");
@@ -187,6 +187,9 @@ impl Task {
                 }
                 self.item(item, now).await;
             }
+            for party in &batch.parties {
+                self.declare(party, now).await;
+            }
         }
         // Checked against the last event above, before anything was applied.
         let _ = self.handle.events().ack(batch.ack);
@@ -200,6 +203,40 @@ impl Task {
             Ok(What::Message(raw)) => self.message(&item.player, raw, now).await,
             Ok(What::Leave) => self.leave(&item.player, now).await,
             Err(_) => {}
+        }
+    }
+
+    /// A party the game server declares (PROTOCOL.md section 17.1): every member in scope and
+    /// on this channel, else refused to the leader (or the member out of scope).
+    async fn declare(&mut self, declared: &banter_protocol::DeclaredParty, now: Now) {
+        for member in &declared.members {
+            if !self.handle.server.speaks_for(member) {
+                return self.refuse(member, None, ChannelError::NotInScope(member.clone()));
+            }
+            if !self.players.contains_key(member) {
+                return self.refuse(member, None, ChannelError::NotJoined(member.clone()));
+            }
+        }
+        let declared_party = self
+            .app
+            .store
+            .declare_party(
+                &declared.party,
+                &declared.leader,
+                &declared.members,
+                now.unix_ms,
+            )
+            .await;
+        match declared_party {
+            Ok(party) => {
+                for member in &party.members {
+                    if let Some(carried) = self.players.get_mut(member) {
+                        let messages = carried.core.party_declared(&party);
+                        self.push_all(member, &messages);
+                    }
+                }
+            }
+            Err(e) => self.refuse(&declared.leader, None, e),
         }
     }
 
@@ -264,6 +301,9 @@ impl Task {
                 let mut core = SessionCore::new(app.clone(), player.to_owned(), session, record);
                 core.set_locale(locale);
                 core.set_engine_placed();
+                if let Err(e) = core.load_party(now.unix_ms).await {
+                    tracing::warn!(%player, error = %e, "party not read for the welcome");
+                }
                 self.push(player, &core.welcome());
                 if let Some(position) = self.placed.remove(player) {
                     let messages = core.place(position, now);
@@ -313,7 +353,7 @@ impl Task {
                     },
                 );
                 if let Some(carried) = self.remove(player) {
-                    end_session(&app, carried, true, now).await;
+                    end_session(&app, carried, true, true, now).await;
                 }
             }
             Checked::Ignore | Checked::Closed => {}
@@ -322,7 +362,7 @@ impl Task {
 
     async fn leave(&mut self, player: &str, now: Now) {
         match self.remove(player) {
-            Some(carried) => end_session(&self.app, carried, false, now).await,
+            Some(carried) => end_session(&self.app, carried, false, true, now).await,
             None => self.refuse(player, None, self.not_here(player)),
         }
     }
@@ -358,12 +398,18 @@ impl Task {
                 );
                 if let Some(carried) = self.remove(&player) {
                     let now = life::now(&self.app);
-                    end_session(&self.app, carried, true, now).await;
+                    end_session(&self.app, carried, true, false, now).await;
                 }
             }
             Control::Progress(effects) => {
                 if let Some(carried) = self.players.get_mut(&player) {
                     let messages = carried.core.on_progress(effects).await;
+                    self.push_all(&player, &messages);
+                }
+            }
+            Control::Shared(event) => {
+                if let Some(carried) = self.players.get_mut(&player) {
+                    let messages = carried.core.on_shared(*event, life::now(&self.app)).await;
                     self.push_all(&player, &messages);
                 }
             }
@@ -373,11 +419,16 @@ impl Task {
 
 /// Ends one player's session: parks its open conversation when the end was not the player's
 /// choice, then releases the player as a socket's end does.
-async fn end_session(app: &SharedApp, carried: Carried, parks: bool, now: Now) {
+/// Ends a carried player's session: parked if `parks`, the party's leadership handed on if
+/// `hands_on` (not when another session took the player over).
+async fn end_session(app: &SharedApp, carried: Carried, parks: bool, hands_on: bool, now: Now) {
     let Carried {
         mut core, session, ..
     } = carried;
     let player = core.player().to_owned();
+    if hands_on {
+        core.hand_on_leadership().await;
+    }
     if parks {
         core.park(now).await;
     }

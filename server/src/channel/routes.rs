@@ -297,6 +297,7 @@ async fn batch(
             ack,
             positions: batch.positions,
             items: batch.items,
+            parties: batch.parties,
         })
         .await
         .ok_or_else(|| unknown_channel(&id))?;

@@ -123,6 +123,7 @@ async fn apply(channel: &ChannelHandle, text: &[u8]) -> Result<(), ApiError> {
             ack: 0,
             positions: frame.positions,
             items: frame.items,
+            parties: frame.parties,
         })
         .await;
     Ok(())

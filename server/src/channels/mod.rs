@@ -100,6 +100,8 @@ pub struct Batch {
     pub ack: u64,
     pub positions: Vec<Placed>,
     pub items: Vec<Item<Box<RawValue>>>,
+    /// Parties declared for the channel's players, applied after the items.
+    pub parties: Vec<banter_protocol::DeclaredParty>,
 }
 
 /// Why a batch was refused before anything in it was applied.

@@ -39,6 +39,9 @@ impl SessionCore {
 
     pub(super) fn on_advance(&mut self, node: &str, now: Duration) -> Result<Audited, Refusal> {
         let open = open_mut(&mut self.conversation)?;
+        if open.shared.is_some() {
+            return self.advance_shared(node, now);
+        }
         let vertex = open
             .graph
             .find(node)
@@ -55,6 +58,9 @@ impl SessionCore {
 
     pub(super) fn on_choose(&mut self, response: &str, now: Duration) -> Result<Audited, Refusal> {
         let open = open_mut(&mut self.conversation)?;
+        if open.shared.is_some() {
+            return self.vote(response);
+        }
         let vertex = open
             .graph
             .find(response)
@@ -116,8 +122,9 @@ impl SessionCore {
         name: &str,
         hint: Option<&str>,
         cached: Option<&str>,
-        now: Duration,
+        at: super::core::Now,
     ) -> Result<Audited, Refusal> {
+        let now = at.mono;
         if self.conversation.is_some() {
             return Err(SessionError::ConversationOpen.into());
         }
@@ -133,7 +140,11 @@ impl SessionCore {
             .ok_or_else(|| WorldError::UnknownNpc(name.to_owned()))?
             .clone();
         world::check_reach(&self.app.config.world, &npc, &self.body)?;
-        self.open_conversation(library, npc, cached, now).await
+        if let Some(audited) = self.talk_shared(&library, &npc, cached, at).await? {
+            return Ok(audited);
+        }
+        self.open_conversation(library, npc, cached, now, None)
+            .await
     }
 
     pub(super) async fn open_conversation(
@@ -142,6 +153,7 @@ impl SessionCore {
         npc: NpcDef,
         cached: Option<&str>,
         now: Duration,
+        shared: Option<banter_protocol::SharedView>,
     ) -> Result<Audited, Refusal> {
         let published = library
             .conversations
@@ -178,6 +190,42 @@ impl SessionCore {
             let quest = quest.clone();
             return self.start_cutscene_quest(&library, &quest, now).await;
         }
+        let entry = graph.find(entry_name).ok_or_else(|| {
+            SessionError::Content(format!(
+                "the entry node `{entry_name}` is not in `{}`",
+                npc.conversation
+            ))
+        })?;
+        self.start_walk(library, npc, entry, cached, now, shared)?;
+        // A new conversation supersedes one a dropped connection left for a resume, here or on
+        // another instance (asked of the store once a session: only a session's first
+        // conversation can find one there).
+        self.app.parked.discard(&self.player);
+        if std::mem::take(&mut self.may_have_parked)
+            && let Err(e) = self.store().discard_parked(&self.player).await
+        {
+            tracing::warn!(player = %self.player, error = %e, "cannot discard a parked conversation");
+        }
+        Ok(Audited::Trail)
+    }
+
+    /// Opens the walk on `entry` and tells the client (`opened`, with `shared` for a shared
+    /// conversation's participant): the one way a conversation opens, from a `talk`, a
+    /// participant joining a shared conversation, or a cutscene's end.
+    pub(super) fn start_walk(
+        &mut self,
+        library: Arc<ContentVersion>,
+        npc: NpcDef,
+        entry: banter_dialogue::VertexId,
+        cached: Option<&str>,
+        now: Duration,
+        shared: Option<banter_protocol::SharedView>,
+    ) -> Result<(), Refusal> {
+        let published = library
+            .conversations
+            .get(&npc.conversation)
+            .ok_or_else(|| SessionError::UnknownConversation(npc.conversation.clone()))?;
+        let graph = published.graph.clone();
         // The player is talking from here on: the facts the client gets say so, as do the ones
         // the server checks later conditions against. Undone if the walk cannot open.
         let was = self.machine;
@@ -188,30 +236,24 @@ impl SessionCore {
             machine: &self.machine,
             content: &library.content,
         };
-        let opened = match graph.find(entry_name) {
-            Some(entry) => Walk::open(&graph, entry, &facts)
-                .map(|(walk, _)| (walk, entry))
-                .map_err(Refusal::from),
-            None => Err(SessionError::Content(format!(
-                "the entry node `{entry_name}` is not in `{}`",
-                npc.conversation
-            ))
-            .into()),
-        };
-        let (walk, entry) = match opened {
-            Ok(opened) => opened,
-            Err(refusal) => {
+        let walk = match Walk::open(&graph, entry, &facts) {
+            Ok((walk, _)) => walk,
+            Err(e) => {
                 self.machine = was;
-                return Err(refusal);
+                return Err(e.into());
             }
         };
         let sheet = facts.sheet(&graph);
-        let entry_name = entry_name.to_owned();
+        let entry_name = graph
+            .vertex(entry)
+            .map(|v| v.name.to_string())
+            .unwrap_or_default();
         self.last_talk = Some(now);
         self.remember();
         self.app.metrics.conversation_opened();
         // The text in the player's locale: its own hash, the same structure.
         let (json, hash) = published.for_locale(self.locale.as_ref());
+        let party = shared.as_ref().map(|s| s.party.clone());
         self.out.push(ServerMessage::Opened {
             conversation: npc.conversation.clone(),
             npc: world::npc_ref(&npc),
@@ -220,6 +262,7 @@ impl SessionCore {
             hash: hash.to_owned(),
             content: (cached != Some(hash)).then(|| json.to_string()),
             facts: sheet,
+            shared,
         });
         let uid = self.next_uid();
         let tally = ConversationTally::opened(&graph, &walk, entry, now);
@@ -234,17 +277,9 @@ impl SessionCore {
             spent: HashMap::new(),
             tally,
             locale,
+            shared: party,
         });
-        // A new conversation supersedes one a dropped connection left for a resume, here or on
-        // another instance (asked of the store once a session: only a session's first
-        // conversation can find one there).
-        self.app.parked.discard(&self.player);
-        if std::mem::take(&mut self.may_have_parked)
-            && let Err(e) = self.store().discard_parked(&self.player).await
-        {
-            tracing::warn!(player = %self.player, error = %e, "cannot discard a parked conversation");
-        }
-        Ok(Audited::Trail)
+        Ok(())
     }
 
     pub(super) async fn on_action(
@@ -322,7 +357,10 @@ impl SessionCore {
         self.app
             .analytics
             .effect(&library, &open.locale, &outcome.effect);
-        if let Some(node) = &outcome.jump {
+        // In a shared conversation only the leader's check moves the walk (PROTOCOL.md 17.2).
+        let jump = outcome.jump.clone().filter(|_| self.takes_own_jumps());
+        let open = open_mut(&mut self.conversation)?;
+        if let Some(node) = &jump {
             let target = graph
                 .find(node)
                 .ok_or_else(|| SessionError::UnknownVertex(node.clone()))?;
@@ -333,6 +371,7 @@ impl SessionCore {
             };
             open.walk.jump_to(&graph, target, &facts)?;
             open.tally.jumped(&graph, &open.walk, target, now);
+            self.jumped_shared(target, now);
         }
         if let Some(scene) = &outcome.cutscene {
             self.scene_quest = match &authored {
@@ -354,7 +393,7 @@ impl SessionCore {
             effect: outcome.effect,
             profile: quests::profile(&self.record),
         });
-        if let Some(node) = outcome.jump {
+        if let Some(node) = jump {
             self.out.push(ServerMessage::Jump { node });
         }
         Ok(audited)

@@ -71,6 +71,9 @@ pub struct OpenConversation {
     pub(super) tally: ConversationTally,
     /// The locale its text was served in when it opened (or was resumed).
     pub(super) locale: String,
+    /// The party whose shared conversation this is (PROTOCOL.md section 17); `None`: the
+    /// player's own.
+    pub(super) shared: Option<String>,
 }
 
 impl OpenConversation {
@@ -138,12 +141,18 @@ pub struct SessionCore {
     /// A game server places the player (PROTOCOL.md section 16.4): `move` is refused and the
     /// body comes from [`SessionCore::place`].
     pub(super) engine_placed: bool,
+    /// The player's party as this session last heard it (PROTOCOL.md section 17.1).
+    pub(super) party: Option<banter_protocol::PartyView>,
+    /// Live invitations into parties, for the `welcome`.
+    pub(super) invites: Vec<banter_protocol::InviteView>,
 }
 
 impl Drop for SessionCore {
     /// However the session ends, the steps it took reach the audit queue.
     fn drop(&mut self) {
         self.trail.flush(&self.app.audit, &self.player);
+        // A shared conversation loses this participant (PROTOCOL.md section 17.4).
+        self.leave_shared(banter_protocol::LeftReason::Dropped, self.last_seen);
         // A conversation still open (not closed, not parked) ends with the connection.
         if let Some(open) = self.conversation.as_mut() {
             open.tally_end(&self.app.analytics, Ending::Disconnected, self.last_seen);
@@ -188,6 +197,8 @@ impl SessionCore {
             out: Vec::new(),
             last_seen: Duration::ZERO,
             engine_placed: false,
+            party: None,
+            invites: Vec::new(),
         };
         core.restore_cutscene();
         core
@@ -233,6 +244,8 @@ impl SessionCore {
             resume_token: self.resume_token(),
             position: self.body.position(),
             cutscene: self.cutscene.clone(),
+            party: self.party.clone(),
+            invites: self.invites.clone(),
         }
     }
 
@@ -377,7 +390,7 @@ impl SessionCore {
                 cached,
                 ..
             } => {
-                self.on_talk(npc, instance.as_deref(), cached.as_deref(), mono)
+                self.on_talk(npc, instance.as_deref(), cached.as_deref(), now)
                     .await
             }
             ClientMessage::Advance { node, .. } => self.on_advance(node, mono),
@@ -394,6 +407,10 @@ impl SessionCore {
             ClientMessage::CutsceneDone { scene, .. } => self.on_cutscene_done(scene, mono).await,
             ClientMessage::AbandonQuest { quest, .. } => self.on_abandon_quest(quest).await,
             ClientMessage::Resume { token, .. } => self.on_resume(token, now).await,
+            ClientMessage::PartyForm { .. } => self.on_party_form(now).await,
+            ClientMessage::PartyInvite { player, .. } => self.on_party_invite(player, now).await,
+            ClientMessage::PartyAccept { party, .. } => self.on_party_accept(party, now).await,
+            ClientMessage::PartyLeave { .. } => self.on_party_leave(now).await,
         }
     }
 
@@ -438,6 +455,13 @@ impl SessionCore {
     }
 
     pub(super) fn close_conversation(&mut self, reason: CloseReason, now: Duration) {
+        self.leave_shared(
+            match reason {
+                CloseReason::Client => banter_protocol::LeftReason::Closed,
+                CloseReason::WalkedAway => banter_protocol::LeftReason::WalkedAway,
+            },
+            now,
+        );
         if let Some(mut open) = self.conversation.take() {
             open.walk.close();
             let how = match reason {
@@ -499,7 +523,11 @@ impl std::fmt::Display for StepDetail<'_> {
             } => write!(f, "{} {payload}", action.name()),
             ClientMessage::CutsceneDone { scene, .. } => f.write_str(scene),
             ClientMessage::AbandonQuest { quest, .. } => f.write_str(quest),
+            ClientMessage::PartyInvite { player, .. } => f.write_str(player),
+            ClientMessage::PartyAccept { party, .. } => f.write_str(party),
             ClientMessage::Close { .. }
+            | ClientMessage::PartyForm { .. }
+            | ClientMessage::PartyLeave { .. }
             | ClientMessage::Resume { .. }
             | ClientMessage::Move { .. }
             | ClientMessage::SetAfk { .. }

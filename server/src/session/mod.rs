@@ -12,6 +12,8 @@
 //!   `commands.rs` and `cutscene.rs`; parking and `resume` (the core's only waits, on tokio
 //!   timers) in `parking.rs`; `store.rs`: `SessionStore`, the store calls the core makes itself.
 //! - `refusal.rs`: the one mapping from every domain error to a wire code.
+//! - `shared.rs`: parties and shared conversations (the party commands, votes, the leader's
+//!   steps and the followers'), with the instance's rooms (`crate::rooms`).
 //! - `life.rs`: a session's life outside its messages (begin, load and claim, finish), the same
 //!   for a WebSocket and a player on a game-server channel (`channel/`).
 
@@ -22,6 +24,7 @@ mod frames;
 pub mod life;
 mod parking;
 mod refusal;
+mod shared;
 mod socket;
 mod store;
 #[cfg(test)]
@@ -30,5 +33,6 @@ mod tests;
 pub use self::core::{Now, OpenConversation, SessionCore};
 pub use self::frames::{Checked, FrameCheck, RateLimit};
 pub use self::refusal::{ChannelError, FrameError, Refusal, SessionError, walk_code};
+pub use self::shared::deliver;
 pub use self::socket::run;
 pub use self::store::SessionStore;

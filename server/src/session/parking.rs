@@ -53,6 +53,14 @@ impl SessionCore {
     /// here keeps that version even after a reload.
     /// `now` is when the connection was found gone: the window runs from there.
     pub async fn park(&mut self, now: Now) {
+        // A shared conversation is never parked (PROTOCOL.md section 17.4): the player leaves it.
+        if self
+            .conversation
+            .as_ref()
+            .is_some_and(|c| c.shared.is_some())
+        {
+            self.leave_shared(banter_protocol::LeftReason::Dropped, now.mono);
+        }
         let Some(mut conversation) = self.conversation.take() else {
             return;
         };
@@ -252,6 +260,8 @@ impl SessionCore {
                 .collect(),
             tally: ConversationTally::resumed(),
             locale: self.served_locale(),
+            // A shared conversation is never parked.
+            shared: None,
         })
     }
 }

@@ -10,7 +10,7 @@ use banter_dialogue::WalkError;
 use banter_protocol::{ErrorCode, ServerMessage};
 
 use crate::quests::EngineError;
-use crate::store::StoreError;
+use crate::store::{MAX_PARTY_SIZE, StoreError};
 use crate::world::WorldError;
 
 /// A refused message: the code the client matches on and a message for people.
@@ -80,6 +80,18 @@ pub enum ChannelError {
     /// Another credential's channel carries the player's live session.
     #[error("a game server's channel carries `{0}`")]
     CarriedElsewhere(String),
+}
+
+impl From<crate::rooms::RoomError> for Refusal {
+    fn from(e: crate::rooms::RoomError) -> Refusal {
+        use crate::rooms::RoomError;
+        let code = match e {
+            RoomError::NoRoom | RoomError::NotParticipant => ErrorCode::NoConversation,
+            RoomError::NotCurrent => ErrorCode::NotCurrent,
+            RoomError::NotLeader => ErrorCode::NotLeader,
+        };
+        Refusal::new(code, e.to_string())
+    }
 }
 
 impl From<ChannelError> for Refusal {
@@ -235,6 +247,27 @@ impl From<StoreError> for Refusal {
             | StoreError::Migration(_)
             | StoreError::Corrupt(_)
             | StoreError::Database(_) => Refusal::internal("store", &e),
+            StoreError::NotInParty | StoreError::NotAMember => Refusal::new(
+                ErrorCode::NotInParty,
+                "you are not in that party: form one with party_form or accept an invite",
+            ),
+            StoreError::AlreadyInParty => Refusal::new(
+                ErrorCode::AlreadyInParty,
+                "you are already in a party: leave it with party_leave first",
+            ),
+            StoreError::PartyFull => Refusal::new(
+                ErrorCode::PartyFull,
+                format!("that party already has {MAX_PARTY_SIZE} members"),
+            ),
+            StoreError::NoInvite => Refusal::new(
+                ErrorCode::NoInvite,
+                "there is no live invite to that party for you (invites last 10 minutes)",
+            ),
+            StoreError::SharedElsewhere { .. } => Refusal::new(
+                ErrorCode::SharedElsewhere,
+                "your party's conversation with this NPC is hosted on another instance; retry \
+                 shortly or reconnect there",
+            ),
         }
     }
 }
@@ -347,6 +380,15 @@ mod tests {
         for (e, code) in store_errors() {
             row(&format!("{e:?}"), e.into(), code);
         }
+        use crate::rooms::RoomError;
+        for (e, code) in [
+            (RoomError::NoRoom, ErrorCode::NoConversation),
+            (RoomError::NotParticipant, ErrorCode::NoConversation),
+            (RoomError::NotCurrent, ErrorCode::NotCurrent),
+            (RoomError::NotLeader, ErrorCode::NotLeader),
+        ] {
+            row(&format!("{e:?}"), e.into(), code);
+        }
         rows
     }
 
@@ -393,6 +435,17 @@ mod tests {
             (StoreError::Migration(SECRET.into()), ErrorCode::Internal),
             (StoreError::Corrupt(SECRET.into()), ErrorCode::Internal),
             (StoreError::Database(SECRET.into()), ErrorCode::Internal),
+            (StoreError::NotInParty, ErrorCode::NotInParty),
+            (StoreError::NotAMember, ErrorCode::NotInParty),
+            (StoreError::AlreadyInParty, ErrorCode::AlreadyInParty),
+            (StoreError::PartyFull, ErrorCode::PartyFull),
+            (StoreError::NoInvite, ErrorCode::NoInvite),
+            (
+                StoreError::SharedElsewhere {
+                    instance: SECRET.into(),
+                },
+                ErrorCode::SharedElsewhere,
+            ),
         ]
     }
 

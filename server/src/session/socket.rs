@@ -94,6 +94,9 @@ pub async fn run(
                 frames: FrameCheck::new(&app.config.limits, app.now()),
                 last_seen: Instant::now(),
             };
+            if let Err(e) = core.load_party(crate::clock::unix_millis()).await {
+                tracing::warn!(%player, error = %e, "party not read for the welcome");
+            }
             let end = if session.send(&core.welcome()) {
                 session
                     .serve(&mut core, &mut stream, &control, token_expires)
@@ -101,6 +104,9 @@ pub async fn run(
             } else {
                 End::TooSlow
             };
+            if !matches!(end, End::Bye(ByeReason::Replaced, _)) {
+                core.hand_on_leadership().await;
+            }
             if end.parks() {
                 // The one place a connection's end is timed: the core reads no clock.
                 Box::pin(core.park(life::now(&app))).await;
@@ -276,6 +282,12 @@ impl Socket {
                     }
                     Control::Progress(effects) => {
                         let messages = core.on_progress(effects).await;
+                        if let Some(end) = self.send_all(&messages) {
+                            return end;
+                        }
+                    }
+                    Control::Shared(event) => {
+                        let messages = core.on_shared(*event, life::now(&self.app)).await;
                         if let Some(end) = self.send_all(&messages) {
                             return end;
                         }

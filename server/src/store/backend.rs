@@ -31,6 +31,7 @@ use sqlx::pool::PoolOptions;
 use sqlx::{Connection, Database, Pool, Transaction};
 
 use super::error::map_sqlx;
+use super::parties::{self, MAX_PARTY_SIZE, Party, PartyInvite, SharedHost};
 use super::queries::Queries;
 use super::sql::SqlDialect;
 use super::timings::WriteTimings;
@@ -619,6 +620,198 @@ impl<B: Backend> Store for B {
             let row = B::Db::revoke_game_server(&mut tx, id, now_ms).await?;
             tx.commit().await?;
             Ok(row.map(|row| row.into_parts().0))
+        })
+    }
+
+    fn party_of<'a>(&'a self, player: &'a str) -> BoxFuture<'a, Result<Option<Party>, StoreError>> {
+        Box::pin(async move {
+            check_id("player id", player)?;
+            B::Db::party_of(self.pool(), player).await
+        })
+    }
+
+    // Every party write below: a write transaction of its own, at the write gate (SQLite),
+    // committed at `synchronous = FULL` like every player's state (ARCHITECTURE.md, the
+    // invariant on what commits at NORMAL).
+
+    fn form_party<'a>(
+        &'a self,
+        party: &'a str,
+        leader: &'a str,
+        now_ms: i64,
+    ) -> BoxFuture<'a, Result<Party, StoreError>> {
+        Box::pin(async move {
+            check_id("party id", party)?;
+            check_id("player id", leader)?;
+            let turn = self.write_turn(Priority::Player).await?;
+            let mut tx = self.begin_write(&turn).await?;
+            let formed = parties::form::<B::Db>(&mut tx, party, leader, now_ms).await?;
+            tx.commit().await?;
+            Ok(formed)
+        })
+    }
+
+    fn invite_to_party<'a>(
+        &'a self,
+        inviter: &'a str,
+        invitee: &'a str,
+        now_ms: i64,
+    ) -> BoxFuture<'a, Result<PartyInvite, StoreError>> {
+        Box::pin(async move {
+            check_id("player id", inviter)?;
+            check_id("player id", invitee)?;
+            let turn = self.write_turn(Priority::Player).await?;
+            let mut tx = self.begin_write(&turn).await?;
+            let invite = parties::invite::<B::Db>(&mut tx, inviter, invitee, now_ms).await?;
+            tx.commit().await?;
+            Ok(invite)
+        })
+    }
+
+    fn accept_invite<'a>(
+        &'a self,
+        player: &'a str,
+        party: &'a str,
+        now_ms: i64,
+    ) -> BoxFuture<'a, Result<Party, StoreError>> {
+        Box::pin(async move {
+            check_id("player id", player)?;
+            check_id("party id", party)?;
+            let turn = self.write_turn(Priority::Player).await?;
+            let mut tx = self.begin_write(&turn).await?;
+            let joined = parties::accept::<B::Db>(&mut tx, player, party, now_ms).await?;
+            tx.commit().await?;
+            Ok(joined)
+        })
+    }
+
+    fn leave_party<'a>(
+        &'a self,
+        player: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Party>, StoreError>> {
+        Box::pin(async move {
+            check_id("player id", player)?;
+            let turn = self.write_turn(Priority::Player).await?;
+            let mut tx = self.begin_write(&turn).await?;
+            let left = parties::leave::<B::Db>(&mut tx, player).await?;
+            tx.commit().await?;
+            Ok(left)
+        })
+    }
+
+    fn hand_on_leadership<'a>(
+        &'a self,
+        player: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Party>, StoreError>> {
+        Box::pin(async move {
+            check_id("player id", player)?;
+            let turn = self.write_turn(Priority::Player).await?;
+            let mut tx = self.begin_write(&turn).await?;
+            let party = parties::hand_on::<B::Db>(&mut tx, player).await?;
+            tx.commit().await?;
+            Ok(party)
+        })
+    }
+
+    fn declare_party<'a>(
+        &'a self,
+        party: &'a str,
+        leader: &'a str,
+        members: &'a [String],
+        now_ms: i64,
+    ) -> BoxFuture<'a, Result<Party, StoreError>> {
+        Box::pin(async move {
+            check_id("party id", party)?;
+            check_id("player id", leader)?;
+            for member in members {
+                check_id("player id", member)?;
+            }
+            let members = parties::distinct(members);
+            if !members.contains(&leader) {
+                return Err(StoreError::NotAMember);
+            }
+            if members.len() > MAX_PARTY_SIZE {
+                return Err(StoreError::PartyFull);
+            }
+            let turn = self.write_turn(Priority::Player).await?;
+            let mut tx = self.begin_write(&turn).await?;
+            let declared =
+                parties::declare::<B::Db>(&mut tx, party, leader, &members, now_ms).await?;
+            tx.commit().await?;
+            Ok(declared)
+        })
+    }
+
+    fn party_invites<'a>(
+        &'a self,
+        player: &'a str,
+        now_ms: i64,
+    ) -> BoxFuture<'a, Result<Vec<PartyInvite>, StoreError>> {
+        Box::pin(async move {
+            check_id("player id", player)?;
+            let live_since = now_ms.saturating_sub(parties::INVITE_TTL_MS);
+            B::Db::party_invites(self.pool(), player, live_since).await
+        })
+    }
+
+    fn host_shared<'a>(
+        &'a self,
+        party: &'a str,
+        npc: &'a str,
+        conversation: &'a str,
+        instance: &'a str,
+        now_ms: i64,
+    ) -> BoxFuture<'a, Result<SharedHost, StoreError>> {
+        Box::pin(async move {
+            check_id("party id", party)?;
+            check_id("npc id", npc)?;
+            check_id("conversation id", conversation)?;
+            check_id("instance id", instance)?;
+            let host = SharedHost {
+                party: party.to_owned(),
+                npc: npc.to_owned(),
+                conversation: conversation.to_owned(),
+                instance: instance.to_owned(),
+                refreshed_ms: now_ms,
+            };
+            let turn = self.write_turn(Priority::Player).await?;
+            let mut tx = self.begin_write(&turn).await?;
+            let hosted = parties::host::<B::Db>(&mut tx, &host).await?;
+            tx.commit().await?;
+            Ok(hosted)
+        })
+    }
+
+    fn refresh_shared<'a>(
+        &'a self,
+        party: &'a str,
+        instance: &'a str,
+        now_ms: i64,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(async move {
+            check_id("party id", party)?;
+            check_id("instance id", instance)?;
+            let turn = self.write_turn(Priority::Housekeeping).await?;
+            let mut tx = self.begin_write(&turn).await?;
+            let refreshed = B::Db::refresh_shared(&mut tx, party, instance, now_ms).await?;
+            tx.commit().await?;
+            Ok(refreshed)
+        })
+    }
+
+    fn release_shared<'a>(
+        &'a self,
+        party: &'a str,
+        instance: &'a str,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            check_id("party id", party)?;
+            check_id("instance id", instance)?;
+            let turn = self.write_turn(Priority::Housekeeping).await?;
+            let mut tx = self.begin_write(&turn).await?;
+            B::Db::release_shared(&mut tx, party, instance).await?;
+            tx.commit().await?;
+            Ok(())
         })
     }
 

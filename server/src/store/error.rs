@@ -129,6 +129,40 @@ pub enum StoreError {
     #[error("unknown player {0:?}")]
     UnknownPlayer(String),
 
+    /// The player is in no party (to invite from, or to leave). Nothing changed.
+    #[error("the player is in no party")]
+    NotInParty,
+
+    /// The player is in a party already: forming or joining another needs leaving it first;
+    /// inviting someone into the party they are in (oneself included) invites nobody. Nothing
+    /// changed.
+    #[error("the player is already in a party")]
+    AlreadyInParty,
+
+    /// The party has [`MAX_PARTY_SIZE`](super::MAX_PARTY_SIZE) members already, or a declaration
+    /// names more. Nothing changed.
+    #[error("the party is full: at most {max} members", max = super::MAX_PARTY_SIZE)]
+    PartyFull,
+
+    /// No live invitation of the player into that party: never invited, expired
+    /// ([`INVITE_TTL_MS`](super::INVITE_TTL_MS)), already used, or the party is gone. Nothing
+    /// changed.
+    #[error("no live invitation into that party")]
+    NoInvite,
+
+    /// The party's shared conversation is hosted by another live instance, or with another NPC.
+    /// Nothing changed.
+    #[error("the party's shared conversation is hosted elsewhere (instance {instance:?})")]
+    SharedElsewhere {
+        /// The instance that holds the party's shared conversation.
+        instance: String,
+    },
+
+    /// The player is not a member of the party (a declaration whose leader is not among its
+    /// members). Nothing changed.
+    #[error("the player is not a member of the party")]
+    NotAMember,
+
     /// The database URL or options cannot be used.
     #[error("store configuration: {0}")]
     Config(String),
@@ -184,6 +218,12 @@ impl StoreError {
             StoreError::InvalidInput(_) => "invalid_input",
             StoreError::UnknownPlayer(_) => "unknown_player",
             StoreError::CarriedElsewhere(_) => "carried_elsewhere",
+            StoreError::NotInParty => "not_in_party",
+            StoreError::AlreadyInParty => "already_in_party",
+            StoreError::PartyFull => "party_full",
+            StoreError::NoInvite => "no_invite",
+            StoreError::SharedElsewhere { .. } => "shared_elsewhere",
+            StoreError::NotAMember => "not_a_member",
             StoreError::Config(_) => "config",
             StoreError::Migration(_) => "migration",
             StoreError::Corrupt(_) => "corrupt",
@@ -327,6 +367,18 @@ mod tests {
         assert!(StoreError::Unavailable("x".into()).retryable());
         assert!(!StoreError::AlreadyPaid { quest: "q".into() }.retryable());
         assert!(!StoreError::Database("x".into()).retryable());
+        for party in [
+            StoreError::NotInParty,
+            StoreError::AlreadyInParty,
+            StoreError::PartyFull,
+            StoreError::NoInvite,
+            StoreError::SharedElsewhere {
+                instance: "i".into(),
+            },
+            StoreError::NotAMember,
+        ] {
+            assert!(!party.retryable(), "{party:?}");
+        }
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The persistent store: profiles, quest states, objective progress, the reward ledger, applied
-//! game events, session claims (scale-out) and the audit log.
+//! game events, session claims (scale-out) and the audit log; and parties (`parties.rs`): who
+//! plays together, their invitations, and which instance hosts a party's shared conversation.
 //!
 //! One object-safe trait, [`Store`], used as `Arc<dyn Store>`, and two databases:
 //! [`SqliteStore`], the zero-configuration default, and [`PgStore`] for production, each with its
@@ -39,6 +40,7 @@ mod backend;
 mod content_migration;
 mod error;
 mod group_commit;
+mod parties;
 pub mod postgres;
 mod queries;
 mod sql;
@@ -57,6 +59,9 @@ use futures_util::stream::BoxStream;
 pub use content_migration::{ContentMigration, Removal, Reward};
 pub use error::{StoreError, StoredQuestStatus};
 pub use group_commit::GroupCommitStats;
+pub use parties::{
+    INVITE_TTL_MS, MAX_PARTY_SIZE, Party, PartyInvite, SHARED_HOST_TTL_MS, SharedHost,
+};
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
 pub use timings::{LaneLabels, PriorityLabels, WriteTimings};
@@ -610,6 +615,115 @@ pub trait Store: SessionStore + 'static {
         id: &'a str,
         now_ms: i64,
     ) -> BoxFuture<'a, Result<Option<crate::credentials::GameServer>, StoreError>>;
+
+    /// The player's party, read in one snapshot; `None` if the player is in none.
+    fn party_of<'a>(&'a self, player: &'a str) -> BoxFuture<'a, Result<Option<Party>, StoreError>>;
+
+    /// Forms party `party` (an id the caller chooses) with `leader` its one member.
+    /// [`StoreError::AlreadyInParty`] if the leader is in a party; an id already taken is
+    /// [`StoreError::InvalidInput`].
+    fn form_party<'a>(
+        &'a self,
+        party: &'a str,
+        leader: &'a str,
+        now_ms: i64,
+    ) -> BoxFuture<'a, Result<Party, StoreError>>;
+
+    /// Invites `invitee` into the party `inviter` is in (any member may invite); inviting again
+    /// replaces the invitation (its `created_ms` is now). [`StoreError::NotInParty`] if the
+    /// inviter is in none; [`StoreError::AlreadyInParty`] if the invitee is in that party (the
+    /// inviter included); [`StoreError::PartyFull`] at [`MAX_PARTY_SIZE`] members. An invitee
+    /// in another party may be invited (they leave it before accepting). Sweeps the invitee's
+    /// expired invitations.
+    fn invite_to_party<'a>(
+        &'a self,
+        inviter: &'a str,
+        invitee: &'a str,
+        now_ms: i64,
+    ) -> BoxFuture<'a, Result<PartyInvite, StoreError>>;
+
+    /// `player` accepts their invitation into `party`, which it uses up, and joins last in its
+    /// join order. [`StoreError::NoInvite`] without a live invitation (made at most
+    /// [`INVITE_TTL_MS`] before `now_ms`) or when the party is gone;
+    /// [`StoreError::AlreadyInParty`] if the player is in a party; [`StoreError::PartyFull`]
+    /// at [`MAX_PARTY_SIZE`] members. Joins racing for the last place, on any instance, take
+    /// it once.
+    fn accept_invite<'a>(
+        &'a self,
+        player: &'a str,
+        party: &'a str,
+        now_ms: i64,
+    ) -> BoxFuture<'a, Result<Party, StoreError>>;
+
+    /// `player` leaves their party; [`StoreError::NotInParty`] if in none. A leader hands the
+    /// lead to the next member in join order (after the leader, wrapping to the first). The
+    /// party after, or `None` if it emptied: it is then deleted with its invitations and its
+    /// shared host row.
+    fn leave_party<'a>(
+        &'a self,
+        player: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Party>, StoreError>>;
+
+    /// If `player` leads a party with other members, the next member in join order (after the
+    /// player, wrapping to the first) leads it. The party after (unchanged when the player does
+    /// not lead it or is alone in it); `None` if the player is in no party. Nobody joins or
+    /// leaves.
+    fn hand_on_leadership<'a>(
+        &'a self,
+        player: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Party>, StoreError>>;
+
+    /// A game server's declaration: `party` has exactly `members` (in this order, duplicates
+    /// collapsed to the first), led by `leader`. [`StoreError::NotAMember`] if the leader is
+    /// not among them, [`StoreError::PartyFull`] if they are more than [`MAX_PARTY_SIZE`].
+    /// Every member first leaves another party they are in, as [`Store::leave_party`] would
+    /// (leadership handed on, an emptied party deleted); then the party is made, or if it
+    /// exists, its members and leader replaced: its shared host row, its `created_ms` and its
+    /// invitations stay, but for the members' own, which are used up. The party as declared.
+    fn declare_party<'a>(
+        &'a self,
+        party: &'a str,
+        leader: &'a str,
+        members: &'a [String],
+        now_ms: i64,
+    ) -> BoxFuture<'a, Result<Party, StoreError>>;
+
+    /// The player's live invitations (made at most [`INVITE_TTL_MS`] before `now_ms`), oldest
+    /// first.
+    fn party_invites<'a>(
+        &'a self,
+        player: &'a str,
+        now_ms: i64,
+    ) -> BoxFuture<'a, Result<Vec<PartyInvite>, StoreError>>;
+
+    /// Claims `party`'s one shared conversation for `instance`. With no live host row (none, or
+    /// one not refreshed for more than [`SHARED_HOST_TTL_MS`] before `now_ms`), writes this one;
+    /// with a live one of this instance and NPC, refreshes it (its conversation stays the one
+    /// hosted); either way returns the row. A live row of another instance or another NPC:
+    /// [`StoreError::SharedElsewhere`]. The party is not checked to exist.
+    fn host_shared<'a>(
+        &'a self,
+        party: &'a str,
+        npc: &'a str,
+        conversation: &'a str,
+        instance: &'a str,
+        now_ms: i64,
+    ) -> BoxFuture<'a, Result<SharedHost, StoreError>>;
+
+    /// Refreshes `party`'s host row at `now_ms` if `instance` holds it: whether it did.
+    fn refresh_shared<'a>(
+        &'a self,
+        party: &'a str,
+        instance: &'a str,
+        now_ms: i64,
+    ) -> BoxFuture<'a, Result<bool, StoreError>>;
+
+    /// Deletes `party`'s host row if `instance` holds it.
+    fn release_shared<'a>(
+        &'a self,
+        party: &'a str,
+        instance: &'a str,
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
 
     /// Closes the pool: waits for connections in use to be returned, then closes them all
     /// (SQLite checkpoints its WAL). Later calls fail with [`StoreError::Unavailable`].

@@ -12,6 +12,7 @@ use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, FromRow, IntoArgumen
 
 use super::backend::{Chore, Done};
 use super::error::{is_unique_violation, map_sqlx};
+use super::parties::{Party, PartyInvite, PartyRow, SharedHost, party_from_rows};
 use super::sql::{self, SqlDialect};
 use super::validate::progress_from_db;
 use super::{
@@ -307,6 +308,132 @@ pub trait Queries: Database + SqlDialect {
         id: &str,
         now_ms: i64,
     ) -> impl Future<Output = Result<Option<GameServerRow>, StoreError>> + Send;
+
+    /// [`Store::party_of`](super::Store::party_of), in one statement ([`sql::PARTY_OF`]).
+    fn party_of(
+        pool: &Pool<Self>,
+        player: &str,
+    ) -> impl Future<Output = Result<Option<Party>, StoreError>> + Send;
+
+    /// The id of the player's party ([`sql::PARTY_ID_OF`]).
+    fn party_id_of(
+        conn: &mut Self::Connection,
+        player: &str,
+    ) -> impl Future<Output = Result<Option<String>, StoreError>> + Send;
+
+    /// The party's leader, its row locked until the transaction ends
+    /// ([`Statements::lock_party`](sql::Statements::lock_party)); `None` if there is no such
+    /// party.
+    fn lock_party(
+        conn: &mut Self::Connection,
+        party: &str,
+    ) -> impl Future<Output = Result<Option<String>, StoreError>> + Send;
+
+    /// The party's members in join order ([`sql::PARTY_MEMBERS`]).
+    fn party_members(
+        conn: &mut Self::Connection,
+        party: &str,
+    ) -> impl Future<Output = Result<Vec<String>, StoreError>> + Send;
+
+    /// A new party with no member yet ([`sql::CREATE_PARTY`]); `false` if the id is taken.
+    fn create_party(
+        conn: &mut Self::Connection,
+        party: &str,
+        leader: &str,
+        now_ms: i64,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
+    /// The player joins the party last ([`sql::JOIN_PARTY`]); `false` if they are in a party.
+    fn join_party(
+        conn: &mut Self::Connection,
+        party: &str,
+        player: &str,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
+    /// The player leaves whatever party they are in ([`sql::DROP_MEMBER`]).
+    fn drop_member(
+        conn: &mut Self::Connection,
+        player: &str,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Every member leaves the party ([`sql::CLEAR_MEMBERS`]).
+    fn clear_members(
+        conn: &mut Self::Connection,
+        party: &str,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// The party's leader becomes `leader` ([`sql::SET_LEADER`]).
+    fn set_leader(
+        conn: &mut Self::Connection,
+        party: &str,
+        leader: &str,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Deletes the party, its members, invitations and shared host ([`sql::DELETE_PARTY`]).
+    fn delete_party(
+        conn: &mut Self::Connection,
+        party: &str,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Sweeps the invitee's invitations made before `expired_before`, then writes `invite`,
+    /// replacing one of the same party and invitee.
+    fn invite(
+        conn: &mut Self::Connection,
+        invite: &PartyInvite,
+        expired_before: i64,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Deletes the invitee's invitation into the party if made at `live_since` or later;
+    /// whether there was one ([`sql::TAKE_INVITE`]).
+    fn take_invite(
+        conn: &mut Self::Connection,
+        party: &str,
+        invitee: &str,
+        live_since: i64,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
+    /// Deletes the invitee's invitation into the party, if any ([`sql::DROP_INVITE`]).
+    fn drop_invite(
+        conn: &mut Self::Connection,
+        party: &str,
+        invitee: &str,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// The invitee's invitations made at `live_since` or later, oldest first.
+    fn party_invites(
+        pool: &Pool<Self>,
+        invitee: &str,
+        live_since: i64,
+    ) -> impl Future<Output = Result<Vec<PartyInvite>, StoreError>> + Send;
+
+    /// [`sql::HOST_SHARED`]: the row as written or refreshed; `None` if another live host
+    /// (another instance, or another NPC) keeps it.
+    fn host_shared(
+        conn: &mut Self::Connection,
+        host: &SharedHost,
+        dead_before: i64,
+    ) -> impl Future<Output = Result<Option<SharedHost>, StoreError>> + Send;
+
+    /// The instance in the party's host row, live or not ([`sql::SHARED_HOLDER`]).
+    fn shared_holder(
+        conn: &mut Self::Connection,
+        party: &str,
+    ) -> impl Future<Output = Result<Option<String>, StoreError>> + Send;
+
+    /// Refreshes the party's host row if `instance` holds it; whether it did.
+    fn refresh_shared(
+        conn: &mut Self::Connection,
+        party: &str,
+        instance: &str,
+        now_ms: i64,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
+    /// Deletes the party's host row if `instance` holds it.
+    fn release_shared(
+        conn: &mut Self::Connection,
+        party: &str,
+        instance: &str,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
 }
 
 /// Every database that runs statements on its connections and pool, and binds and reads the
@@ -332,6 +459,9 @@ where
     for<'r> AuditEntry: FromRow<'r, DB::Row>,
     for<'r> RollupRow: FromRow<'r, DB::Row>,
     for<'r> GameServerRow: FromRow<'r, DB::Row>,
+    for<'r> PartyRow: FromRow<'r, DB::Row>,
+    for<'r> PartyInvite: FromRow<'r, DB::Row>,
+    for<'r> SharedHost: FromRow<'r, DB::Row>,
 {
     async fn ping(pool: &Pool<Self>) -> Result<(), StoreError> {
         sqlx::query("SELECT 1").execute(pool).await?;
@@ -1008,6 +1138,225 @@ where
             .bind(now_ms)
             .fetch_optional(&mut *conn)
             .await?)
+    }
+
+    async fn party_of(pool: &Pool<Self>, player: &str) -> Result<Option<Party>, StoreError> {
+        let rows: Vec<PartyRow> = sqlx::query_as(sql::PARTY_OF)
+            .bind(player)
+            .fetch_all(pool)
+            .await?;
+        Ok(party_from_rows(rows))
+    }
+
+    async fn party_id_of(
+        conn: &mut Self::Connection,
+        player: &str,
+    ) -> Result<Option<String>, StoreError> {
+        Ok(sqlx::query_scalar(sql::PARTY_ID_OF)
+            .bind(player)
+            .fetch_optional(conn)
+            .await?)
+    }
+
+    async fn lock_party(
+        conn: &mut Self::Connection,
+        party: &str,
+    ) -> Result<Option<String>, StoreError> {
+        Ok(sqlx::query_scalar(&Self::sql().lock_party)
+            .bind(party)
+            .fetch_optional(conn)
+            .await?)
+    }
+
+    async fn party_members(
+        conn: &mut Self::Connection,
+        party: &str,
+    ) -> Result<Vec<String>, StoreError> {
+        Ok(sqlx::query_scalar(sql::PARTY_MEMBERS)
+            .bind(party)
+            .fetch_all(conn)
+            .await?)
+    }
+
+    async fn create_party(
+        conn: &mut Self::Connection,
+        party: &str,
+        leader: &str,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let created = sqlx::query(sql::CREATE_PARTY)
+            .bind(party)
+            .bind(leader)
+            .bind(now_ms)
+            .execute(conn)
+            .await?;
+        Ok(created.rows() == 1)
+    }
+
+    async fn join_party(
+        conn: &mut Self::Connection,
+        party: &str,
+        player: &str,
+    ) -> Result<bool, StoreError> {
+        let joined = sqlx::query(sql::JOIN_PARTY)
+            .bind(party)
+            .bind(player)
+            .execute(conn)
+            .await?;
+        Ok(joined.rows() == 1)
+    }
+
+    async fn drop_member(conn: &mut Self::Connection, player: &str) -> Result<(), StoreError> {
+        sqlx::query(sql::DROP_MEMBER)
+            .bind(player)
+            .execute(conn)
+            .await?;
+        Ok(())
+    }
+
+    async fn clear_members(conn: &mut Self::Connection, party: &str) -> Result<(), StoreError> {
+        sqlx::query(sql::CLEAR_MEMBERS)
+            .bind(party)
+            .execute(conn)
+            .await?;
+        Ok(())
+    }
+
+    async fn set_leader(
+        conn: &mut Self::Connection,
+        party: &str,
+        leader: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query(sql::SET_LEADER)
+            .bind(party)
+            .bind(leader)
+            .execute(conn)
+            .await?;
+        Ok(())
+    }
+
+    async fn delete_party(conn: &mut Self::Connection, party: &str) -> Result<(), StoreError> {
+        for statement in sql::DELETE_PARTY {
+            sqlx::query(statement)
+                .bind(party)
+                .execute(&mut *conn)
+                .await?;
+        }
+        Ok(())
+    }
+
+    async fn invite(
+        conn: &mut Self::Connection,
+        invite: &PartyInvite,
+        expired_before: i64,
+    ) -> Result<(), StoreError> {
+        sqlx::query(sql::SWEEP_INVITES)
+            .bind(invite.invitee.as_str())
+            .bind(expired_before)
+            .execute(&mut *conn)
+            .await?;
+        sqlx::query(sql::INVITE)
+            .bind(invite.party.as_str())
+            .bind(invite.invitee.as_str())
+            .bind(invite.inviter.as_str())
+            .bind(invite.created_ms)
+            .execute(&mut *conn)
+            .await?;
+        Ok(())
+    }
+
+    async fn take_invite(
+        conn: &mut Self::Connection,
+        party: &str,
+        invitee: &str,
+        live_since: i64,
+    ) -> Result<bool, StoreError> {
+        let inviter: Option<String> = sqlx::query_scalar(sql::TAKE_INVITE)
+            .bind(party)
+            .bind(invitee)
+            .bind(live_since)
+            .fetch_optional(conn)
+            .await?;
+        Ok(inviter.is_some())
+    }
+
+    async fn drop_invite(
+        conn: &mut Self::Connection,
+        party: &str,
+        invitee: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query(sql::DROP_INVITE)
+            .bind(party)
+            .bind(invitee)
+            .execute(conn)
+            .await?;
+        Ok(())
+    }
+
+    async fn party_invites(
+        pool: &Pool<Self>,
+        invitee: &str,
+        live_since: i64,
+    ) -> Result<Vec<PartyInvite>, StoreError> {
+        Ok(sqlx::query_as(sql::PARTY_INVITES)
+            .bind(invitee)
+            .bind(live_since)
+            .fetch_all(pool)
+            .await?)
+    }
+
+    async fn host_shared(
+        conn: &mut Self::Connection,
+        host: &SharedHost,
+        dead_before: i64,
+    ) -> Result<Option<SharedHost>, StoreError> {
+        Ok(sqlx::query_as(sql::HOST_SHARED)
+            .bind(host.party.as_str())
+            .bind(host.npc.as_str())
+            .bind(host.conversation.as_str())
+            .bind(host.instance.as_str())
+            .bind(host.refreshed_ms)
+            .bind(dead_before)
+            .fetch_optional(conn)
+            .await?)
+    }
+
+    async fn shared_holder(
+        conn: &mut Self::Connection,
+        party: &str,
+    ) -> Result<Option<String>, StoreError> {
+        Ok(sqlx::query_scalar(sql::SHARED_HOLDER)
+            .bind(party)
+            .fetch_optional(conn)
+            .await?)
+    }
+
+    async fn refresh_shared(
+        conn: &mut Self::Connection,
+        party: &str,
+        instance: &str,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let refreshed = sqlx::query(sql::REFRESH_SHARED)
+            .bind(party)
+            .bind(instance)
+            .bind(now_ms)
+            .execute(conn)
+            .await?;
+        Ok(refreshed.rows() == 1)
+    }
+
+    async fn release_shared(
+        conn: &mut Self::Connection,
+        party: &str,
+        instance: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query(sql::RELEASE_SHARED)
+            .bind(party)
+            .bind(instance)
+            .execute(conn)
+            .await?;
+        Ok(())
     }
 }
 

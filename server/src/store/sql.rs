@@ -178,6 +178,92 @@ pub const SESSION_OWNER: &str = "SELECT player_id, session_id, instance_id, epoc
 pub const RELEASE: &str = "UPDATE session_claims SET session_id = '', instance_id = '' \
      WHERE player_id = $1 AND session_id = $2";
 
+/// A player's party id.
+pub const PARTY_ID_OF: &str = "SELECT party FROM party_members WHERE player = $1";
+
+/// A player's party, one row a member in join order (read into
+/// [`PartyRow`](super::parties::PartyRow)): one statement, so one snapshot.
+pub const PARTY_OF: &str = "SELECT p.id, p.leader, m.player FROM party_members me \
+     JOIN parties p ON p.id = me.party JOIN party_members m ON m.party = p.id \
+     WHERE me.player = $1 ORDER BY m.joined_seq";
+
+/// A party's members, in join order.
+pub const PARTY_MEMBERS: &str =
+    "SELECT player FROM party_members WHERE party = $1 ORDER BY joined_seq";
+
+/// A new party `$1` led by `$2`, made at `$3` ms; nothing if the id is taken.
+pub const CREATE_PARTY: &str = "INSERT INTO parties (id, leader, created_ms) VALUES ($1, $2, $3) \
+     ON CONFLICT (id) DO NOTHING";
+
+/// Player `$2` joins party `$1` last in its join order; nothing if `$2` is in a party (the
+/// primary key). SQLite needs the `WHERE` for `ON CONFLICT` not to parse as a join constraint.
+pub const JOIN_PARTY: &str = "INSERT INTO party_members (player, party, joined_seq) \
+     SELECT $2, $1, COALESCE(MAX(joined_seq), 0) + 1 FROM party_members WHERE party = $1 \
+     ON CONFLICT (player) DO NOTHING";
+
+/// A player leaves their party.
+pub const DROP_MEMBER: &str = "DELETE FROM party_members WHERE player = $1";
+
+/// Every member of a party leaves it (a declaration replacing it).
+pub const CLEAR_MEMBERS: &str = "DELETE FROM party_members WHERE party = $1";
+
+/// Party `$1`'s leader becomes `$2`.
+pub const SET_LEADER: &str = "UPDATE parties SET leader = $2 WHERE id = $1";
+
+/// An emptied party goes, with its shared host, invitations and members (the last two also go
+/// by the foreign keys' cascade).
+pub const DELETE_PARTY: [&str; 4] = [
+    "DELETE FROM shared_hosts WHERE party = $1",
+    "DELETE FROM party_invites WHERE party = $1",
+    "DELETE FROM party_members WHERE party = $1",
+    "DELETE FROM parties WHERE id = $1",
+];
+
+/// Sweeps invitee `$1`'s invitations that expired (made before `$2` ms).
+pub const SWEEP_INVITES: &str = "DELETE FROM party_invites WHERE invitee = $1 AND created_ms < $2";
+
+/// An invitation (party `$1`, invitee `$2`, inviter `$3`, at `$4` ms), replacing one of the
+/// same party and invitee.
+pub const INVITE: &str = "INSERT INTO party_invites (party, invitee, inviter, created_ms) \
+     VALUES ($1, $2, $3, $4) ON CONFLICT (party, invitee) \
+     DO UPDATE SET inviter = excluded.inviter, created_ms = excluded.created_ms";
+
+/// Takes (deletes) invitee `$2`'s invitation into party `$1` if made at `$3` ms or later.
+pub const TAKE_INVITE: &str = "DELETE FROM party_invites \
+     WHERE party = $1 AND invitee = $2 AND created_ms >= $3 RETURNING inviter";
+
+/// Forgets invitee `$2`'s invitation into party `$1`, if any.
+pub const DROP_INVITE: &str = "DELETE FROM party_invites WHERE party = $1 AND invitee = $2";
+
+/// Invitee `$1`'s invitations made at `$2` ms or later, oldest first.
+pub const PARTY_INVITES: &str = "SELECT party, inviter, invitee, created_ms FROM party_invites \
+     WHERE invitee = $1 AND created_ms >= $2 ORDER BY created_ms, party";
+
+/// Claims party `$1`'s shared conversation (`$2` NPC, `$3` conversation) for instance `$4` at
+/// `$5` ms: written if the party has no host row or a dead one (refreshed before `$6` ms),
+/// refreshed (its conversation kept) if this instance holds it with this NPC; no row back
+/// otherwise.
+pub const HOST_SHARED: &str = "INSERT INTO shared_hosts AS h \
+     (party, npc, conversation, instance, refreshed_ms) VALUES ($1, $2, $3, $4, $5) \
+     ON CONFLICT (party) DO UPDATE SET \
+       npc = excluded.npc, \
+       conversation = CASE WHEN h.refreshed_ms < $6 THEN excluded.conversation \
+                      ELSE h.conversation END, \
+       instance = excluded.instance, \
+       refreshed_ms = excluded.refreshed_ms \
+     WHERE h.refreshed_ms < $6 OR (h.instance = excluded.instance AND h.npc = excluded.npc) \
+     RETURNING party, npc, conversation, instance, refreshed_ms";
+
+/// The instance holding party `$1`'s shared conversation, live or not.
+pub const SHARED_HOLDER: &str = "SELECT instance FROM shared_hosts WHERE party = $1";
+
+/// Refreshes party `$1`'s host row at `$3` ms if instance `$2` holds it.
+pub const REFRESH_SHARED: &str =
+    "UPDATE shared_hosts SET refreshed_ms = $3 WHERE party = $1 AND instance = $2";
+
+/// Deletes party `$1`'s host row if instance `$2` holds it.
+pub const RELEASE_SHARED: &str = "DELETE FROM shared_hosts WHERE party = $1 AND instance = $2";
+
 /// The pieces of SQL in which SQLite and PostgreSQL differ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {
@@ -255,6 +341,17 @@ impl Dialect {
             Dialect::Postgres => " FOR SHARE",
         }
     }
+
+    /// The row lock every change of a party's members or leader takes on the party's row.
+    /// PostgreSQL: `FOR UPDATE`, so that such changes (two joins racing for the last place)
+    /// run one after the other. SQLite needs none: the write lock is the transaction's from
+    /// `BEGIN IMMEDIATE` on.
+    fn update_lock(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "",
+            Dialect::Postgres => " FOR UPDATE",
+        }
+    }
 }
 
 /// A sqlx database's dialect, and so its statements.
@@ -310,6 +407,8 @@ pub struct Statements {
     /// recorded at `$6` microseconds.
     /// Inserts nothing if the key is taken.
     pub record_step: String,
+    /// Party `$1`'s leader, its row locked for the transaction (see `Dialect::update_lock`).
+    pub lock_party: String,
 }
 
 impl Statements {
@@ -390,6 +489,10 @@ impl Statements {
                    (player_id, step_key, conversation, message, detail, recorded_us) \
                  SELECT $1, $2, $3, $4, $5, $6 {} ON CONFLICT DO NOTHING",
                 dialect.step_source()
+            ),
+            lock_party: format!(
+                "SELECT leader FROM parties WHERE id = $1{}",
+                dialect.update_lock()
             ),
         }
     }

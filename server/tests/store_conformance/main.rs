@@ -41,6 +41,7 @@ mod game_servers;
 mod lifecycle;
 mod locks;
 mod parking;
+mod parties;
 mod postgres_only;
 mod progress;
 mod quests;
