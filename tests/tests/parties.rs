@@ -455,6 +455,151 @@ async fn party_messages_are_refused_by_their_rules(backend: Backend) {
     assert_eq!(outside.code, ErrorCode::NoConversation);
 }
 
+/// A party's membership and its one shared conversation hold across instances (PostgreSQL): a
+/// member on another instance is refused `shared_elsewhere` (retryable) while the party's
+/// conversation is hosted on the first, and opens it there once the first closed it; the party
+/// itself is in every instance's `welcome`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_on_another_instance_is_told_the_conversation_is_elsewhere() {
+    let first = raft_server("party-instances", Backend::Postgres).await;
+    let second = first.another_instance().await;
+    let (a_token, _) = first.login_player("device-instances-a").await;
+    let (b_token, b_id) = first.login_player("device-instances-b").await;
+    let mut a = first.connect(&a_token).await;
+    let mut b = second.connect(&b_token).await;
+    a.move_to(RAFT).await.expect("a moves");
+    b.move_to(NEAR_RAFT).await.expect("b moves");
+    // Pushes do not cross instances: B learns the party id from A and accepts it.
+    let invited = a
+        .request(ClientMessage::PartyInvite {
+            id: None,
+            player: b_id.clone(),
+        })
+        .await
+        .expect("invite");
+    let party = invited
+        .messages
+        .iter()
+        .find_map(|m| match m {
+            ServerMessage::Party { party: Some(p) } => Some(p.id.clone()),
+            _ => None,
+        })
+        .expect("the inviter's party");
+    let accepted = b
+        .request(ClientMessage::PartyAccept {
+            id: None,
+            party: party.clone(),
+        })
+        .await
+        .expect("b accepts on the other instance");
+    assert!(accepted.messages.iter().any(
+        |m| matches!(m, ServerMessage::Party { party: Some(p) } if p.members.len() == 2 && p.id == party)
+    ));
+    // A opens the party's conversation on the first instance; B cannot open a second one.
+    a.talk_reply("Oona").await.expect("a talks");
+    let elsewhere = b.talk_reply("Oona").await.expect_err("hosted elsewhere");
+    assert_eq!(elsewhere.code, ErrorCode::SharedElsewhere, "{elsewhere:?}");
+    assert!(elsewhere.code.retryable());
+    // A closes: the host row goes, and B's retry opens the conversation on the second.
+    a.request(ClientMessage::Close { id: None })
+        .await
+        .expect("a closes");
+    let deadline = std::time::Instant::now() + banter_e2e::PATIENCE;
+    loop {
+        match b.talk_reply("Oona").await {
+            Ok(reply) => {
+                assert!(reply.messages.iter().any(|m| matches!(
+                    m,
+                    ServerMessage::Opened { shared: Some(s), .. } if s.party == party
+                )));
+                break;
+            }
+            Err(refused) if refused.code == ErrorCode::SharedElsewhere => {
+                assert!(std::time::Instant::now() < deadline, "never released");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Err(refused) => panic!("{refused:?}"),
+        }
+    }
+    // Membership is stored: a reconnect to either instance is welcomed into the party.
+    drop(a);
+    let (_, welcome) = second.connect_welcomed(&a_token).await;
+    assert_eq!(welcome.party.map(|p| p.id), Some(party));
+}
+
+/// A game server declares a party for the players it carries (PROTOCOL.md section 17.1): every
+/// member is told; a declaration of the wrong shape is a `400` naming where, and one naming a
+/// player out of the credential's scope is refused to that player.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_game_server_declares_its_players_party() {
+    let server = raft_server("party-declared", Backend::Sqlite).await;
+    let credential = server.issue_credential("raft-eu", &["rbx-"]).await;
+    let mut channel = server.open_channel(&credential).await;
+    let mut body = channel.next_body(
+        vec![],
+        vec![
+            banter_e2e::join("rbx-raft-1"),
+            banter_e2e::join("rbx-raft-2"),
+        ],
+        0,
+    );
+    body["parties"] = serde_json::json!([
+        {"party": "crew-7", "leader": "rbx-raft-2", "members": ["rbx-raft-1", "rbx-raft-2"]}
+    ]);
+    let answer = channel.applied(&body).await;
+    channel.seq += 1;
+    for player in ["rbx-raft-1", "rbx-raft-2"] {
+        let told = banter_e2e::messages_for(&answer.events, player);
+        assert!(
+            told.iter().any(|m| matches!(
+                m,
+                ServerMessage::Party { party: Some(p) }
+                    if p.id == "crew-7" && p.leader == "rbx-raft-2" && p.members.len() == 2
+            )),
+            "{player}: {told:?}"
+        );
+    }
+    // Wrong shapes: refused whole, nothing applied, the problem named.
+    for (parties, named) in [
+        (
+            serde_json::json!([{"party": "crew-8", "leader": "rbx-raft-9", "members": ["rbx-raft-1"]}]),
+            "parties[0].leader",
+        ),
+        (
+            serde_json::json!([{"party": "crew 8", "leader": "rbx-raft-1", "members": ["rbx-raft-1"]}]),
+            "parties[0].party",
+        ),
+        (
+            serde_json::json!([{"party": "crew-8", "leader": "rbx-raft-1", "members": ["rbx-raft-1", "rbx-raft-1"]}]),
+            "parties[0].members[1]",
+        ),
+        (
+            serde_json::json!([{"party": "crew-8", "leader": "rbx-raft-1"}]),
+            "members",
+        ),
+    ] {
+        let mut bad = channel.next_body(vec![], vec![], 0);
+        bad["parties"] = parties;
+        let (status, answer) = channel.post(&bad).await;
+        assert_eq!(status, 400, "{answer}");
+        assert_eq!(answer["error"], "bad_request", "{answer}");
+        let message = answer["message"].as_str().unwrap_or_default();
+        assert!(message.contains(named), "{named}: {message}");
+    }
+    // A member out of the credential's scope: refused to that player, the party unchanged.
+    let mut out_of_scope = channel.next_body(vec![], vec![], 0);
+    out_of_scope["parties"] = serde_json::json!([
+        {"party": "crew-7", "leader": "rbx-raft-1", "members": ["rbx-raft-1", "xbox-1"]}
+    ]);
+    let answer = channel.applied(&out_of_scope).await;
+    channel.seq += 1;
+    assert_eq!(
+        banter_e2e::the_error(&answer.events, "xbox-1").0,
+        ErrorCode::NotInScope
+    );
+    assert!(banter_e2e::messages_for(&answer.events, "rbx-raft-1").is_empty());
+}
+
 banter_e2e::on_both_backends!(
     a_party_walks_one_conversation_and_each_member_is_paid_once,
     a_tie_at_the_time_limit_goes_to_the_first_response,

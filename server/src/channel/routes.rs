@@ -11,6 +11,7 @@ use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
+use banter_protocol::DeclaredParty;
 use banter_protocol::channel::{self as wire, Batch, Item, Placed};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -20,6 +21,7 @@ use crate::app::SharedApp;
 use crate::auth;
 use crate::channels::{self, BatchRefused, ChannelHandle, SeqError};
 use crate::credentials::{self, GameServer};
+use crate::store::MAX_PARTY_SIZE;
 
 pub fn routes(router: Router<SharedApp>) -> Router<SharedApp> {
     router
@@ -238,8 +240,12 @@ pub fn read_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiEr
 }
 
 /// Checks what a batch holds beyond its JSON shape: the bounds, each item asking for exactly one
-/// thing, player ids, positions. The first problem, with where it is.
-pub fn check_batch(positions: &[Placed], items: &[Item<Box<RawValue>>]) -> Result<(), ApiError> {
+/// thing, player ids, positions, declared parties. The first problem, with where it is.
+pub fn check_batch(
+    positions: &[Placed],
+    items: &[Item<Box<RawValue>>],
+    parties: &[DeclaredParty],
+) -> Result<(), ApiError> {
     let bad = |what: String| Err(ApiError::BadRequest(what));
     if items.len() > wire::MAX_ITEMS {
         return bad(format!("`items`: more than {} items", wire::MAX_ITEMS));
@@ -268,6 +274,35 @@ pub fn check_batch(positions: &[Placed], items: &[Item<Box<RawValue>>]) -> Resul
             return bad(format!("items[{i}]: {e}"));
         }
     }
+    if parties.len() > wire::MAX_ITEMS {
+        return bad(format!("`parties`: more than {} parties", wire::MAX_ITEMS));
+    }
+    for (i, party) in parties.iter().enumerate() {
+        check_declared(party).map_err(|e| ApiError::BadRequest(format!("parties[{i}].{e}")))?;
+    }
+    Ok(())
+}
+
+/// A declared party's shape (PROTOCOL.md section 17.1): its id and every player id plain, 1 to
+/// [`MAX_PARTY_SIZE`] distinct members, the leader among them.
+fn check_declared(party: &DeclaredParty) -> Result<(), String> {
+    if !auth::valid_player_id(&party.party) {
+        return Err("party: not a party id (1 to 64 letters, digits, `-`, `_`)".into());
+    }
+    if let Some(j) = party.members.iter().position(|m| !auth::valid_player_id(m)) {
+        return Err(format!("members[{j}]: not a player id"));
+    }
+    if party.members.is_empty() || party.members.len() > MAX_PARTY_SIZE {
+        return Err(format!("members: 1 to {MAX_PARTY_SIZE} players"));
+    }
+    for (j, member) in party.members.iter().enumerate() {
+        if party.members[..j].contains(member) {
+            return Err(format!("members[{j}]: `{member}` is named twice"));
+        }
+    }
+    if !party.members.contains(&party.leader) {
+        return Err("leader: not among the members".into());
+    }
     Ok(())
 }
 
@@ -283,7 +318,7 @@ async fn batch(
     let channel = find(&app, &id, &server)?;
     json_content(&headers)?;
     let batch: Batch<Box<RawValue>> = read_json(&body)?;
-    check_batch(&batch.positions, &batch.items)?;
+    check_batch(&batch.positions, &batch.items, &batch.parties)?;
     if batch.wait_ms > wire::MAX_WAIT_MS {
         return Err(ApiError::BadRequest(format!(
             "`wait_ms`: at most {}",

@@ -115,7 +115,7 @@ fn refusal(error: &ApiError) -> Message {
 
 async fn apply(channel: &ChannelHandle, text: &[u8]) -> Result<(), ApiError> {
     let frame: Frame<Box<RawValue>> = read_json(text)?;
-    check_batch(&frame.positions, &frame.items)?;
+    check_batch(&frame.positions, &frame.items, &frame.parties)?;
     // Nothing to refuse without numbers: a WebSocket batch is applied or the channel ended.
     let _ = channel
         .apply(channels::Batch {

@@ -13,7 +13,7 @@ use banter_dialogue::{Shown, VertexId};
 use banter_protocol::{CloseReason, InviteView, LeftReason, PartyView, ServerMessage, SharedView};
 
 use super::core::{Audited, Now, SessionCore, open_mut};
-use super::refusal::{Refusal, SessionError};
+use super::refusal::{FrameError, Refusal, SessionError};
 use crate::app::SharedApp;
 use crate::hub::Control;
 use crate::quests::ServerFacts;
@@ -171,7 +171,12 @@ impl SessionCore {
         invitee: &str,
         now: Now,
     ) -> Result<Audited, Refusal> {
-        crate::store::check_id("player", invitee).map_err(Refusal::from)?;
+        if !crate::auth::valid_player_id(invitee) {
+            return Err(FrameError::Malformed(
+                "`player` is not a player id (1 to 64 letters, digits, `-`, `_`)".into(),
+            )
+            .into());
+        }
         if invitee == self.player {
             return Err(StoreError::AlreadyInParty.into());
         }
@@ -208,7 +213,10 @@ impl SessionCore {
         party: &str,
         now: Now,
     ) -> Result<Audited, Refusal> {
-        crate::store::check_id("party", party).map_err(Refusal::from)?;
+        if !crate::auth::valid_player_id(party) {
+            // No party has such an id, so no invite to it can exist.
+            return Err(StoreError::NoInvite.into());
+        }
         let party = self
             .app
             .store

@@ -88,8 +88,8 @@ async fn a_party_is_formed_joined_by_invitation_and_left_by_its_last_member(db: 
     );
     assert_eq!(
         store.accept_invite("bob", "p1", T0 + 3).await,
-        Err(StoreError::NoInvite),
-        "once"
+        Err(StoreError::AlreadyInParty),
+        "once: a member accepts nothing, whatever it names"
     );
     // Any member may invite; members are in join order.
     store
