@@ -1,7 +1,7 @@
 //! Writer test plans: plain files next to the content (`content/tests/*.plan`) that say, as a
-//! writer would, what a player with these facts sees and gets when talking to an NPC, and
-//! `test-content`, which runs every plan through the real walk, resolver and quest engine (the
-//! session core, as a live session runs it) on a throwaway SQLite database.
+//! writer would, what players with these facts see and get when talking to an NPC, alone or as
+//! a party, and `test-content`, which runs every plan through the real walk, resolver and quest
+//! engine (the session core, as a live session runs it) on a throwaway SQLite database.
 //!
 //! ```text
 //! plan Pim tells the tale to a newcomer
@@ -17,37 +17,85 @@
 //! expect refusal not_armed
 //! ```
 //!
-//! Setup lines come before the first `talk`: `given quest <Quest> active|completed`,
-//! `given progress <Quest> <Objective> <n>`, `given tutorial_stage <n>`. Steps: `talk <NPC id or
-//! name>`, `choose <response name or "its text">`, `advance`, `close`, `cutscene_done <scene>`
-//! (the client reports a scene finished), `send action <Type> <payload>`. Checks: `expect line <node or "text it contains">`, `expect choices <n>`,
-//! `expect effect <kind> [quest]`, `expect reward coins <n> [experience <n>]`, `expect refusal
-//! <code>` (the step before it was refused with that code), `expect ended`. `#` starts a comment.
-//! A file may hold several plans, each from its `plan <name>` line; each plays a fresh player.
+//! A line is one of these (`#` starts a comment; a `"quoted text"` is one word):
+//!
+//! ```text
+//! plan <name>                               a plan; a file may hold several
+//! players <Name>...                         the plan's players (else it has one, unnamed)
+//! party <Leader> <Name>...                  a stored party, its first name leading
+//! seed <n>                                  every ballot's seed (default 0)
+//! [<Name>:] <step>                          a step or check of that player (else the first)
+//! ```
+//!
+//! `players`, `party` and `seed` come before the plan's first step; a name `party` gives that
+//! `players` did not is added to the players. Names are 1 to 32 letters, digits, `-` and `_`.
+//!
+//! Setup steps, written before the sessions start whatever their place: `given quest <Quest>
+//! active|completed`, `given progress <Quest> <Objective> <n>`, `given tutorial_stage <n>`,
+//! `given coins <n>`. Steps: `walk <NPC id or name>` (within its reach, without talking), `talk
+//! <NPC>`, `choose <response name or "its text">` (a vote in a shared conversation), `vote
+//! <response>` (a `choose` that must be a vote), `advance`, `close`, `cutscene_done <scene>`
+//! (the client reports a scene finished), `send action <Type> <payload>`, `wait ballot` (the
+//! time limit of the player's shared conversation's open ballot passes). Checks: `expect line
+//! <node or "text it contains">`, `expect choices <n>`, `expect effect <kind> [quest]`, `expect
+//! no effect`, `expect reward coins <n> [experience <n>]`, `expect refusal <code>` (the
+//! player's last message was refused with that code), `expect ended`, `expect chosen
+//! <response> [by <how>]` (the group's latest decision the player heard, `how` as `chosen.by`
+//! says it: `leader`, `majority`, `tie_leader`, `tie_first`, `tie_roll`, `roll`, `unanimous`),
+//! `expect participants <n>`. Each plan plays fresh players. `given coins` sets the coins in
+//! the throwaway database's profile row: no game step gives coins but a quest's reward.
 //!
 //! The runner walks like a client: a `choose` or `advance` sends what the client walk queues
 //! (the held response actions, the next line's actions), answers a quest check's jump, and keeps
-//! the facts current from the effects. A failure names the plan's file and line.
+//! the facts current from the effects. A step a client walk refuses is not sent (its code is the
+//! player's refusal), but for a vote or an advance in a shared conversation, which is sent
+//! anyway and must be refused by the server with the same code.
+//!
+//! **Several players** each have a session of their own on the one app, registered with the
+//! hub as a socket's is. After every step the runner hands each session what the hub queued for
+//! it (another player's vote, the room's decision, a follower's step) as the socket task does
+//! (`SessionCore::on_shared`), the player's client hears what that caused (an unrequested
+//! `opened`, `chosen`, `advanced`, `jump`, `participants`) and sends what its walk then queues,
+//! until every queue is quiet. The plan has one clock, which starts a day into the server's
+//! uptime, so the real ballot timers the sessions start never fire while plans run: a ballot's
+//! time limit passes only at `wait ballot`, through the timer's own path (`Rooms::expire`, then
+//! `session::deliver`). Rolls use the plan's `seed` ([`crate::rooms::Rooms::fix_seed`]).
+//!
+//! A failure names the plan's file and line, the plan and, with several players, the player.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use banter_dialogue::content::Content;
-use banter_dialogue::{ClientWalk, DialogueGraph, Outgoing, Screen, WalkError, build_conversation};
-use banter_protocol::{
-    ActionType, ClientMessage, Effect, ErrorCode, FactSheet, QuestStatus, ServerMessage,
+use banter_dialogue::content::{Content, NpcDef};
+use banter_dialogue::{
+    ClientWalk, DialogueGraph, Outgoing, Screen, VertexId, VertexKind, WalkError,
+    build_conversation,
 };
+use banter_protocol::{
+    ActionType, ClientMessage, DecidedBy, Effect, ErrorCode, FactSheet, QuestStatus, Roll,
+    ServerMessage,
+};
+use strum::VariantArray;
 
 use crate::app::{App, SharedApp};
 use crate::config::Config;
+use crate::hub::{Control, ControlQueue};
 use crate::served::{ContentVersion, ServedContent};
-use crate::session::SessionCore;
-use crate::store::{self, ConnectOptions, ObjectiveAdvance};
+use crate::session::{Now, SessionCore};
+use crate::store::{self, ConnectOptions, ObjectiveAdvance, SqliteStore};
 
 /// Where plans live in a content folder.
 pub const FOLDER: &str = "tests";
+
+/// How far a plan's clock starts into the server's uptime: past any real ballot timer a
+/// session starts while plans run (`session::deliver` sleeps until the deadline, in server
+/// time), so only `wait ballot` passes a time limit.
+const PLAN_EPOCH: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// The most rounds of hub deliveries one step may cause before the runner gives up.
+const MAX_ROUNDS: usize = 1000;
 
 /// One line of a plan, parsed.
 #[derive(Clone, Debug, PartialEq)]
@@ -62,8 +110,12 @@ pub enum Step {
         amount: u32,
     },
     GivenTutorialStage(i64),
+    GivenCoins(i64),
+    Walk(String),
     Talk(String),
     Choose(Pick),
+    /// A `choose` that must be a vote (the conversation is shared).
+    Vote(Pick),
     Advance,
     Close,
     CutsceneDone(String),
@@ -71,18 +123,26 @@ pub enum Step {
         action: ActionType,
         payload: String,
     },
+    /// The time limit of the open ballot of the player's shared conversation passes.
+    WaitBallot,
     ExpectLine(Pick),
     ExpectChoices(usize),
     ExpectEffect {
         kind: String,
         quest: Option<String>,
     },
+    ExpectNoEffect,
     ExpectReward {
         coins: i64,
         experience: Option<i64>,
     },
     ExpectRefusal(String),
     ExpectEnded,
+    ExpectChosen {
+        response: Pick,
+        by: Option<DecidedBy>,
+    },
+    ExpectParticipants(usize),
 }
 
 /// A node or response, by name or by (a part of) its text.
@@ -102,13 +162,29 @@ impl std::fmt::Display for Pick {
     }
 }
 
-/// A plan: its name, file and steps with their line numbers.
+/// A plan: its name, file, players, parties, seed and steps with their line numbers.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Plan {
     pub name: String,
     pub file: String,
     pub line: usize,
-    pub steps: Vec<(usize, Step)>,
+    /// The players by name, in the order first named (`players`, `party`); none: the plan has
+    /// one player, unnamed.
+    pub players: Vec<String>,
+    /// The parties formed before the first step, each with its line, its leader first.
+    pub parties: Vec<(usize, Vec<String>)>,
+    /// The seed every ballot's roll takes.
+    pub seed: u64,
+    pub steps: Vec<PlanStep>,
+}
+
+/// One step of a plan: its line, whose it is (an index into `players`; 0 when unnamed) and
+/// what it does.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlanStep {
+    pub line: usize,
+    pub player: usize,
+    pub step: Step,
 }
 
 /// A plan that does not parse, or one that failed: where, and why.
@@ -148,6 +224,26 @@ fn words(line: &str) -> Result<Vec<(String, bool)>, String> {
     Ok(out)
 }
 
+/// A player's name: 1 to 32 letters, digits, `-` and `_`.
+fn is_name(name: &str) -> bool {
+    (1..=32).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+/// `Name: rest`: the player a step is for, and the step.
+fn split_player(line: &str) -> Option<(&str, &str)> {
+    let (name, rest) = line.split_once(':')?;
+    let name = name.trim_end();
+    is_name(name).then(|| (name, rest.trim()))
+}
+
+/// The `chosen.by` names, for a plan's `expect chosen ... by <how>`.
+fn decided_by_names() -> Vec<&'static str> {
+    DecidedBy::VARIANTS.iter().map(|b| b.into()).collect()
+}
+
 /// Parses a plan file.
 pub fn parse(file: &str, text: &str) -> Result<Vec<Plan>, PlanFailure> {
     let mut plans: Vec<Plan> = Vec::new();
@@ -164,6 +260,10 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<Plan>, PlanFailure> {
             continue;
         }
         let bad = |m: &str| failure(file, number, m);
+        let (who, line) = match split_player(line) {
+            Some((name, rest)) => (Some(name), rest),
+            None => (None, line),
+        };
         let w = words(line).map_err(|m| bad(&m))?;
         let word = |k: usize| w.get(k).map(|(s, _)| s.as_str());
         let pick = |k: usize| -> Result<Pick, PlanFailure> {
@@ -178,7 +278,13 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<Plan>, PlanFailure> {
                 .and_then(|s| s.parse().ok())
                 .ok_or_else(|| bad(&format!("expected {what} as a whole number")))
         };
+        let count_at = |k: usize, what: &str| -> Result<usize, PlanFailure> {
+            usize::try_from(number_at(k, what)?).map_err(|_| bad("a count is 0 or more"))
+        };
         if word(0) == Some("plan") {
+            if who.is_some() {
+                return Err(bad("a `plan` line is no player's"));
+            }
             let name = line["plan".len()..].trim().to_owned();
             if name.is_empty() {
                 return Err(bad("a plan needs a name: `plan <what it shows>`"));
@@ -187,10 +293,79 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<Plan>, PlanFailure> {
                 name,
                 file: file.to_owned(),
                 line: number,
+                players: Vec::new(),
+                parties: Vec::new(),
+                seed: 0,
                 steps: Vec::new(),
             });
             continue;
         }
+        let Some(plan) = plans.last_mut() else {
+            return Err(bad("a step before any `plan <name>` line"));
+        };
+        if let Some(head @ ("players" | "party" | "seed")) = word(0) {
+            if who.is_some() {
+                return Err(bad(&format!("a `{head}` line is no player's")));
+            }
+            if !plan.steps.is_empty() {
+                return Err(bad(&format!("`{head}` comes before the plan's first step")));
+            }
+            let names: Vec<&str> = w[1..].iter().map(|(s, _)| s.as_str()).collect();
+            if head != "seed" {
+                if names.is_empty() {
+                    return Err(bad(&format!("`{head} <Name> ...` names its players")));
+                }
+                if let Some(odd) = w[1..].iter().find(|(s, quoted)| *quoted || !is_name(s)) {
+                    return Err(bad(&format!(
+                        "`{}` is not a player's name (1 to 32 letters, digits, `-` and `_`)",
+                        odd.0
+                    )));
+                }
+            }
+            match head {
+                "players" => {
+                    for name in names {
+                        if plan.players.iter().any(|p| p == name) {
+                            return Err(bad(&format!("`{name}` is named twice")));
+                        }
+                        plan.players.push(name.to_owned());
+                    }
+                }
+                "party" => {
+                    let mut members: Vec<String> = Vec::new();
+                    for name in names {
+                        let taken = members.iter().any(|m| m == name)
+                            || plan
+                                .parties
+                                .iter()
+                                .any(|(_, p)| p.iter().any(|m| m == name));
+                        if taken {
+                            return Err(bad(&format!("`{name}` is in a party already")));
+                        }
+                        if !plan.players.iter().any(|p| p == name) {
+                            plan.players.push(name.to_owned());
+                        }
+                        members.push(name.to_owned());
+                    }
+                    plan.parties.push((number, members));
+                }
+                _ => {
+                    plan.seed = word(1)
+                        .filter(|_| w.len() == 2)
+                        .and_then(|s| s.parse().ok())
+                        .ok_or_else(|| bad("`seed <n>`: a whole number from 0"))?;
+                }
+            }
+            continue;
+        }
+        let player = match who {
+            None => 0,
+            Some(name) => plan.players.iter().position(|p| p == name).ok_or_else(|| {
+                bad(&format!(
+                    "no player `{name}` in this plan; name them first: `players {name} ...`"
+                ))
+            })?,
+        };
         let step = match (word(0), word(1)) {
             (Some("given"), Some("quest")) => Step::GivenQuest {
                 quest: word(2).ok_or_else(|| bad("name the quest"))?.to_owned(),
@@ -209,8 +384,17 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<Plan>, PlanFailure> {
             (Some("given"), Some("tutorial_stage")) => {
                 Step::GivenTutorialStage(number_at(2, "the stage")?)
             }
+            (Some("given"), Some("coins")) => {
+                let coins = number_at(2, "the coins")?;
+                if coins < 0 {
+                    return Err(bad("coins are 0 or more"));
+                }
+                Step::GivenCoins(coins)
+            }
+            (Some("walk"), Some(npc)) => Step::Walk(npc.to_owned()),
             (Some("talk"), Some(npc)) => Step::Talk(npc.to_owned()),
             (Some("choose"), Some(_)) => Step::Choose(pick(1)?),
+            (Some("vote"), Some(_)) => Step::Vote(pick(1)?),
             (Some("advance"), None) => Step::Advance,
             (Some("close"), None) => Step::Close,
             (Some("cutscene_done"), Some(scene)) => Step::CutsceneDone(scene.to_owned()),
@@ -220,11 +404,14 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<Plan>, PlanFailure> {
                     .ok_or_else(|| bad("`send action <Type> <payload>` needs an action type"))?,
                 payload: word(3).unwrap_or_default().to_owned(),
             },
+            (Some("wait"), Some("ballot")) if w.len() == 2 => Step::WaitBallot,
             (Some("expect"), Some("line")) => Step::ExpectLine(pick(2)?),
-            (Some("expect"), Some("choices")) => Step::ExpectChoices(
-                usize::try_from(number_at(2, "the number of choices")?)
-                    .map_err(|_| bad("a count is 0 or more"))?,
-            ),
+            (Some("expect"), Some("choices")) => {
+                Step::ExpectChoices(count_at(2, "the number of choices")?)
+            }
+            (Some("expect"), Some("no")) if word(2) == Some("effect") && w.len() == 3 => {
+                Step::ExpectNoEffect
+            }
             (Some("expect"), Some("effect")) => Step::ExpectEffect {
                 kind: word(2).ok_or_else(|| bad("name the effect"))?.to_owned(),
                 quest: word(3).map(str::to_owned),
@@ -248,12 +435,35 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<Plan>, PlanFailure> {
                     .to_owned(),
             ),
             (Some("expect"), Some("ended")) => Step::ExpectEnded,
+            (Some("expect"), Some("chosen")) => Step::ExpectChosen {
+                response: pick(2)?,
+                by: match (word(3), word(4), w.len()) {
+                    (None, _, _) => None,
+                    (Some("by"), Some(how), 5) => Some(
+                        DecidedBy::VARIANTS
+                            .iter()
+                            .copied()
+                            .find(|b| <&str>::from(b) == how)
+                            .ok_or_else(|| {
+                                bad(&format!(
+                                    "`{how}` is not how a group decides: one of {}",
+                                    decided_by_names().join(", ")
+                                ))
+                            })?,
+                    ),
+                    _ => return Err(bad("`expect chosen <response> [by <how>]`")),
+                },
+            },
+            (Some("expect"), Some("participants")) => {
+                Step::ExpectParticipants(count_at(2, "the number of participants")?)
+            }
             _ => return Err(bad(&format!("not a plan step: `{line}`"))),
         };
-        let Some(plan) = plans.last_mut() else {
-            return Err(bad("a step before any `plan <name>` line"));
-        };
-        plan.steps.push((number, step));
+        plan.steps.push(PlanStep {
+            line: number,
+            player,
+            step,
+        });
     }
     Ok(plans)
 }
@@ -310,7 +520,7 @@ pub async fn run_all(content: &Path, checked: Option<Content>, scratch: &Path) -
     }
     // Removed with its journal files however the run ends: check-content runs in CI loops.
     let database = ThrowawayDatabase(scratch.join(format!("plans-{}.db", std::process::id())));
-    let app = match throwaway_app(content, checked, &plans, scratch, &database.0).await {
+    let (app, pool) = match throwaway_app(content, checked, &plans, scratch, &database.0).await {
         Ok(app) => app,
         Err(why) => {
             failures.push(failure(&content.display().to_string(), 0, why));
@@ -320,10 +530,12 @@ pub async fn run_all(content: &Path, checked: Option<Content>, scratch: &Path) -
     };
     for (n, plan) in plans.iter().enumerate() {
         report.steps += plan.steps.len();
-        if let Err(e) = run(&app, plan, n).await {
+        if let Err(e) = run(&app, &pool, plan, n).await {
             failures.push(e);
         }
     }
+    // The ballot timers and host refreshes the shared conversations started end here.
+    app.shutdown.cancel();
     app.store.close().await;
     report.failures = failures;
     report
@@ -342,16 +554,17 @@ impl Drop for ThrowawayDatabase {
     }
 }
 
-/// A server's shared state on a fresh SQLite file, without a listener. Only the conversations
-/// of the NPCs the plans talk to are published: publishing is each conversation's JSON in every
-/// locale, and a studio's world has tens of thousands that no plan opens.
+/// A server's shared state on a fresh SQLite file, without a listener, and the file's pool
+/// (for the givens no game step writes: `given coins`). Only the conversations of the NPCs the
+/// plans walk or talk to are published: publishing is each conversation's JSON in every locale,
+/// and a studio's world has tens of thousands that no plan opens.
 async fn throwaway_app(
     content: &Path,
     checked: Option<Content>,
     plans: &[Plan],
     scratch: &Path,
     file: &Path,
-) -> Result<SharedApp, String> {
+) -> Result<(SharedApp, sqlx::SqlitePool), String> {
     let checked = match checked {
         Some(checked) => checked,
         None => ContentVersion::check(content).map_err(|e| e.to_string())?,
@@ -361,29 +574,31 @@ async fn throwaway_app(
     std::fs::create_dir_all(scratch).map_err(|e| format!("scratch folder: {e}"))?;
     let _ = std::fs::remove_file(file);
     let url = format!("sqlite://{}", file.display());
-    let store = store::connect(&url, ConnectOptions::default())
+    let store = SqliteStore::connect(&url, ConnectOptions::default())
         .await
         .map_err(|e| format!("the throwaway database: {e}"))?;
+    let pool = store.pool().clone();
     let config = Config {
         database_url: url,
         content: content.to_owned(),
         ..Config::default()
     };
-    Ok(Arc::new(App::new(
+    let app = Arc::new(App::new(
         config,
         ServedContent::new(content.to_owned(), library),
-        store,
-    )))
+        Arc::new(store),
+    ));
+    Ok((app, pool))
 }
 
-/// The conversations of every NPC a plan's `talk` names, by id or by name (as
+/// The conversations of every NPC a plan's `talk` or `walk` names, by id or by name (as
 /// [`Player::talk`] finds it, and every look-alike of that name).
 fn talked_to(content: &Content, plans: &[Plan]) -> BTreeSet<String> {
     let named: BTreeSet<&str> = plans
         .iter()
         .flat_map(|plan| &plan.steps)
-        .filter_map(|(_, step)| match step {
-            Step::Talk(npc) => Some(npc.as_str()),
+        .filter_map(|s| match &s.step {
+            Step::Talk(npc) | Step::Walk(npc) => Some(npc.as_str()),
             _ => None,
         })
         .collect();
@@ -396,8 +611,13 @@ fn talked_to(content: &Content, plans: &[Plan]) -> BTreeSet<String> {
         .collect()
 }
 
-/// The effects and refusal of the last step, and the conversation as the client walks it.
+/// One player of a plan: the session, the conversation as the player's client walks it, and
+/// what the client heard.
 struct Player {
+    /// The player's id in the store.
+    id: String,
+    /// What the plan's player ids start with before the names the plan gives them.
+    prefix: String,
     core: SessionCore,
     now: Duration,
     next_id: u64,
@@ -407,53 +627,273 @@ struct Player {
     read: usize,
     refused: Option<String>,
     facts: FactSheet,
+    /// The participants of the player's shared conversation, as last told.
+    roster: Option<Vec<String>>,
+    /// The group's decisions the player heard (`chosen`), in order.
+    decisions: Vec<Decision>,
+    /// How many of them `expect chosen` has read.
+    decisions_read: usize,
 }
 
 struct Open {
     graph: DialogueGraph,
     walk: ClientWalk,
+    /// The party, for a shared conversation.
+    party: Option<String>,
 }
 
-async fn run(app: &SharedApp, plan: &Plan, n: usize) -> Result<(), PlanFailure> {
-    let player_id = format!("plan-{n}");
-    let fail = |line: usize, m: String| failure(&plan.file, line, format!("{}: {m}", plan.name));
-    // Setup first: the facts a writer gives the player, written as the game would have.
-    for (line, step) in &plan.steps {
-        let written = match step {
+/// A `chosen` as the client heard it.
+struct Decision {
+    response: String,
+    text: String,
+    by: DecidedBy,
+    seed: Option<String>,
+    rolls: Vec<Roll>,
+}
+
+/// A player of a plan with the hub's queue of their session.
+struct Seat {
+    player: Player,
+    session: u64,
+    control: Arc<ControlQueue>,
+}
+
+/// A plan's players on the one app, and the plan's clock.
+struct Table {
+    seats: Vec<Seat>,
+    now: Duration,
+}
+
+async fn run(
+    app: &SharedApp,
+    pool: &sqlx::SqlitePool,
+    plan: &Plan,
+    n: usize,
+) -> Result<(), PlanFailure> {
+    let names: Vec<Option<&str>> = if plan.players.is_empty() {
+        vec![None]
+    } else {
+        plan.players.iter().map(|p| Some(p.as_str())).collect()
+    };
+    let ids: Vec<String> = names
+        .iter()
+        .map(|name| match name {
+            Some(name) => format!("plan-{n}-{name}"),
+            None => format!("plan-{n}"),
+        })
+        .collect();
+    let fail = |line: usize, who: usize, m: String| {
+        let message = match names.get(who).copied().flatten() {
+            Some(name) => format!("{}: {name}: {m}", plan.name),
+            None => format!("{}: {m}", plan.name),
+        };
+        failure(&plan.file, line, message)
+    };
+    // Setup first: the facts a writer gives each player, written as the game would have.
+    for s in &plan.steps {
+        let player = &ids[s.player];
+        let line = s.line;
+        let written = match &s.step {
             Step::GivenQuest { quest, completed } => {
-                given_quest(app, &player_id, *line, quest, *completed).await
+                given_quest(app, player, line, quest, *completed).await
             }
             Step::GivenProgress {
                 quest,
                 objective,
                 amount,
-            } => given_progress(app, &player_id, *line, quest, objective, *amount).await,
+            } => given_progress(app, player, line, quest, objective, *amount).await,
             Step::GivenTutorialStage(stage) => {
-                given_tutorial_stage(app, &player_id, *line, *stage).await
+                given_tutorial_stage(app, player, line, *stage).await
             }
+            Step::GivenCoins(coins) => given_coins(app, pool, player, line, *coins).await,
             _ => Ok(()),
         };
-        written.map_err(|e| fail(*line, format!("cannot set it up: {e}")))?;
+        written.map_err(|e| fail(line, s.player, format!("cannot set it up: {e}")))?;
     }
+    for (k, (line, members)) in plan.parties.iter().enumerate() {
+        let members: Vec<&str> = members
+            .iter()
+            .filter_map(|m| plan.players.iter().position(|p| p == m))
+            .map(|at| ids[at].as_str())
+            .collect();
+        form_party(app, &format!("plan-{n}-party-{k}"), &members)
+            .await
+            .map_err(|e| {
+                failure(
+                    &plan.file,
+                    *line,
+                    format!("{}: cannot form the party: {e}", plan.name),
+                )
+            })?;
+    }
+    app.rooms.fix_seed(Some(plan.seed));
+    let mut table = Table {
+        seats: Vec::new(),
+        now: PLAN_EPOCH,
+    };
+    let mut result = Ok(());
+    for (who, id) in ids.iter().enumerate() {
+        match seat(app, id, &format!("plan-{n}-")).await {
+            Ok(seat) => table.seats.push(seat),
+            Err(e) => {
+                result = Err(fail(plan.line, who, e));
+                break;
+            }
+        }
+    }
+    if result.is_ok() {
+        for s in &plan.steps {
+            if let Err((who, m)) = table.step(app, s).await {
+                result = Err(fail(s.line, who, m));
+                break;
+            }
+        }
+    }
+    table.leave(app);
+    result
+}
+
+/// A session for the player, known to the hub as a socket's is, with its party read as for the
+/// `welcome`.
+async fn seat(app: &SharedApp, id: &str, prefix: &str) -> Result<Seat, String> {
     let record = app
         .store
-        .load_player(&player_id)
+        .load_player(id)
         .await
-        .map_err(|e| fail(plan.line, format!("cannot load the player: {e}")))?;
-    let mut p = Player {
-        core: SessionCore::new(app.clone(), player_id.clone(), n as u64 + 1, record),
-        now: Duration::from_secs(10),
-        next_id: 1,
-        open: None,
-        effects: Vec::new(),
-        read: 0,
-        refused: None,
-        facts: FactSheet::default(),
+        .map_err(|e| format!("cannot load the player: {e}"))?;
+    let session = app.next_session_id();
+    let mut core = SessionCore::new(app.clone(), id.to_owned(), session, record);
+    core.load_party(crate::clock::unix_millis())
+        .await
+        .map_err(|e| format!("cannot read the player's party: {e}"))?;
+    let control = Arc::new(ControlQueue::default());
+    app.hub.register(id, session, control.clone());
+    Ok(Seat {
+        player: Player {
+            id: id.to_owned(),
+            prefix: prefix.to_owned(),
+            core,
+            now: PLAN_EPOCH,
+            next_id: 1,
+            open: None,
+            effects: Vec::new(),
+            read: 0,
+            refused: None,
+            facts: FactSheet::default(),
+            roster: None,
+            decisions: Vec::new(),
+            decisions_read: 0,
+        },
+        session,
+        control,
+    })
+}
+
+/// Forms the party `party` in the store: its first member forms it, and each other member is
+/// invited and accepts.
+async fn form_party(app: &SharedApp, party: &str, members: &[&str]) -> Result<(), String> {
+    let now_ms = crate::clock::unix_millis();
+    let Some((leader, others)) = members.split_first() else {
+        return Err("a party has a member".to_owned());
     };
-    for (line, step) in &plan.steps {
-        p.step(app, step).await.map_err(|m| fail(*line, m))?;
+    app.store
+        .form_party(party, leader, now_ms)
+        .await
+        .map_err(|e| e.to_string())?;
+    for member in others {
+        app.store
+            .invite_to_party(leader, member, now_ms)
+            .await
+            .map_err(|e| e.to_string())?;
+        app.store
+            .accept_invite(member, party, now_ms)
+            .await
+            .map_err(|e| e.to_string())?;
     }
     Ok(())
+}
+
+impl Table {
+    /// One step of one player, then everything it caused for the others. A failure says
+    /// whose it is.
+    async fn step(&mut self, app: &SharedApp, s: &PlanStep) -> Result<(), (usize, String)> {
+        let who = s.player;
+        match &s.step {
+            Step::WaitBallot => self.wait_ballot(app, who).map_err(|m| (who, m))?,
+            step => {
+                let seat = &mut self.seats[who];
+                seat.player.now = seat.player.now.max(self.now);
+                let stepped = seat.player.step(app, step).await;
+                self.now = self.now.max(seat.player.now);
+                stepped.map_err(|m| (who, m))?;
+            }
+        }
+        self.pump().await
+    }
+
+    /// The time limit of the open ballot of the player's shared conversation passes: the plan's
+    /// clock jumps to it, and the room hears it as from the session's timer.
+    fn wait_ballot(&mut self, app: &SharedApp, who: usize) -> Result<(), String> {
+        let party = self.seats[who]
+            .player
+            .open
+            .as_ref()
+            .and_then(|open| open.party.clone())
+            .ok_or("`wait ballot`: the player is in no shared conversation")?;
+        let deadline = app.rooms.deadline(&party).ok_or(
+            "`wait ballot`: no ballot with a time limit is open (none is, or its rule has none)",
+        )?;
+        self.now = self.now.max(deadline.at);
+        let out = app.rooms.expire(&deadline.party, deadline.ballot);
+        crate::session::deliver(app, &deadline.party, out);
+        Ok(())
+    }
+
+    /// Hands each session what the hub queued for it, as the socket task does, and lets its
+    /// client hear the result and send what its walk queues; until every queue is quiet.
+    async fn pump(&mut self) -> Result<(), (usize, String)> {
+        for _ in 0..MAX_ROUNDS {
+            let mut heard = false;
+            for who in 0..self.seats.len() {
+                while let Some(control) = self.seats[who].control.try_recv() {
+                    heard = true;
+                    let seat = &mut self.seats[who];
+                    seat.player.now = seat.player.now.max(self.now);
+                    let now = seat.player.tick();
+                    let messages = match control {
+                        Control::Shared(event) => seat.player.core.on_shared(*event, now).await,
+                        Control::Progress(effects) => seat.player.core.on_progress(effects).await,
+                        Control::Replaced => {
+                            return Err((who, "the player's session was replaced".to_owned()));
+                        }
+                    };
+                    let pushed = seat.player.pushed(messages).await;
+                    self.now = self.now.max(seat.player.now);
+                    pushed.map_err(|m| (who, m))?;
+                }
+            }
+            if !heard {
+                return Ok(());
+            }
+        }
+        Err((
+            0,
+            format!("the sessions were still telling each other things after {MAX_ROUNDS} rounds"),
+        ))
+    }
+
+    /// The end of the plan: every session ends (leaving its shared conversation, as a dropped
+    /// connection's does) and the hub forgets it.
+    fn leave(&mut self, app: &SharedApp) {
+        for seat in self.seats.drain(..) {
+            let Seat {
+                player, session, ..
+            } = seat;
+            let id = player.id.clone();
+            drop(player);
+            app.hub.unregister(&id, session);
+        }
+    }
 }
 
 /// Writes one of a plan's givens as an audited store step, keyed by its line (the same given is
@@ -572,34 +1012,53 @@ async fn given_tutorial_stage(
         .map(|_| ())
 }
 
+/// The player holds `coins`. No game step gives coins but a quest's reward, so this one is
+/// written straight into the throwaway database's profile (made first, as a given's step would).
+async fn given_coins(
+    app: &SharedApp,
+    pool: &sqlx::SqlitePool,
+    player: &str,
+    line: usize,
+    coins: i64,
+) -> Result<(), String> {
+    let key = format!("given/{line}/coins");
+    given(app, player, &key, store::Change::Profile, None).await?;
+    sqlx::query("UPDATE profiles SET coins = ? WHERE player_id = ?")
+        .bind(coins)
+        .bind(player)
+        .execute(pool)
+        .await
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
 impl Player {
     async fn step(&mut self, app: &SharedApp, step: &Step) -> Result<(), String> {
         match step {
-            Step::GivenQuest { .. } | Step::GivenProgress { .. } | Step::GivenTutorialStage(_) => {
-                Ok(())
-            }
+            Step::GivenQuest { .. }
+            | Step::GivenProgress { .. }
+            | Step::GivenTutorialStage(_)
+            | Step::GivenCoins(_)
+            | Step::WaitBallot => Ok(()),
+            Step::Walk(npc) => self.walk_to(app, npc).await.map(|_| ()),
             Step::Talk(npc) => self.talk(app, npc).await,
-            Step::Choose(pick) => {
+            Step::Choose(pick) | Step::Vote(pick) => {
                 let open = self
                     .open
-                    .as_mut()
+                    .as_ref()
                     .ok_or("no conversation is open: `talk` first")?;
-                let choices: Vec<_> = open.walk.choices(&open.graph, &self.facts).collect();
-                let chosen = choices.iter().copied().find(|v| {
-                    open.graph
-                        .vertex(*v)
-                        .is_some_and(|x| picks(pick, &x.name, &x.text))
-                });
-                let Some(response) = chosen else {
-                    let shown: Vec<String> = choices
-                        .iter()
-                        .filter_map(|v| open.graph.vertex(*v))
-                        .map(|v| format!("{} \"{}\"", v.name, v.text))
-                        .collect();
-                    return Err(format!(
-                        "no response {pick} on screen; the choices are {shown:?}"
-                    ));
-                };
+                let shared = open.walk.is_shared();
+                if matches!(step, Step::Vote(_)) && !shared {
+                    return Err(
+                        "`vote` is for a shared conversation; this one is the player's own (`choose`)"
+                            .to_owned(),
+                    );
+                }
+                let response = find_response(open, pick, &self.facts)?;
+                if shared {
+                    return self.vote(response).await;
+                }
+                let open = self.open.as_mut().ok_or("the conversation closed")?;
                 let mut out = Vec::new();
                 let walked = open
                     .walk
@@ -611,6 +1070,9 @@ impl Player {
                     .open
                     .as_mut()
                     .ok_or("no conversation is open: `talk` first")?;
+                if open.walk.is_shared() {
+                    return self.propose_advance().await;
+                }
                 let mut out = Vec::new();
                 let walked = open
                     .walk
@@ -626,6 +1088,7 @@ impl Player {
                 if !ended {
                     self.send(ClientMessage::Close { id: None }).await;
                 }
+                self.roster = None;
                 Ok(())
             }
             Step::CutsceneDone(scene) => {
@@ -688,6 +1151,17 @@ impl Player {
                     format!("the effect {kind}{quest}")
                 },
             ),
+            Step::ExpectNoEffect => {
+                let unread = &self.effects[self.read..];
+                if unread.is_empty() {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "expected no effect, got {:?}",
+                        unread.iter().map(describe).collect::<Vec<_>>()
+                    ))
+                }
+            }
             Step::ExpectReward { coins, experience } => self.read_effect(
                 |e| {
                     matches!(e, Effect::QuestCompleted { coins: c, experience: x, .. }
@@ -713,10 +1187,29 @@ impl Player {
                 }
                 _ => Ok(()),
             },
+            Step::ExpectChosen { response, by } => self.read_decision(response, *by),
+            Step::ExpectParticipants(n) => {
+                let roster = self
+                    .roster
+                    .as_ref()
+                    .ok_or("the player is in no shared conversation")?;
+                if roster.len() == *n {
+                    Ok(())
+                } else {
+                    let names: Vec<&str> = roster.iter().map(|p| self.label(p)).collect();
+                    Err(format!(
+                        "expected {n} participants, the player sees {} ({})",
+                        roster.len(),
+                        names.join(", ")
+                    ))
+                }
+            }
         }
     }
 
-    async fn talk(&mut self, app: &SharedApp, npc: &str) -> Result<(), String> {
+    /// Walks within the NPC's reach (a jump in time long enough for any trip at the speed
+    /// limit). Its definition, for a `talk`.
+    async fn walk_to(&mut self, app: &SharedApp, npc: &str) -> Result<NpcDef, String> {
         let library = app.content.current();
         let def = library
             .content
@@ -727,7 +1220,6 @@ impl Player {
             .or_else(|| library.content.world.npcs.iter().find(|n| n.name == npc))
             .ok_or_else(|| format!("no NPC `{npc}` (an id or a name) in the world"))?
             .clone();
-        // Walk there: a jump in time long enough for any trip at the speed limit.
         self.now += Duration::from_secs(120);
         let at = [def.position[0] + 2.0, def.position[1], def.position[2]];
         self.send(ClientMessage::Move {
@@ -738,6 +1230,11 @@ impl Player {
         if let Some(code) = self.refused.take() {
             return Err(format!("could not walk to {}: {code}", def.id));
         }
+        Ok(def)
+    }
+
+    async fn talk(&mut self, app: &SharedApp, npc: &str) -> Result<(), String> {
+        let def = self.walk_to(app, npc).await?;
         self.now += Duration::from_secs(2);
         let answers = self
             .send(ClientMessage::Talk {
@@ -750,37 +1247,86 @@ impl Player {
         if self.refused.is_some() {
             return Ok(());
         }
-        let Some((name, entry, content, facts)) = answers.into_iter().find_map(|m| match m {
-            ServerMessage::Opened {
-                conversation,
-                entry,
-                content,
-                facts,
-                ..
-            } => Some((conversation, entry, content, facts)),
-            _ => None,
-        }) else {
+        if !answers
+            .iter()
+            .any(|m| matches!(m, ServerMessage::Opened { .. }))
+        {
             // A cutscene quest's scene: no conversation to walk.
             self.open = None;
             return Ok(());
-        };
-        let content = content.ok_or("`opened` came without its content")?;
-        let (graph, diagnostics) = build_conversation(&name, &content);
-        if let Some(d) = diagnostics.iter().find(|d| d.is_error()) {
-            return Err(format!("the client cannot build `{name}`: {d}"));
         }
-        let entry = graph
-            .find(&entry)
-            .ok_or_else(|| format!("the entry `{entry}` is not in `{name}`"))?;
-        self.facts = facts;
         let mut out = Vec::new();
-        let walk = ClientWalk::open(&graph, entry, &self.facts, &mut out)
-            .map_err(|e| format!("the client walk cannot open on the entry: {e}"))?;
-        self.open = Some(Open { graph, walk });
+        self.hear(&answers, &mut out)?;
         self.send_walked(out).await
     }
 
-    /// Sends what the client walk queued, answering a quest check's jump as a client does.
+    /// A vote in a shared conversation, as the client walk checks it; one it refuses is sent
+    /// anyway, and the server must refuse it with the same code.
+    async fn vote(&mut self, response: VertexId) -> Result<(), String> {
+        let open = self.open.as_ref().ok_or("no conversation is open")?;
+        let name = vertex_name(&open.graph, response);
+        let mut out = Vec::new();
+        match open.walk.vote(&open.graph, response, &self.facts, &mut out) {
+            Ok(()) => self.send_walked(out).await,
+            Err(e) => {
+                self.send(ClientMessage::Choose {
+                    id: None,
+                    response: name.clone(),
+                })
+                .await;
+                self.agree(e.code().name(), &format!("vote for `{name}`"))
+            }
+        }
+    }
+
+    /// An `advance` in a shared conversation: the leader's proposal, checked as the client walk
+    /// checks it; one it refuses is sent anyway, and the server must refuse it with the same
+    /// code. The walk moves when the `advanced` comes back.
+    async fn propose_advance(&mut self) -> Result<(), String> {
+        let open = self.open.as_ref().ok_or("no conversation is open")?;
+        let line = match open.walk.screen() {
+            Screen::Line(line) => line,
+            Screen::Waiting => {
+                self.refused = Some(crate::session::walk_code(&WalkError::AwaitsJump).to_owned());
+                return Ok(());
+            }
+            Screen::Ended => {
+                self.refused = Some(crate::session::walk_code(&WalkError::Closed).to_owned());
+                return Ok(());
+            }
+        };
+        let name = vertex_name(&open.graph, line);
+        let mut out = Vec::new();
+        match open
+            .walk
+            .propose_advance(&open.graph, line, &self.facts, &mut out)
+        {
+            Ok(()) => self.send_walked(out).await,
+            Err(e) => {
+                self.send(ClientMessage::Advance {
+                    id: None,
+                    node: name.clone(),
+                })
+                .await;
+                self.agree(e.code().name(), &format!("advance past `{name}`"))
+            }
+        }
+    }
+
+    /// The server's answer to a step the client walk refused with `client`: the same refusal,
+    /// kept as the player's.
+    fn agree(&mut self, client: &str, what: &str) -> Result<(), String> {
+        match self.refused.as_deref() {
+            Some(server) if server == client => Ok(()),
+            Some(server) => Err(format!(
+                "the client walk refuses the {what} with {client}, the server with {server}"
+            )),
+            None => Err(format!(
+                "the client walk refuses the {what} with {client}, the server accepted it"
+            )),
+        }
+    }
+
     /// Reads on to the next effect `wanted` accepts; none: what was `expected` (said lazily),
     /// and the effects that came instead.
     fn read_effect(
@@ -802,6 +1348,41 @@ impl Player {
         }
     }
 
+    /// The group's latest decision the player heard since the last `expect chosen`.
+    fn read_decision(&mut self, response: &Pick, by: Option<DecidedBy>) -> Result<(), String> {
+        let how = by
+            .map(|b| format!(" by {}", <&str>::from(b)))
+            .unwrap_or_default();
+        let unread = self.decisions.len() > self.decisions_read;
+        self.decisions_read = self.decisions.len();
+        let last = self.decisions.last().filter(|_| unread).ok_or_else(|| {
+            format!("expected the group to choose {response}{how}; it has decided nothing since")
+        })?;
+        if picks(response, &last.response, &last.text) && by.is_none_or(|b| b == last.by) {
+            return Ok(());
+        }
+        let rolls = if last.rolls.is_empty() {
+            String::new()
+        } else {
+            let rolls: Vec<String> = last
+                .rolls
+                .iter()
+                .map(|r| format!("{} {}", self.label(&r.player), r.roll))
+                .collect();
+            format!(
+                " (seed {}, rolls {})",
+                last.seed.as_deref().unwrap_or("-"),
+                rolls.join(", ")
+            )
+        };
+        Err(format!(
+            "expected the group to choose {response}{how}, it chose {} \"{}\" by {}{rolls}",
+            last.response,
+            last.text,
+            <&str>::from(last.by)
+        ))
+    }
+
     /// What a choose or advance of the walk did: its steps sent to the server, or its refusal
     /// kept as the player's, under the code a client's own walk refuses with.
     async fn after_walk(
@@ -818,6 +1399,8 @@ impl Player {
         }
     }
 
+    /// Sends what the client walk queued, hearing each answer as a client does (a quest
+    /// check's jump, a shared conversation's `advanced`), which may queue more.
     async fn send_walked(&mut self, mut out: Vec<Outgoing>) -> Result<(), String> {
         while !out.is_empty() {
             let queued = std::mem::take(&mut out);
@@ -831,32 +1414,165 @@ impl Player {
                 if self.refused.is_some() {
                     return Ok(());
                 }
-                for answer in answers {
-                    if let ServerMessage::Jump { node } = answer {
-                        let open = self.open.as_mut().ok_or("the conversation closed")?;
-                        let target = open.graph.find(&node).ok_or_else(|| {
-                            format!("the server jumped to `{node}`, not in the graph")
-                        })?;
-                        open.walk
-                            .jump(&open.graph, target, &self.facts, &mut out)
-                            .map_err(|e| format!("the jump to `{node}`: {e}"))?;
-                    }
-                }
+                self.hear(&answers, &mut out)?;
             }
         }
         Ok(())
     }
 
+    /// What the player's session pushed (the room's news, another player's step followed):
+    /// heard as a client hears it, and what the walk then queues sent.
+    async fn pushed(&mut self, messages: Vec<ServerMessage>) -> Result<(), String> {
+        self.take_effects(&messages);
+        let mut out = Vec::new();
+        self.hear(&messages, &mut out)?;
+        self.send_walked(out).await
+    }
+
+    /// The client's walk follows what the server said; what it queues goes to `out`.
+    fn hear(&mut self, messages: &[ServerMessage], out: &mut Vec<Outgoing>) -> Result<(), String> {
+        for message in messages {
+            match message {
+                ServerMessage::Opened {
+                    conversation,
+                    entry,
+                    content,
+                    facts,
+                    shared,
+                    ..
+                } => {
+                    let content = content
+                        .as_deref()
+                        .ok_or("`opened` came without its content")?;
+                    let (graph, diagnostics) = build_conversation(conversation, content);
+                    if let Some(d) = diagnostics.iter().find(|d| d.is_error()) {
+                        return Err(format!("the client cannot build `{conversation}`: {d}"));
+                    }
+                    let entry = graph
+                        .find(entry)
+                        .ok_or_else(|| format!("the entry `{entry}` is not in `{conversation}`"))?;
+                    self.facts = facts.clone();
+                    let walk = match shared {
+                        Some(shared) => ClientWalk::open_shared(
+                            &graph,
+                            entry,
+                            &self.facts,
+                            shared.leader == self.id,
+                            out,
+                        ),
+                        None => ClientWalk::open(&graph, entry, &self.facts, out),
+                    }
+                    .map_err(|e| format!("the client walk cannot open on the entry: {e}"))?;
+                    self.roster = shared.as_ref().map(|s| s.participants.clone());
+                    self.open = Some(Open {
+                        graph,
+                        walk,
+                        party: shared.as_ref().map(|s| s.party.clone()),
+                    });
+                }
+                ServerMessage::Participants {
+                    leader,
+                    participants,
+                    ..
+                } => {
+                    if let Some(open) = self.open.as_mut() {
+                        open.walk.set_leader(*leader == self.id);
+                    }
+                    self.roster = Some(participants.clone());
+                }
+                ServerMessage::Chosen {
+                    response,
+                    node,
+                    by,
+                    seed,
+                    rolls,
+                    ..
+                } => {
+                    let open = self
+                        .open
+                        .as_mut()
+                        .ok_or("the group's choice came with no conversation open")?;
+                    let chosen = find_vertex(&open.graph, response)?;
+                    let next = node
+                        .as_deref()
+                        .map(|n| find_vertex(&open.graph, n))
+                        .transpose()?;
+                    self.decisions.push(Decision {
+                        response: response.clone(),
+                        text: vertex_text(&open.graph, chosen),
+                        by: *by,
+                        seed: seed.clone(),
+                        rolls: rolls.clone(),
+                    });
+                    open.walk
+                        .follow_chosen(&open.graph, chosen, next, &self.facts, out)
+                        .map_err(|e| {
+                            format!("the client walk cannot follow the group's `{response}`: {e}")
+                        })?;
+                }
+                ServerMessage::Advanced { line, node } => {
+                    let open = self
+                        .open
+                        .as_mut()
+                        .ok_or("the leader's advance came with no conversation open")?;
+                    let next = node
+                        .as_deref()
+                        .map(|n| find_vertex(&open.graph, n))
+                        .transpose()?;
+                    open.walk
+                        .follow_advanced(&open.graph, next, &self.facts, out)
+                        .map_err(|e| {
+                            format!("the client walk cannot follow the advance past `{line}`: {e}")
+                        })?;
+                }
+                ServerMessage::Jump { node } => {
+                    let open = self.open.as_mut().ok_or("the conversation closed")?;
+                    let target = open.graph.find(node).ok_or_else(|| {
+                        format!("the server jumped to `{node}`, not in the graph")
+                    })?;
+                    open.walk
+                        .jump(&open.graph, target, &self.facts, out)
+                        .map_err(|e| format!("the jump to `{node}`: {e}"))?;
+                }
+                ServerMessage::Closed { .. } => {
+                    // Closed by the server (walked away), not the `close` of a walk that ended.
+                    if self
+                        .open
+                        .as_ref()
+                        .is_some_and(|open| !matches!(open.walk.screen(), Screen::Ended))
+                    {
+                        self.open = None;
+                    }
+                    self.roster = None;
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// A player as the plan names them.
+    fn label<'a>(&self, id: &'a str) -> &'a str {
+        id.strip_prefix(self.prefix.as_str())
+            .filter(|name| !name.is_empty())
+            .unwrap_or(id)
+    }
+
+    /// The plan's clock a little on, as the session handling a message reads it.
+    fn tick(&mut self) -> Now {
+        self.now += Duration::from_millis(50);
+        Now {
+            mono: self.now,
+            unix_ms: crate::clock::unix_millis(),
+        }
+    }
+
     /// Sends one message; its answers before the ack. A refusal is kept for `expect refusal`.
     async fn send(&mut self, message: ClientMessage) -> Vec<ServerMessage> {
-        self.now += Duration::from_millis(50);
         let id = self.next_id;
         self.next_id += 1;
         self.refused = None;
-        let now = crate::session::Now {
-            mono: self.now,
-            unix_ms: crate::clock::unix_millis(),
-        };
+        let now = self.tick();
         let mut answers = self.core.handle(message.with_id(id), now).await;
         if let Some(ServerMessage::Error { code, .. }) = answers.last() {
             self.refused = Some(code.name().to_owned());
@@ -867,13 +1583,18 @@ impl Player {
         ) {
             answers.pop();
         }
-        for answer in &answers {
-            if let ServerMessage::Effect { effect, .. } = answer {
+        self.take_effects(&answers);
+        answers
+    }
+
+    /// Keeps the effects among `messages` for `expect effect`, and the facts current.
+    fn take_effects(&mut self, messages: &[ServerMessage]) {
+        for message in messages {
+            if let ServerMessage::Effect { effect, .. } = message {
                 self.learn(effect);
                 self.effects.push(effect.clone());
             }
         }
-        answers
     }
 
     /// Keeps the facts current, as a client does from each effect.
@@ -908,6 +1629,62 @@ impl Player {
             _ => {}
         }
     }
+}
+
+/// The response a `choose` names: one of the choices on screen, else (to see it refused) any
+/// response under the line on screen, else, for a vote, any response of the conversation (a
+/// solo walk would take one shown earlier: a plan picks it on screen).
+fn find_response(open: &Open, pick: &Pick, facts: &FactSheet) -> Result<VertexId, String> {
+    let choices: Vec<VertexId> = open.walk.choices(&open.graph, facts).collect();
+    let response = |v: &VertexId| {
+        open.graph
+            .vertex(*v)
+            .is_some_and(|x| x.kind == VertexKind::Response && picks(pick, &x.name, &x.text))
+    };
+    let on_screen = match open.walk.screen() {
+        Screen::Line(line) => open.graph.outputs(line),
+        Screen::Waiting | Screen::Ended => &[],
+    };
+    let found = choices
+        .iter()
+        .chain(on_screen)
+        .copied()
+        .find(response)
+        .or_else(|| {
+            let vote = open.walk.is_shared();
+            open.graph
+                .vertices()
+                .map(|(v, _)| v)
+                .find(|v| vote && response(v))
+        });
+    found.ok_or_else(|| {
+        let shown: Vec<String> = choices
+            .iter()
+            .filter_map(|v| open.graph.vertex(*v))
+            .map(|v| format!("{} \"{}\"", v.name, v.text))
+            .collect();
+        format!("no response {pick} on screen; the choices are {shown:?}")
+    })
+}
+
+fn find_vertex(graph: &DialogueGraph, name: &str) -> Result<VertexId, String> {
+    graph
+        .find(name)
+        .ok_or_else(|| format!("the server named `{name}`, not in the graph"))
+}
+
+fn vertex_name(graph: &DialogueGraph, v: VertexId) -> String {
+    graph
+        .vertex(v)
+        .map(|v| v.name.to_string())
+        .unwrap_or_default()
+}
+
+fn vertex_text(graph: &DialogueGraph, v: VertexId) -> String {
+    graph
+        .vertex(v)
+        .map(|v| v.text.to_string())
+        .unwrap_or_default()
 }
 
 fn picks(pick: &Pick, name: &str, text: &str) -> bool {
@@ -959,15 +1736,20 @@ pub fn by_file(plans: &[Plan]) -> BTreeMap<&str, usize> {
 mod tests {
     use super::*;
 
+    fn step(line: usize, player: usize, step: Step) -> PlanStep {
+        PlanStep { line, player, step }
+    }
+
     #[test]
     fn a_plan_parses_with_its_line_numbers_and_a_bad_line_says_where() {
         let text = "# a comment\nplan Pim\ntalk Pim   # walk over\nchoose \"Go on, tell me.\"\nexpect reward coins 30 experience 20\nexpect refusal not_armed\n";
         let plans = parse("pim.plan", text).expect("parses");
         assert_eq!(plans.len(), 1);
-        assert_eq!(plans[0].steps[0], (3, Step::Talk("Pim".into())));
+        assert!(plans[0].players.is_empty(), "one unnamed player");
+        assert_eq!(plans[0].steps[0], step(3, 0, Step::Talk("Pim".into())));
         assert_eq!(
             plans[0].steps[1],
-            (4, Step::Choose(Pick::Text("Go on, tell me.".into())))
+            step(4, 0, Step::Choose(Pick::Text("Go on, tell me.".into())))
         );
         for (bad, line) in [
             ("talk Pim\n", 1),
@@ -985,5 +1767,100 @@ mod tests {
                 "{bad}: {err}"
             );
         }
+    }
+
+    #[test]
+    fn a_party_plan_names_its_players_and_each_step_is_one_players() {
+        let text = "plan two\nplayers Ada Bo Cy\nparty Ada Bo\nseed 7\nAda: given coins 150\n\
+                    Bo: walk wren\ntalk wren\nBo: vote \"old barge\"   # a vote\nwait ballot\n\
+                    Cy : expect chosen Ferry_Greet_r2 by tie_leader\nAda: expect participants 2\n\
+                    expect line \"a: b\"\nexpect no effect\n";
+        let plans = parse("wren.plan", text).expect("parses");
+        let plan = &plans[0];
+        assert_eq!(plan.players, ["Ada", "Bo", "Cy"]);
+        assert_eq!(
+            plan.parties,
+            vec![(3, vec!["Ada".to_owned(), "Bo".to_owned()])]
+        );
+        assert_eq!(plan.seed, 7);
+        assert_eq!(
+            plan.steps,
+            vec![
+                step(5, 0, Step::GivenCoins(150)),
+                step(6, 1, Step::Walk("wren".into())),
+                step(7, 0, Step::Talk("wren".into())),
+                step(8, 1, Step::Vote(Pick::Text("old barge".into()))),
+                step(9, 0, Step::WaitBallot),
+                step(
+                    10,
+                    2,
+                    Step::ExpectChosen {
+                        response: Pick::Name("Ferry_Greet_r2".into()),
+                        by: Some(DecidedBy::TieLeader),
+                    }
+                ),
+                step(11, 0, Step::ExpectParticipants(2)),
+                step(12, 0, Step::ExpectLine(Pick::Text("a: b".into()))),
+                step(13, 0, Step::ExpectNoEffect),
+            ]
+        );
+        // `party` names players `players` did not.
+        let plans = parse("p.plan", "plan p\nparty Ada Bo\n").expect("parses");
+        assert_eq!(plans[0].players, ["Ada", "Bo"]);
+        for (bad, line) in [
+            ("plan x\nAda: talk wren\n", 2),
+            ("plan x\nplayers Ada\nBo: talk wren\n", 3),
+            ("plan x\ntalk wren\nplayers Ada Bo\n", 3),
+            ("plan x\nparty Ada Bo\nparty Bo Cy\n", 3),
+            ("plan x\nplayers Ada Ada\n", 2),
+            ("plan x\nplayers \"Ada Lovelace\"\n", 2),
+            ("plan x\nplayers\n", 2),
+            ("Ada: plan x\n", 1),
+            ("plan x\nplayers Ada\nAda: party Ada\n", 3),
+            ("plan x\nseed -1\n", 2),
+            ("plan x\ngiven coins -5\n", 2),
+            ("plan x\nexpect chosen r1 by vote\n", 2),
+            ("plan x\nexpect chosen r1 majority\n", 2),
+            ("plan x\nwait ballot now\n", 2),
+        ] {
+            let err = parse("bad.plan", bad).expect_err(bad);
+            assert_eq!(
+                (err.file.as_str(), err.line),
+                ("bad.plan", line),
+                "{bad}: {err}"
+            );
+        }
+    }
+
+    /// A failing step of a party plan names the file, the line, the plan and the player, on
+    /// the sample content's shared conversation.
+    #[tokio::test]
+    async fn a_failing_party_step_names_its_file_line_and_player() {
+        let text = "plan two at the ferry\nparty Ada Bo\nBo: walk wren\nAda: talk wren\n\
+                    Bo: expect participants 2\nBo: expect line Wren_Bye\n";
+        let plans = parse("wren.plan", text).expect("parses");
+        let scratch = std::env::temp_dir().join(format!("banter-plans-{}", std::process::id()));
+        let database = ThrowawayDatabase(scratch.join("party-failure.db"));
+        let (app, pool) = throwaway_app(
+            &crate::testing::sample_content(),
+            None,
+            &plans,
+            &scratch,
+            &database.0,
+        )
+        .await
+        .expect("the sample content serves");
+        let err = run(&app, &pool, &plans[0], 0)
+            .await
+            .expect_err("Bo sees Wren's greeting");
+        assert_eq!((err.file.as_str(), err.line), ("wren.plan", 6), "{err}");
+        assert!(
+            err.message.starts_with(
+                "two at the ferry: Bo: expected the line Wren_Bye, the player sees Ferry_Greet"
+            ),
+            "{err}"
+        );
+        app.shutdown.cancel();
+        app.store.close().await;
     }
 }

@@ -1,6 +1,7 @@
 //! `test-content <dir>`: runs the writer test plans in `<dir>/tests/*.plan` (see
-//! [`crate::plans`]) through the real session core on a throwaway SQLite database, and prints
-//! each failure with its plan's file and line. Exit 1 on any failure, 0 when every plan holds;
+//! [`crate::plans`]) through the real session core (one session per player of a plan) on a
+//! throwaway SQLite database, and prints each failure with its plan's file and line (and the
+//! player, in a plan with several). Exit 1 on any failure, 0 when every plan holds;
 //! a folder without plans is fine (0 plans). With `--explore`, every conversation is also
 //! walked under every quest state the questline allows ([`banter_dialogue::explore`]), and each
 //! finding is a line and a failure.

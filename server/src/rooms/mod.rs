@@ -131,6 +131,8 @@ struct Ballot {
     /// The latest vote of each participant, in the order first cast.
     votes: Vec<(String, VertexId)>,
     seed: u64,
+    /// When its time limit passes (server time), if it has one.
+    deadline: Option<Duration>,
     expired: bool,
 }
 
@@ -145,8 +147,10 @@ struct Room {
     participants: Vec<Participant>,
     line: VertexId,
     ballot: Option<Ballot>,
-    /// A decision sent to the leader and not yet applied: sent again to a new leader.
-    deciding: Option<Decided>,
+    /// A decision sent to the leader and not yet applied, and who it was sent to (the decider,
+    /// whose walk applies it even if the lead has passed meanwhile; sent again to the new leader
+    /// only if the decider leaves).
+    deciding: Option<(Decided, String)>,
     /// Which room of the party this is (a party may open another after this one closes).
     generation: u64,
 }
@@ -221,19 +225,21 @@ impl Room {
         let Some(rule) = self.graph.choice_rule(self.line).filter(|_| has_responses) else {
             return;
         };
-        if let Some(limit) = rule.time_limit_secs {
-            out.deadline = Some(Deadline {
-                party: party.to_owned(),
-                ballot: id,
-                at: now + Duration::from_secs(u64::from(limit)),
-            });
-        }
+        let deadline = rule
+            .time_limit_secs
+            .map(|limit| now + Duration::from_secs(u64::from(limit)));
+        out.deadline = deadline.map(|at| Deadline {
+            party: party.to_owned(),
+            ballot: id,
+            at,
+        });
         self.ballot = Some(Ballot {
             id,
             line: self.line,
             rule,
             votes: Vec::new(),
             seed,
+            deadline,
             expired: false,
         });
     }
@@ -274,21 +280,36 @@ impl Room {
                 .collect(),
         };
         self.ballot = None;
-        self.deciding = Some(decided);
+        self.deciding = Some((decided, String::new()));
         self.send_decision(out);
     }
 
-    fn send_decision(&self, out: &mut Out) {
-        let (Some(decided), Some(leader)) = (&self.deciding, self.leader()) else {
+    /// Sends the pending decision to the conversation's leader, who becomes its decider.
+    fn send_decision(&mut self, out: &mut Out) {
+        let Some(leader) = self.leader().map(|p| p.player.clone()) else {
             return;
         };
+        let Some((decided, decider)) = &mut self.deciding else {
+            return;
+        };
+        decider.clone_from(&leader);
         out.deliveries.push(Delivery {
-            player: leader.player.clone(),
+            player: leader,
             event: SharedEvent::Decide {
                 party: self.party.clone(),
                 decided: decided.clone(),
             },
         });
+    }
+
+    /// Whether `player` may move the group: the leader, or the decider of a pending decision
+    /// applying it (`chosen`).
+    fn may_move(&self, player: &str, step: &GroupStep) -> bool {
+        match (step, &self.deciding) {
+            (GroupStep::Chosen { .. }, Some((_, decider))) => decider == player,
+            (GroupStep::Chosen { .. }, None) => false,
+            _ => self.leader().is_some_and(|p| p.player == player),
+        }
     }
 }
 
@@ -304,6 +325,8 @@ fn vertex_name(graph: &DialogueGraph, v: VertexId) -> String {
 pub struct Rooms {
     rooms: Mutex<HashMap<String, Room>>,
     next: std::sync::atomic::AtomicU64,
+    /// The seed every ballot takes instead of its caller's (see [`Rooms::fix_seed`]).
+    fixed_seed: Mutex<Option<u64>>,
 }
 
 /// Where a room's first line is and who opens it.
@@ -329,6 +352,36 @@ impl Rooms {
 
     fn next_id(&self) -> u64 {
         self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1
+    }
+
+    /// From now on every ballot opened takes `seed` instead of the one its caller drew (`None`:
+    /// the caller's again). For the writer test plans, whose rolls must come out the same on
+    /// every run; a server never calls it.
+    pub fn fix_seed(&self, seed: Option<u64>) {
+        *self
+            .fixed_seed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = seed;
+    }
+
+    /// The seed a ballot opened now takes: the fixed one if any, else the caller's.
+    fn seed(&self, drawn: u64) -> u64 {
+        self.fixed_seed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .unwrap_or(drawn)
+    }
+
+    /// The party's open ballot's time limit, if it has one: when the session layer's timer
+    /// calls [`Rooms::expire`] (the writer test plans pass it on their own clock).
+    pub fn deadline(&self, party: &str) -> Option<Deadline> {
+        let rooms = self.lock();
+        let ballot = rooms.get(party)?.ballot.as_ref()?;
+        Some(Deadline {
+            party: party.to_owned(),
+            ballot: ballot.id,
+            at: ballot.deadline?,
+        })
     }
 
     /// The party's room, if one is open here.
@@ -358,6 +411,7 @@ impl Rooms {
         seed: u64,
         now: Duration,
     ) -> Option<(SharedView, u64, Out)> {
+        let seed = self.seed(seed);
         let mut rooms = self.lock();
         if rooms.contains_key(&opening.party) {
             return None;
@@ -488,9 +542,10 @@ impl Rooms {
         seed: u64,
         now: Duration,
     ) -> Result<Out, RoomError> {
+        let seed = self.seed(seed);
         let mut rooms = self.lock();
         let room = rooms.get_mut(party).ok_or(RoomError::NoRoom)?;
-        if room.leader().is_none_or(|p| p.player != player) {
+        if !room.may_move(player, &step) {
             return Err(RoomError::NotLeader);
         }
         let mut out = Out::default();
@@ -531,7 +586,10 @@ impl Rooms {
         let Some(at) = room.participants.iter().position(|p| p.player == player) else {
             return out;
         };
-        let led = room.leader().is_some_and(|p| p.player == player);
+        let decided_by_leaver = room
+            .deciding
+            .as_ref()
+            .is_some_and(|(_, decider)| decider == player);
         room.participants.remove(at);
         if room.participants.is_empty() {
             rooms.remove(party);
@@ -543,9 +601,9 @@ impl Rooms {
         }
         let roster = room.roster(None, Some((player, reason)));
         room.tell_all(&mut out, &roster, None);
-        if led && room.deciding.is_some() {
+        if decided_by_leaver {
             room.send_decision(&mut out);
-        } else {
+        } else if room.deciding.is_none() {
             room.evaluate(&mut out);
         }
         out
@@ -564,12 +622,14 @@ impl Rooms {
         if before != after {
             let roster = room.roster(None, None);
             room.tell_all(&mut out, &roster, None);
-            if room.deciding.is_some() {
-                room.send_decision(&mut out);
-            } else {
+            // A pending decision stays its decider's to apply.
+            if room.deciding.is_none() {
                 room.evaluate(&mut out);
             }
         }
         out
     }
 }
+
+#[cfg(test)]
+mod tests;

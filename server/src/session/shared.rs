@@ -22,6 +22,8 @@ use crate::store::{Party, StoreError};
 
 /// How often the instance hosting a shared conversation tells the store it still does.
 const HOST_REFRESH: Duration = Duration::from_secs(30);
+/// How soon after a room opens its host row is first checked.
+const HOST_RECHECK: Duration = Duration::from_secs(1);
 
 fn view(party: &Party) -> PartyView {
     PartyView {
@@ -72,6 +74,10 @@ pub fn deliver(app: &SharedApp, party: &str, out: Out) {
         let app = app.clone();
         let party = party.to_owned();
         tokio::spawn(async move {
+            // A new room of the party opened here meanwhile: its row is this instance's still.
+            if app.rooms.view(&party).is_some() {
+                return;
+            }
             if let Err(e) = app.store.release_shared(&party, &app.instance).await {
                 tracing::debug!(%party, error = %e, "shared conversation's host row not released");
             }
@@ -84,24 +90,46 @@ pub fn deliver(app: &SharedApp, party: &str, out: Out) {
 fn keep_host(app: &SharedApp, party: String, generation: u64) {
     let app = app.clone();
     tokio::spawn(async move {
+        // The first check comes soon: a release of the party's previous room on this instance
+        // may have raced this room's claim and deleted its row; it is claimed again then.
+        let mut wait = HOST_RECHECK;
         loop {
             tokio::select! {
-                _ = tokio::time::sleep(HOST_REFRESH) => {}
+                _ = tokio::time::sleep(wait) => {}
                 _ = app.shutdown.cancelled() => return,
             }
+            wait = HOST_REFRESH;
             if app.rooms.generation(&party) != Some(generation) {
                 return;
             }
             let now_ms = crate::clock::unix_millis();
-            if let Err(e) = app
+            match app
                 .store
                 .refresh_shared(&party, &app.instance, now_ms)
                 .await
             {
-                tracing::debug!(%party, error = %e, "shared conversation's host row not refreshed");
+                Ok(true) => {}
+                Ok(false) => reclaim_host(&app, &party, now_ms).await,
+                Err(e) => {
+                    tracing::debug!(%party, error = %e, "shared conversation's host row not refreshed");
+                }
             }
         }
     });
+}
+
+/// The room's host row is gone (a release raced the claim): claims it again.
+async fn reclaim_host(app: &SharedApp, party: &str, now_ms: i64) {
+    let Some(room) = app.rooms.view(party) else {
+        return;
+    };
+    if let Err(e) = app
+        .store
+        .host_shared(party, &room.npc, &room.conversation, &app.instance, now_ms)
+        .await
+    {
+        tracing::warn!(%party, error = %e, "shared conversation's host row not claimed again");
+    }
 }
 
 impl SessionCore {
@@ -214,7 +242,11 @@ impl SessionCore {
         now: Now,
     ) -> Result<Audited, Refusal> {
         if !crate::auth::valid_player_id(party) {
-            // No party has such an id, so no invite to it can exist.
+            // No party has such an id, so no invite to it can exist; a member is told first
+            // that it is in a party, as the store's checks order it.
+            if self.app.store.party_of(&self.player).await?.is_some() {
+                return Err(StoreError::AlreadyInParty.into());
+            }
             return Err(StoreError::NoInvite.into());
         }
         let party = self

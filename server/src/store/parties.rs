@@ -195,13 +195,13 @@ pub async fn accept<DB: Queries>(
     party: &str,
     now_ms: i64,
 ) -> Result<Party, StoreError> {
-    let Some(leader) = DB::lock_party(conn, party).await? else {
-        return Err(StoreError::NoInvite);
-    };
     // The sender's own state first: nobody in a party accepts anything (PROTOCOL.md 17.1).
     if DB::party_id_of(conn, player).await?.is_some() {
         return Err(StoreError::AlreadyInParty);
     }
+    let Some(leader) = DB::lock_party(conn, party).await? else {
+        return Err(StoreError::NoInvite);
+    };
     let live_since = now_ms.saturating_sub(INVITE_TTL_MS);
     if !DB::take_invite(conn, party, player, live_since).await? {
         return Err(StoreError::NoInvite);
