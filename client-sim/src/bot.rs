@@ -72,47 +72,74 @@ pub struct BotReport {
 }
 
 /// How much a response moves the player's quests on: the actions it and what follows it
-/// carry (a few steps deep), weighed by whether the server would accept them now.
+/// carry (a few steps deep), weighed by whether the server would accept them now. What lies
+/// beyond the line the response is picked under again is not the response's: a decline that
+/// leads back to the offer is worth nothing, not the offer's every option. A quest check of a
+/// quest accepted on the way is no refusal (the quest will be active by then), only no gain.
 pub fn response_score(
     content: &Content,
     graph: &DialogueGraph,
     response: VertexId,
     facts: &ClientFacts,
 ) -> i32 {
-    let mut score = 0;
+    response_score_within(content, graph, response, facts, 6)
+}
+
+/// [`response_score`] looking only `max_depth` steps past the response (1: the response and
+/// the line it leads to). A party picks by what a response does at once.
+pub fn response_score_within(
+    content: &Content,
+    graph: &DialogueGraph,
+    response: VertexId,
+    facts: &ClientFacts,
+    max_depth: u32,
+) -> i32 {
+    let origin = graph.line_of(response);
+    // Every action within reach of the response, each vertex once, not past its own line.
+    let mut reached = Vec::new();
     let mut seen = HashSet::new();
     let mut stack = vec![(response, 0u32)];
     while let Some((v, depth)) = stack.pop() {
-        if depth > 6 || !seen.insert(v) {
+        if depth > max_depth || Some(v) == origin || !seen.insert(v) {
             continue;
         }
-        for (_, authored) in graph.actions(v) {
-            score += match &authored.action {
-                Action::AcceptQuest { quest_id } => {
-                    if facts.status(quest_id) == QuestStatus::Available {
-                        10
-                    } else {
-                        -20
-                    }
-                }
-                Action::CheckQuest { quest_id, .. } => {
-                    let done = content
-                        .quest(quest_id)
-                        .is_some_and(|q| facts.objectives_done(q));
-                    if facts.status(quest_id) == QuestStatus::Active && done {
-                        10
-                    } else {
-                        -20
-                    }
-                }
-                Action::CompleteQuest { .. } => 5,
-                Action::AdvanceObjective { .. } => 2,
-                _ => 0,
-            };
-        }
+        reached.extend(graph.actions(v).map(|(_, authored)| &authored.action));
         stack.extend(graph.outputs(v).iter().map(|&o| (o, depth + 1)));
     }
-    score
+    let accepted_on_the_way: HashSet<&str> = reached
+        .iter()
+        .filter_map(|action| match action {
+            Action::AcceptQuest { quest_id } => Some(quest_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    reached
+        .iter()
+        .map(|action| match action {
+            Action::AcceptQuest { quest_id } => {
+                if facts.status(quest_id) == QuestStatus::Available {
+                    10
+                } else {
+                    -20
+                }
+            }
+            Action::CheckQuest { quest_id, .. } => {
+                let done = content
+                    .quest(quest_id)
+                    .is_some_and(|q| facts.objectives_done(q));
+                if facts.status(quest_id) == QuestStatus::Active && done {
+                    10
+                } else if accepted_on_the_way.contains(quest_id.as_str()) {
+                    0
+                } else {
+                    -20
+                }
+            }
+            Action::CompleteQuest { .. } => 5,
+            Action::AdvanceObjective { .. } => 2,
+            _ => 0,
+        })
+        .sum()
 }
 
 /// The bot's hands: reads at its pace, chooses by [`response_score`], and leaves at the
@@ -393,6 +420,26 @@ impl Bot {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_decline_that_leads_back_to_the_offer_is_not_worth_the_offer() {
+        let content = world::load_content(&world::default_content_dir()).expect("the sample");
+        let graph = content.conversation("Wren").expect("Wren's conversation");
+        let facts = ClientFacts::fresh(&content);
+        let score = |name: &str| {
+            let v = graph.find(name).expect("a response");
+            (
+                response_score(&content, graph, v, &facts),
+                response_score_within(&content, graph, v, &facts, 1),
+            )
+        };
+        // The skiff accepts the ferry (its check later is no refusal); "Another day" goes back
+        // to Wren's hello and the same offer, and is worth nothing of it.
+        let (skiff, skiff_now) = score("Ferry_Greet_r1");
+        let (decline, decline_now) = score("Ferry_Greet_r4");
+        assert!(skiff > decline, "skiff {skiff}, decline {decline}");
+        assert!(skiff_now > decline_now);
+    }
 
     #[test]
     fn the_generator_is_seeded_and_picks_uniformly() {

@@ -13,7 +13,8 @@
 //! - [`facts`]: the player's facts kept current from effects; [`world`]: NPCs and quests from
 //!   the content folder; [`pace`]: reading time and the client's own rate limit;
 //!   [`events`]: the trusted game server's catches and finds;
-//! - [`bot`] and [`load`]: honest bots and the load test; [`attack`]: the cheat catalogue;
+//! - [`bot`] and [`load`]: honest bots and the load test; [`party`]: bots in parties walking a
+//!   shared conversation together (`load --party-size`); [`attack`]: the cheat catalogue;
 //!   [`play`]: the interactive terminal client; [`report`]: tables and JSON;
 //! - [`barks`]: simulated play on a fake clock, driving the bark director;
 //! - [`bench`]: the server against its own stack (echo versus step, open-loop latency, scale);
@@ -34,6 +35,7 @@ pub mod facts;
 pub mod http;
 pub mod load;
 pub mod pace;
+pub mod party;
 pub mod play;
 pub mod report;
 pub mod session;

@@ -8,11 +8,12 @@ use std::time::Duration;
 use banter_dialogue::content::Content;
 use tokio::time::Instant;
 
-use crate::bot::{self, BotOptions};
+use crate::bot::{self, BotOptions, BotReport};
 use crate::channel::{ChannelClient, ChannelConfig, ChannelSeat, ChannelStats, Transport};
-use crate::error::Result;
+use crate::error::{Result, SimError};
 use crate::http::Endpoint;
 use crate::pace::ReadingPace;
+use crate::party::{PartyReport, PartyRun, PartySizes, SharedStop};
 use crate::report::{GameServerReport, KindLatency, Latency, LoadReport, progress_bar};
 use crate::session::{Live, SessionOptions, new_histogram};
 
@@ -37,6 +38,10 @@ pub struct LoadOptions {
     /// Carry the bots over simulated game servers' channels instead of their own WebSockets
     /// (`bots` is then ignored).
     pub game_servers: Option<GameServerLoad>,
+    /// Play in parties of these sizes ([`crate::party`]): every bot is a party member riding
+    /// the content's shared conversation with its party, instead of questing alone. Not with
+    /// `game_servers`.
+    pub parties: Option<PartySizes>,
 }
 
 /// Simulated game servers, each carrying its players over one channel.
@@ -114,6 +119,12 @@ pub fn fresh_run_id() -> String {
 
 /// Runs the bots and gathers their figures.
 pub async fn run(options: LoadOptions) -> Result<LoadReport> {
+    if options.parties.is_some() && options.game_servers.is_some() {
+        return Err(SimError::Other(
+            "parties are played over the bots' own WebSockets, not game servers' channels"
+                .to_owned(),
+        ));
+    }
     let live = Arc::new(Live::default());
     let game_servers = match &options.game_servers {
         Some(load) => open_game_servers(&options, load).await?,
@@ -139,8 +150,46 @@ pub async fn run(options: LoadOptions) -> Result<LoadReport> {
         .min(options.duration / 10);
     let atlas = Arc::new(crate::world::Atlas::new(&options.content));
     let fresh = crate::facts::ClientFacts::fresh(&options.content);
+    let session_options = |i: usize| {
+        let locale = options
+            .locales
+            .get(i % options.locales.len().max(1))
+            .cloned();
+        SessionOptions {
+            endpoint: options.endpoint.clone().with_locale(locale),
+            device: format!("sim-bot-{}-{i}", options.run_id),
+            rate_per_sec: options.rate_per_sec,
+            content: options.content.clone(),
+        }
+    };
+    // Parties: one task each, its members' bots in party order.
+    let mut party_tasks = Vec::new();
+    if let Some(sizes) = &options.parties {
+        let stop = Arc::new(SharedStop::find(&options.content)?);
+        let split = sizes.split(bots).map_err(SimError::Other)?;
+        let parties = split.len();
+        let mut first = 0;
+        for (p, size) in split.into_iter().enumerate() {
+            let run = PartyRun {
+                stop: stop.clone(),
+                members: (first..first + size)
+                    .map(|i| (session_options(i), i as u64))
+                    .collect(),
+                pace: options.pace,
+                deadline,
+                fresh: fresh.clone(),
+                live: Some(live.clone()),
+            };
+            first += size;
+            let delay = ramp.mul_f64(p as f64 / parties.max(1) as f64);
+            party_tasks.push(tokio::spawn(async move {
+                tokio::time::sleep(delay).await;
+                crate::party::run_party(run).await
+            }));
+        }
+    }
     let mut tasks = Vec::with_capacity(bots);
-    for i in 0..bots {
+    for i in (0..bots).take_while(|_| options.parties.is_none()) {
         let locale = options
             .locales
             .get(i % options.locales.len().max(1))
@@ -160,12 +209,7 @@ pub async fn run(options: LoadOptions) -> Result<LoadReport> {
         });
         let bot_options = BotOptions {
             channel,
-            session: SessionOptions {
-                endpoint: options.endpoint.clone().with_locale(locale),
-                device: format!("sim-bot-{}-{i}", options.run_id),
-                rate_per_sec: options.rate_per_sec,
-                content: options.content.clone(),
-            },
+            session: session_options(i),
             service_key: options.service_key.clone(),
             pace: options.pace,
             deadline,
@@ -195,10 +239,6 @@ pub async fn run(options: LoadOptions) -> Result<LoadReport> {
         })
     });
 
-    let mut histogram = new_histogram()?;
-    let mut wind_down = new_histogram()?;
-    let mut by_kind: std::collections::BTreeMap<String, hdrhistogram::Histogram<u64>> =
-        std::collections::BTreeMap::new();
     let mut report = LoadReport {
         bots,
         read_pace: options.pace != ReadingPace::INSTANT,
@@ -215,70 +255,41 @@ pub async fn run(options: LoadOptions) -> Result<LoadReport> {
             ..GameServerReport::default()
         })
         .collect();
+    let mut merged = Merged {
+        histogram: new_histogram()?,
+        wind_down: new_histogram()?,
+        by_kind: std::collections::BTreeMap::new(),
+    };
     for (i, task) in tasks.into_iter().enumerate() {
         let server = server_of(i).and_then(|g| per_server.get_mut(g));
-        let bot = match task.await {
-            Ok(bot) => bot,
+        match task.await {
+            Ok(bot) => merged.absorb(&mut report, server, bot),
             Err(e) => {
                 report.errors += 1;
                 report.error_samples.push(format!("a bot task failed: {e}"));
-                continue;
-            }
-        };
-        report.events_posted += bot.events_posted;
-        if let Some(server) = server {
-            server.events_posted += bot.events_posted;
-            server.errors += u64::from(bot.start_error.is_some());
-            if let Some(m) = &bot.metrics {
-                server.errors += m.errors;
-                server.quests_completed += m.quests_completed;
-                for sample in &m.error_samples {
-                    if server.error_samples.len() < 5 {
-                        server.error_samples.push(sample.clone());
-                    }
-                }
             }
         }
-        if let Some(e) = bot.start_error {
-            report.errors += 1;
-            if report.error_samples.len() < 10 {
-                report.error_samples.push(e);
-            }
-        }
-        let Some(m) = bot.metrics else { continue };
-        if let Some(player) = bot.player {
-            report.acknowledged.push((player, m.acknowledged.clone()));
-        }
-        report.messages += m.messages;
-        let _ = histogram.add(&m.round_trips);
-        let _ = wind_down.add(&m.wind_down);
-        for (kind, round_trips) in m.round_trips_by_kind {
-            match by_kind.get_mut(&kind) {
-                Some(merged) => {
-                    let _ = merged.add(&round_trips);
-                }
-                None => {
-                    by_kind.insert(kind, round_trips);
-                }
-            }
-        }
-        for (code, n) in m.rejections {
-            report.rejections += n;
-            *report
-                .rejections_by_code
-                .entry(code.to_owned())
-                .or_insert(0) += n;
-        }
-        report.errors += m.errors;
-        for sample in m.error_samples {
-            if report.error_samples.len() < 10 {
-                report.error_samples.push(sample);
-            }
-        }
-        report.reconnects += m.reconnects;
-        report.quests_completed += m.quests_completed;
-        report.conversations += m.conversations;
     }
+    let mut parties: Option<PartyReport> = options.parties.map(|_| PartyReport::default());
+    for task in party_tasks {
+        match task.await {
+            Ok(outcome) => {
+                for bot in outcome.bots {
+                    merged.absorb(&mut report, None, bot);
+                }
+                if let Some(parties) = &mut parties {
+                    parties.absorb(outcome.report);
+                }
+            }
+            Err(e) => {
+                report.errors += 1;
+                report
+                    .error_samples
+                    .push(format!("a party task failed: {e}"));
+            }
+        }
+    }
+    report.parties = parties;
     if let Some(progress) = progress {
         // Aborting drops the bar, which clears it.
         progress.abort();
@@ -312,13 +323,85 @@ pub async fn run(options: LoadOptions) -> Result<LoadReport> {
     } else {
         0.0
     };
-    report.latency_us = Latency::from_histogram(&histogram);
-    report.wind_down_us = KindLatency::from_histogram(&wind_down);
-    report.latency_by_kind_us = by_kind
+    report.latency_us = Latency::from_histogram(&merged.histogram);
+    report.wind_down_us = KindLatency::from_histogram(&merged.wind_down);
+    report.latency_by_kind_us = merged
+        .by_kind
         .into_iter()
         .map(|(kind, h)| (kind, KindLatency::from_histogram(&h)))
         .collect();
     Ok(report)
+}
+
+/// The bots' figures, merged as they finish.
+struct Merged {
+    histogram: hdrhistogram::Histogram<u64>,
+    wind_down: hdrhistogram::Histogram<u64>,
+    by_kind: std::collections::BTreeMap<String, hdrhistogram::Histogram<u64>>,
+}
+
+impl Merged {
+    /// Adds one bot's figures to the report (and to its game server's row, if one carried it).
+    fn absorb(
+        &mut self,
+        report: &mut LoadReport,
+        server: Option<&mut GameServerReport>,
+        bot: BotReport,
+    ) {
+        report.events_posted += bot.events_posted;
+        if let Some(server) = server {
+            server.events_posted += bot.events_posted;
+            server.errors += u64::from(bot.start_error.is_some());
+            if let Some(m) = &bot.metrics {
+                server.errors += m.errors;
+                server.quests_completed += m.quests_completed;
+                for sample in &m.error_samples {
+                    if server.error_samples.len() < 5 {
+                        server.error_samples.push(sample.clone());
+                    }
+                }
+            }
+        }
+        if let Some(e) = bot.start_error {
+            report.errors += 1;
+            if report.error_samples.len() < 10 {
+                report.error_samples.push(e);
+            }
+        }
+        let Some(m) = bot.metrics else { return };
+        if let Some(player) = bot.player {
+            report.acknowledged.push((player, m.acknowledged.clone()));
+        }
+        report.messages += m.messages;
+        let _ = self.histogram.add(&m.round_trips);
+        let _ = self.wind_down.add(&m.wind_down);
+        for (kind, round_trips) in m.round_trips_by_kind {
+            match self.by_kind.get_mut(&kind) {
+                Some(merged) => {
+                    let _ = merged.add(&round_trips);
+                }
+                None => {
+                    self.by_kind.insert(kind, round_trips);
+                }
+            }
+        }
+        for (code, n) in m.rejections {
+            report.rejections += n;
+            *report
+                .rejections_by_code
+                .entry(code.to_owned())
+                .or_insert(0) += n;
+        }
+        report.errors += m.errors;
+        for sample in m.error_samples {
+            if report.error_samples.len() < 10 {
+                report.error_samples.push(sample);
+            }
+        }
+        report.reconnects += m.reconnects;
+        report.quests_completed += m.quests_completed;
+        report.conversations += m.conversations;
+    }
 }
 
 fn duration_ms(d: Duration) -> u64 {

@@ -24,7 +24,8 @@ struct Cli {
 enum Cmd {
     /// Play in the terminal: walk to NPCs, talk, pick responses, finish quests.
     Play(commands::play::Args),
-    /// Load-test a server with honest bots playing quests; fails on any refusal or error.
+    /// Load-test a server with honest bots playing quests, alone or in parties; fails on any
+    /// refusal or error (and, in parties, unless every member was paid once).
     Load(commands::load::Args),
     /// Run the cheat catalogue against a server; fails if any cheat gets through.
     Attack(commands::attack::Args),

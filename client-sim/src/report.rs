@@ -132,6 +132,9 @@ pub struct LoadReport {
     /// With `--game-servers`: each one's channel, as it measured it.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub game_servers: Vec<GameServerReport>,
+    /// With `--party-size`: the parties, their shared conversations and payouts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parties: Option<crate::party::PartyReport>,
 }
 
 /// One simulated game server's channel over a load run.
@@ -217,7 +220,10 @@ impl LoadReport {
 impl LoadReport {
     /// True when nothing was refused and nothing failed (on any game server's channel either).
     pub fn clean(&self) -> bool {
-        self.rejections == 0 && self.errors == 0 && self.game_servers.iter().all(|g| g.clean())
+        self.rejections == 0
+            && self.errors == 0
+            && self.game_servers.iter().all(|g| g.clean())
+            && self.parties.as_ref().is_none_or(|p| p.clean())
     }
 
     /// The game servers' table: one row each.
@@ -313,6 +319,9 @@ impl LoadReport {
             ("rejections".into(), self.rejections.to_string()),
             ("errors".into(), self.errors.to_string()),
         ];
+        if let Some(parties) = &self.parties {
+            rows.extend(parties.rows());
+        }
         for (kind, k) in &self.latency_by_kind_us {
             rows.push((format!("  {kind}"), k.summary("")));
         }

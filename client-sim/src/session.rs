@@ -183,13 +183,18 @@ pub struct OpenConversation {
     pub speaker: Option<String>,
     pub graph: Arc<DialogueGraph>,
     pub entry: VertexId,
+    /// A shared conversation's party, leader, participants and votes (PROTOCOL.md section 17.2);
+    /// `None` for a conversation of the player's own.
+    pub shared: Option<banter_protocol::SharedView>,
+    /// The facts the server opened it with.
+    pub facts: banter_protocol::FactSheet,
 }
 
 /// What a `talk` did.
 #[derive(Debug)]
 pub enum Talked {
     /// A conversation opened.
-    Opened(OpenConversation),
+    Opened(Box<OpenConversation>),
     /// No conversation: a cutscene quest was accepted and its scene is pending.
     Cutscene,
     /// The server refused the talk.
@@ -306,6 +311,26 @@ pub struct Session {
     graphs: HashMap<String, (String, Arc<DialogueGraph>)>,
     pub metrics: Metrics,
     live: Option<Arc<Live>>,
+    /// With [`Session::follow_group`]: the party's and the shared conversation's messages, in
+    /// the order they arrived, whether in a reply or pushed between requests.
+    group: Option<VecDeque<ServerMessage>>,
+}
+
+/// True for the messages a party member's client follows a group by (PROTOCOL.md section 17):
+/// the conversation's (`opened`, `jump`, `closed`, whoever caused them) and the party's.
+fn is_group_message(message: &ServerMessage) -> bool {
+    matches!(
+        message,
+        ServerMessage::Opened { .. }
+            | ServerMessage::Jump { .. }
+            | ServerMessage::Closed { .. }
+            | ServerMessage::Party { .. }
+            | ServerMessage::PartyInvited { .. }
+            | ServerMessage::Participants { .. }
+            | ServerMessage::Voted { .. }
+            | ServerMessage::Chosen { .. }
+            | ServerMessage::Advanced { .. }
+    )
 }
 
 impl Session {
@@ -361,6 +386,7 @@ impl Session {
             graphs: HashMap::new(),
             metrics: Metrics::new()?,
             live,
+            group: None,
         };
         session.connect().await?;
         Ok(session)
@@ -492,8 +518,68 @@ impl Session {
         self.absorb(&messages);
     }
 
+    /// Keeps the party's and the shared conversation's messages from now on, for
+    /// [`Session::next_group_message`] and [`Session::wait_group_message`]: a party member's
+    /// client follows a walk the group moves, and is told so in pushes as much as in replies.
+    pub fn follow_group(&mut self) {
+        self.group.get_or_insert_with(VecDeque::new);
+    }
+
+    /// The oldest group message not yet taken, if one has arrived (without waiting).
+    pub fn next_group_message(&mut self) -> Option<ServerMessage> {
+        self.poll();
+        self.group.as_mut().and_then(VecDeque::pop_front)
+    }
+
+    /// The oldest group message not yet taken, waiting at most `patience` for one to be pushed;
+    /// `None` if none came. Effects that arrive meanwhile update the facts. A dropped connection
+    /// is an error (the next request reconnects).
+    pub async fn wait_group_message(
+        &mut self,
+        patience: Duration,
+    ) -> Result<Option<ServerMessage>> {
+        let until = Instant::now() + patience;
+        loop {
+            if let Some(message) = self.next_group_message() {
+                return Ok(Some(message));
+            }
+            let now = Instant::now();
+            if now >= until {
+                return Ok(None);
+            }
+            let received = match self.connection.as_mut() {
+                None => return Err(SimError::Closed),
+                Some(Link::Socket(connection)) => connection.recv(until - now).await,
+                Some(Link::Channel(_)) => {
+                    // A channel's messages come with its batches: look again shortly.
+                    tokio::time::sleep((until - now).min(Duration::from_millis(50))).await;
+                    continue;
+                }
+            };
+            match received {
+                Ok(ServerMessage::Bye { reason, message }) => {
+                    self.connection = None;
+                    return Err(SimError::Bye { reason, message });
+                }
+                Ok(message) => self.absorb(std::slice::from_ref(&message)),
+                Err(SimError::Timeout(_)) => return Ok(None),
+                Err(e) => {
+                    if e.is_disconnect() {
+                        self.connection = None;
+                    }
+                    return Err(e);
+                }
+            }
+        }
+    }
+
     fn absorb(&mut self, messages: &[ServerMessage]) {
         for message in messages {
+            if let Some(group) = &mut self.group
+                && is_group_message(message)
+            {
+                group.push_back(message.clone());
+            }
             if let ServerMessage::Effect {
                 effect, profile, ..
             } = message
@@ -607,6 +693,26 @@ impl Session {
 
     /// Talks to `npc` (by display name, with its instance as the hint), after the cooldown.
     pub async fn talk(&mut self, npc: &NpcDef) -> Result<Talked> {
+        let reply = self.send_talk(npc).await?;
+        if let Err(refusal) = reply.answer {
+            return Ok(Talked::Refused(refusal));
+        }
+        let opened = reply
+            .messages
+            .into_iter()
+            .find(|m| matches!(m, ServerMessage::Opened { .. }));
+        let Some(opened) = opened else {
+            return Ok(Talked::Cutscene);
+        };
+        Ok(Talked::Opened(Box::new(
+            self.conversation_opened(opened).await?,
+        )))
+    }
+
+    /// Sends the `talk` to `npc` after the cooldown (reconnecting and placing the body first if
+    /// the connection dropped) and returns its reply as it is: what it opened is in the reply
+    /// (and, for a session following a group, among its group messages).
+    pub async fn send_talk(&mut self, npc: &NpcDef) -> Result<Reply> {
         self.wait_talk_cooldown().await;
         // A dropped connection reconnects lazily, on the next request. Reconnect first: a
         // restarted server (or another instance) remembers no body, and talking without one is
@@ -630,25 +736,31 @@ impl Session {
                 cached,
             })
             .await?;
-        if let Err(refusal) = reply.answer {
-            return Ok(Talked::Refused(refusal));
+        if reply.answer.is_ok() {
+            self.last_talk = Some(Instant::now());
         }
-        self.last_talk = Some(Instant::now());
-        let opened = reply.messages.into_iter().find_map(|m| match m {
-            ServerMessage::Opened {
-                conversation,
-                npc,
-                speaker,
-                entry,
-                hash,
-                content,
-                facts,
-                ..
-            } => Some((conversation, npc, speaker, entry, hash, content, facts)),
-            _ => None,
-        });
-        let Some((name, npc_ref, speaker, entry, hash, content, facts)) = opened else {
-            return Ok(Talked::Cutscene);
+        Ok(reply)
+    }
+
+    /// A conversation the server opened (`opened`, answering this player's `talk` or pushed when
+    /// the party's shared conversation took it in): the facts it carries become the player's,
+    /// and its graph is built (or taken from the cache, or fetched).
+    pub async fn conversation_opened(&mut self, opened: ServerMessage) -> Result<OpenConversation> {
+        let ServerMessage::Opened {
+            conversation: name,
+            npc: npc_ref,
+            speaker,
+            entry,
+            hash,
+            content,
+            facts,
+            shared,
+        } = opened
+        else {
+            return Err(SimError::Protocol(format!(
+                "expected `opened`, got `{}`",
+                message_type(&opened)
+            )));
         };
         self.facts.opened(&self.options.content, &facts);
         if let Some(live) = &self.live {
@@ -659,13 +771,15 @@ impl Session {
         let entry_id = graph
             .find(&entry)
             .ok_or_else(|| SimError::Protocol(format!("entry `{entry}` is not in `{name}`")))?;
-        Ok(Talked::Opened(OpenConversation {
+        Ok(OpenConversation {
             name,
             npc: npc_ref,
             speaker,
             graph,
             entry: entry_id,
-        }))
+            shared,
+            facts,
+        })
     }
 
     /// The graph of a conversation: from the content sent, from the cache, or fetched.
@@ -866,6 +980,14 @@ impl Session {
         }
         self.metrics
     }
+}
+
+/// A server message's `type`, as the wire names it (for errors and logs).
+pub fn message_type(message: &ServerMessage) -> String {
+    serde_json::to_value(message)
+        .ok()
+        .and_then(|v| v.get("type")?.as_str().map(str::to_owned))
+        .unwrap_or_else(|| "?".to_owned())
 }
 
 /// A refused reply as an error.

@@ -43,6 +43,7 @@ async fn game_servers(server: &TestServer, transport: Transport, run_id: &str) -
             requests_per_minute: 120.0,
             long_poll: None,
         }),
+        parties: None,
     })
     .await
     .expect("the load runs")
@@ -110,6 +111,7 @@ async fn every_channel_cheat_is_refused() {
         auth_secret: server.config.auth_secret.clone(),
         service_key: server.config.service_key.clone(),
         run_id: "channel-attack".to_owned(),
+        second_endpoint: None,
     })
     .await;
     assert!(report.clean(), "{}", report.table());

@@ -41,6 +41,7 @@ async fn honest_bots_play_quests_with_no_refusal_and_no_error() {
         progress: false,
         run_id: "live-load".to_owned(),
         game_servers: None,
+        parties: None,
     })
     .await
     .expect("the load test runs");
@@ -69,6 +70,7 @@ async fn every_cheat_in_the_catalogue_is_blocked() {
         auth_secret: server.config.auth_secret.clone(),
         service_key: server.config.service_key.clone(),
         run_id: "live-attack".to_owned(),
+        second_endpoint: None,
     })
     .await;
     assert!(report.clean(), "{}", report.table());

@@ -19,7 +19,7 @@ pub struct App {
     pub content: ServedContent,
     pub store: Arc<dyn Store>,
     pub metrics: Metrics,
-    pub hub: Hub,
+    pub hub: Arc<Hub>,
     /// Conversations of dropped connections, waiting for a `resume`.
     /// Which players' conversations this process parked, with the content version each opened
     /// with (the walk itself is in the store).
@@ -57,6 +57,16 @@ impl App {
     pub fn new(config: Config, content: ServedContent, store: Arc<dyn Store>) -> App {
         let (audit, audit_queue) = AuditLog::new(&config.audit);
         let config_session_starts = config.limits.max_session_starts;
+        let hub = Arc::new(Hub::default());
+        let rooms = {
+            let hub = Arc::clone(&hub);
+            crate::rooms::Rooms::delivering(move |delivery| {
+                hub.notify(
+                    &delivery.player,
+                    crate::hub::Control::Shared(Box::new(delivery.event)),
+                );
+            })
+        };
         let mut metrics = Metrics::default();
         if let Some(timings) = store.write_timings() {
             metrics.serve_write_timings(&timings);
@@ -70,7 +80,7 @@ impl App {
             content,
             store,
             metrics,
-            hub: Hub::default(),
+            hub,
             parked: crate::resume::ParkingLot::default(),
             shutdown: CancellationToken::new(),
             sessions: TaskTracker::new(),
@@ -79,7 +89,7 @@ impl App {
             uptime: crate::clock::Uptime::start(),
             session_starts: Arc::new(tokio::sync::Semaphore::new(config_session_starts)),
             channels: crate::channels::Channels::default(),
-            rooms: crate::rooms::Rooms::default(),
+            rooms,
         }
     }
 

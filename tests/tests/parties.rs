@@ -455,25 +455,23 @@ async fn party_messages_are_refused_by_their_rules(backend: Backend) {
     assert_eq!(outside.code, ErrorCode::NoConversation);
 }
 
-/// A party's membership and its one shared conversation hold across instances (PostgreSQL): a
-/// member on another instance is refused `shared_elsewhere` (retryable) while the party's
-/// conversation is hosted on the first, and opens it there once the first closed it; the party
-/// itself is in every instance's `welcome`.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_member_on_another_instance_is_told_the_conversation_is_elsewhere() {
-    let first = raft_server("party-instances", Backend::Postgres).await;
-    let second = first.another_instance().await;
-    let (a_token, _) = first.login_player("device-instances-a").await;
-    let (b_token, b_id) = first.login_player("device-instances-b").await;
+/// A and B, on two instances of one database (PostgreSQL), in a party A leads, both by the
+/// raft: pushes do not cross instances, so B learns the party id from A and accepts it.
+async fn party_across_instances(
+    first: &TestServer,
+    second: &TestServer,
+    label: &str,
+) -> (Client, Client, String, String) {
+    let (a_token, _) = first.login_player(&format!("device-{label}-a")).await;
+    let (b_token, b_id) = first.login_player(&format!("device-{label}-b")).await;
     let mut a = first.connect(&a_token).await;
     let mut b = second.connect(&b_token).await;
     a.move_to(RAFT).await.expect("a moves");
     b.move_to(NEAR_RAFT).await.expect("b moves");
-    // Pushes do not cross instances: B learns the party id from A and accepts it.
     let invited = a
         .request(ClientMessage::PartyInvite {
             id: None,
-            player: b_id.clone(),
+            player: b_id,
         })
         .await
         .expect("invite");
@@ -495,6 +493,18 @@ async fn a_member_on_another_instance_is_told_the_conversation_is_elsewhere() {
     assert!(accepted.messages.iter().any(
         |m| matches!(m, ServerMessage::Party { party: Some(p) } if p.members.len() == 2 && p.id == party)
     ));
+    (a, b, party, a_token)
+}
+
+/// A party's membership and its one shared conversation hold across instances (PostgreSQL): a
+/// member on another instance is refused `shared_elsewhere` (retryable) while the party's
+/// conversation is hosted on the first, and opens it there once the first closed it; the party
+/// itself is in every instance's `welcome`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_on_another_instance_is_told_the_conversation_is_elsewhere() {
+    let first = raft_server("party-instances", Backend::Postgres).await;
+    let second = first.another_instance().await;
+    let (mut a, mut b, party, a_token) = party_across_instances(&first, &second, "instances").await;
     // A opens the party's conversation on the first instance; B cannot open a second one.
     a.talk_reply("Oona").await.expect("a talks");
     let elsewhere = b.talk_reply("Oona").await.expect_err("hosted elsewhere");
@@ -525,6 +535,55 @@ async fn a_member_on_another_instance_is_told_the_conversation_is_elsewhere() {
     drop(a);
     let (_, welcome) = second.connect_welcomed(&a_token).await;
     assert_eq!(welcome.party.map(|p| p.id), Some(party));
+}
+
+/// A party's conversation closed and reopened at once on one instance keeps its host row: the
+/// closed room's release (a background task) never deletes the row the new room claimed, so a
+/// member on another instance is still told `shared_elsewhere` (PostgreSQL; it used to open a
+/// second conversation for the party in about one round in four).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conversation_reopened_at_once_keeps_its_host_across_instances() {
+    let first = raft_server("party-reopen", Backend::Postgres).await;
+    let second = first.another_instance().await;
+    let (mut a, mut b, _, _) = party_across_instances(&first, &second, "reopen").await;
+    for round in 0..12u64 {
+        a.talk_reply("Oona").await.expect("a talks");
+        // Close and talk again back to back: the emptied room's release races the new claim.
+        a.send(&ClientMessage::Close {
+            id: Some(1_000 + round),
+        })
+        .await;
+        a.send(&ClientMessage::Talk {
+            id: Some(2_000 + round),
+            npc: "Oona".into(),
+            instance: None,
+            cached: None,
+        })
+        .await;
+        loop {
+            match a.recv().await {
+                ServerMessage::Ack { id } if id == 2_000 + round => break,
+                ServerMessage::Error {
+                    id: Some(id),
+                    code,
+                    message,
+                    ..
+                } if id >= 1_000 => {
+                    panic!("round {round}: {code:?} {message}")
+                }
+                _ => {}
+            }
+        }
+        // The release runs in the background and cannot be awaited from here: give it time
+        // (and keep A under the rate limit).
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let elsewhere = b.talk_reply("Oona").await.expect_err("hosted on the first");
+        assert_eq!(elsewhere.code, ErrorCode::SharedElsewhere, "round {round}");
+        a.request(ClientMessage::Close { id: None })
+            .await
+            .expect("a closes");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// A game server declares a party for the players it carries (PROTOCOL.md section 17.1): every

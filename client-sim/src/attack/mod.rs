@@ -18,11 +18,18 @@
 //! - [`frames`]: oversized, binary and malformed frames, and flooding;
 //! - [`channels`]: game-server channels: out-of-scope players, replayed, older and skipped
 //!   batches, a revoked credential, a channel player moved by its own client or connecting
-//!   directly, two credentials claiming one player, oversized and malformed batches.
+//!   directly, two credentials claiming one player, oversized and malformed batches;
+//! - [`parties`]: parties and shared conversations at Wren: stuffing a ballot, voting for a
+//!   response not shown, outsiders talking and voting, a follower advancing, a vote on a line
+//!   the group left, acting on another member's arming, leaving between a vote and its payout,
+//!   two parties racing for one NPC, and a member talking on another instance (with
+//!   `--second-endpoint`; skipped without).
 //!
-//! Three of them (the burst of moves, the resume and the logins) are judged by the state they
-//! leave rather than by any answer ([`Outcome::State`]): each of their steps may be answered
-//! `ack` by a correct server, so no single reply code says whether the cheat worked. Each cheat
+//! Some (the burst of moves, the resume, the logins, and the party cheats whose every step a
+//! correct server accepts: a stuffed ballot, an outsider at the party's NPC, leaving before the
+//! payout, two parties racing) are judged by the state they leave rather than by any answer
+//! ([`Outcome::State`]): each of their steps may be answered `ack` by a correct server, so no
+//! single reply code says whether the cheat worked. Each cheat
 //! is played by a [`cheater`], a player the catalogue controls message by message.
 
 pub mod channels;
@@ -30,6 +37,7 @@ pub mod cheater;
 pub mod dialogue;
 pub mod frames;
 pub mod logins;
+pub mod parties;
 pub mod tokens;
 pub mod verdict;
 pub mod world;
@@ -53,6 +61,9 @@ pub struct AttackOptions {
     pub service_key: String,
     /// Makes device ids unique to this run.
     pub run_id: String,
+    /// Another instance of the same server on the same database (PostgreSQL), for the cheats
+    /// that need two: without it they are skipped.
+    pub second_endpoint: Option<Endpoint>,
 }
 
 /// The sample content the catalogue plays on.
@@ -71,6 +82,7 @@ fn catalogue(options: &Arc<AttackOptions>) -> Vec<Cheat> {
     cheats.extend(tokens::cheats(options));
     cheats.extend(frames::cheats(options));
     cheats.extend(channels::cheats(options));
+    cheats.extend(parties::cheats(options));
     cheats
 }
 
@@ -78,6 +90,12 @@ fn catalogue(options: &Arc<AttackOptions>) -> Vec<Cheat> {
 pub async fn run(options: AttackOptions) -> AttackReport {
     let options = Arc::new(options);
     run_cheats(catalogue(&options)).await
+}
+
+/// Runs only the party cheats ([`parties`]).
+pub async fn run_party_cheats(options: AttackOptions) -> AttackReport {
+    let options = Arc::new(options);
+    run_cheats(parties::cheats(&options)).await
 }
 
 /// Runs only the game-server channel cheats ([`channels`]).

@@ -30,6 +30,8 @@ pub enum Outcome {
     /// Judged by the state the cheat left, not by any answer: `held` when the state shows the
     /// cheat did not work; `seen` says what the state was (and the answers on the way).
     State { held: bool, seen: String },
+    /// Not run, and why (a cheat that needs a second server instance when none was given).
+    Skipped(String),
 }
 
 impl fmt::Display for Outcome {
@@ -49,6 +51,7 @@ impl fmt::Display for Outcome {
             Outcome::Accepted => f.write_str("accepted"),
             Outcome::Failed(why) => write!(f, "failed: {why}"),
             Outcome::State { seen, .. } => f.write_str(seen),
+            Outcome::Skipped(why) => write!(f, "skipped: {why}"),
         }
     }
 }
@@ -65,6 +68,8 @@ pub enum Verdict {
     PassedThrough,
     /// The cheat could not be run.
     Failed,
+    /// Not run: what it needs was not given (a second server instance).
+    Skipped,
 }
 
 impl Verdict {
@@ -74,6 +79,7 @@ impl Verdict {
             Verdict::WrongAnswer => "WRONG ANSWER",
             Verdict::PassedThrough => "PASSED THROUGH",
             Verdict::Failed => "FAILED TO RUN",
+            Verdict::Skipped => "skipped",
         }
     }
 }
@@ -84,6 +90,7 @@ impl Verdict {
 pub fn verdict(expected: &Outcome, got: &Outcome, unchanged: Option<bool>) -> Verdict {
     match got {
         Outcome::Failed(_) => return Verdict::Failed,
+        Outcome::Skipped(_) => return Verdict::Skipped,
         Outcome::Accepted => return Verdict::PassedThrough,
         Outcome::Http(status) | Outcome::HttpError(status, _) if *status < 400 => {
             return Verdict::PassedThrough;
@@ -125,6 +132,8 @@ pub struct AttackReport {
     pub passed_through: usize,
     pub wrong_answer: usize,
     pub failed: usize,
+    /// Not run for want of what they need (a second server instance): not a failure.
+    pub skipped: usize,
 }
 
 impl AttackReport {
@@ -136,13 +145,14 @@ impl AttackReport {
             passed_through: count(Verdict::PassedThrough),
             wrong_answer: count(Verdict::WrongAnswer),
             failed: count(Verdict::Failed),
+            skipped: count(Verdict::Skipped),
             rows,
         }
     }
 
-    /// True when every cheat was blocked with its expected answer.
+    /// True when every cheat that ran was blocked with its expected answer.
     pub fn clean(&self) -> bool {
-        self.blocked == self.cheats
+        self.blocked + self.skipped == self.cheats
     }
 
     pub fn table(&self) -> String {
@@ -165,9 +175,13 @@ impl AttackReport {
             .collect();
         let mut out = table(&["cheat", "expected", "got", "profile", "verdict"], &rows);
         out.push_str(&format!(
-            "\n{} cheats: {} blocked, {} passed through, {} wrong answer, {} failed to run\n",
+            "\n{} cheats: {} blocked, {} passed through, {} wrong answer, {} failed to run",
             self.cheats, self.blocked, self.passed_through, self.wrong_answer, self.failed
         ));
+        if self.skipped > 0 {
+            out.push_str(&format!(", {} skipped", self.skipped));
+        }
+        out.push('\n');
         out
     }
 }
@@ -213,6 +227,10 @@ mod tests {
             verdict(&not_armed, &Outcome::Failed("x".into()), None),
             Verdict::Failed
         );
+        let elsewhere = Outcome::Code(ErrorCode::SharedElsewhere);
+        let skipped = Outcome::Skipped("needs a second instance".into());
+        assert_eq!(verdict(&elsewhere, &skipped, None), Verdict::Skipped);
+        assert_eq!(skipped.to_string(), "skipped: needs a second instance");
     }
 
     #[test]
@@ -254,6 +272,13 @@ mod tests {
         assert_eq!(report.passed_through, 1);
         assert_eq!(report.blocked, 1);
         assert!(!report.clean());
+        let ran_or_skipped =
+            AttackReport::from_rows(vec![row(Verdict::Blocked), row(Verdict::Skipped)]);
+        assert!(
+            ran_or_skipped.clean(),
+            "a skipped row does not fail the run"
+        );
+        assert!(ran_or_skipped.table().contains("1 skipped"));
         let json = serde_json::to_value(&report).expect("json");
         assert_eq!(json["passed_through"], 1);
         assert_eq!(json["rows"][1]["verdict"], "passed_through");

@@ -28,6 +28,11 @@ pub struct Args {
     /// The service key (the catalogue checks that player tokens cannot stand in for it).
     #[arg(long, env = "BANTER_SERVICE_KEY", default_value = DEV_SERVICE_KEY, hide_default_value = true)]
     pub service_key: String,
+    /// A second instance of the same server on the same database (PostgreSQL; SQLite cannot
+    /// share one), for the cheats that need two (a party member talking on another instance
+    /// than the party's shared conversation). Without it those rows are skipped.
+    #[arg(long, value_name = "URL")]
+    pub second_endpoint: Option<String>,
 }
 
 /// Runs the catalogue; `Ok(false)` when any cheat was not blocked as expected.
@@ -38,6 +43,11 @@ pub fn run(args: &Args) -> Result<bool> {
         auth_secret: args.auth_secret.clone(),
         service_key: args.service_key.clone(),
         run_id: fresh_run_id(),
+        second_endpoint: args
+            .second_endpoint
+            .as_deref()
+            .map(Endpoint::parse)
+            .transpose()?,
     };
     let report = super::runtime()?.block_on(run_attack(options));
     banter_sim::report::print(args.json, &report, || report.table())?;

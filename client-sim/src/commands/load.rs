@@ -10,6 +10,7 @@ use banter_sim::channel::Transport;
 use banter_sim::http::Endpoint;
 use banter_sim::load::{GameServerLoad, LoadOptions, fresh_run_id, run as run_load};
 use banter_sim::pace::ReadingPace;
+use banter_sim::party::PartySizes;
 use clap::Args as ClapArgs;
 
 /// Arguments of `banter-sim load`.
@@ -68,6 +69,13 @@ pub struct Args {
     /// content's source language.
     #[arg(long, value_delimiter = ',')]
     pub locale: Vec<String>,
+    /// Play in parties of MIN..MAX members (or exactly N; 2 to 8): the --bots are split into
+    /// parties (sizes MIN, MIN+1, ..., MAX in turn) that form over the protocol, walk together
+    /// to the NPC whose conversation is shared (the sample's Wren), ride her ferry voting as a
+    /// group, each member paid once, then talk to her again until --duration is over (the ride
+    /// and one more talk always finish). Fails unless every member was paid exactly once.
+    #[arg(long, value_name = "MIN..MAX", conflicts_with = "game_servers")]
+    pub party_size: Option<PartySizes>,
 }
 
 /// Runs the load test; `Ok(false)` when any request was refused or failed.
@@ -100,6 +108,9 @@ pub fn run(args: &Args) -> Result<bool> {
                 banter_protocol::channel::MAX_WAIT_MS
             );
         }
+    }
+    if let Some(sizes) = &args.party_size {
+        sizes.split(args.bots).map_err(anyhow::Error::msg)?;
     }
     ensure!(
         args.duration.is_finite() && args.duration > 0.0 && args.duration <= 86_400.0,
@@ -137,6 +148,7 @@ pub fn run(args: &Args) -> Result<bool> {
             requests_per_minute: args.requests_per_minute,
             long_poll: args.long_poll_ms.map(Duration::from_millis),
         }),
+        parties: args.party_size,
     };
     let report = super::runtime()?
         .block_on(run_load(options))

@@ -50,7 +50,7 @@ pub enum SharedEvent {
     /// To the leader: the ballot is decided; apply it to the walk and report the step.
     Decide { party: String, decided: Decided },
     /// To a follower: the leader's walk took this step; take it too and tell the client.
-    Follow { party: String, step: GroupStep },
+    Follow { party: String, step: Arc<GroupStep> },
 }
 
 /// A decided ballot, on its way to the leader's walk.
@@ -320,10 +320,18 @@ fn vertex_name(graph: &DialogueGraph, v: VertexId) -> String {
         .unwrap_or_default()
 }
 
+/// Where a room's events go as they are made (the hub, in a server).
+pub type Sink = Box<dyn Fn(Delivery) + Send + Sync>;
+
 /// The rooms open on this instance, by party.
 #[derive(Default)]
 pub struct Rooms {
     rooms: Mutex<HashMap<String, Room>>,
+    /// With a sink, each call hands its events to it before releasing the rooms' lock, so two
+    /// calls' events reach every session in the order the calls were made (a `participants`
+    /// roster never overtakes an older one); its `Out` then carries none. Without one (tests,
+    /// benches), the events are in the `Out`.
+    sink: Option<Sink>,
     next: std::sync::atomic::AtomicU64,
     /// The seed every ballot takes instead of its caller's (see [`Rooms::fix_seed`]).
     fixed_seed: Mutex<Option<u64>>,
@@ -344,6 +352,23 @@ pub struct Opening {
 }
 
 impl Rooms {
+    /// Rooms whose events go to `sink` as they are made, in order.
+    pub fn delivering(sink: impl Fn(Delivery) + Send + Sync + 'static) -> Rooms {
+        Rooms {
+            sink: Some(Box::new(sink)),
+            ..Rooms::default()
+        }
+    }
+
+    /// Hands `out`'s events to the sink, if there is one; the caller holds the lock.
+    fn flush(&self, out: &mut Out) {
+        if let Some(sink) = &self.sink {
+            for delivery in out.deliveries.drain(..) {
+                sink(delivery);
+            }
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Room>> {
         self.rooms
             .lock()
@@ -444,6 +469,7 @@ impl Rooms {
         }
         let view = room.view(&opening.party);
         rooms.insert(opening.party, room);
+        self.flush(&mut out);
         Some((view, generation, out))
     }
 
@@ -474,6 +500,7 @@ impl Rooms {
             line: room.line,
             shared: room.view(party),
         };
+        self.flush(&mut out);
         Some((view, out))
     }
 
@@ -503,6 +530,7 @@ impl Rooms {
         // The voter hears its own `voted` in its reply; the others hear it here.
         room.tell_all(&mut out, &voted, Some(player));
         room.evaluate(&mut out);
+        self.flush(&mut out);
         Ok(out)
     }
 
@@ -519,6 +547,7 @@ impl Rooms {
             _ => return out,
         }
         room.evaluate(&mut out);
+        self.flush(&mut out);
         out
     }
 
@@ -552,13 +581,15 @@ impl Rooms {
         if matches!(step, GroupStep::Chosen { .. }) {
             room.deciding = None;
         }
+        // One copy of the step, shared by every follower's event.
+        let step = Arc::new(step);
         for p in &room.participants {
             if p.player != player {
                 out.deliveries.push(Delivery {
                     player: p.player.clone(),
                     event: SharedEvent::Follow {
                         party: party.to_owned(),
-                        step: step.clone(),
+                        step: Arc::clone(&step),
                     },
                 });
             }
@@ -571,6 +602,7 @@ impl Rooms {
             }
             None => room.ballot = None,
         }
+        self.flush(&mut out);
         Ok(out)
     }
 
@@ -606,6 +638,7 @@ impl Rooms {
         } else if room.deciding.is_none() {
             room.evaluate(&mut out);
         }
+        self.flush(&mut out);
         out
     }
 
@@ -627,6 +660,7 @@ impl Rooms {
                 room.evaluate(&mut out);
             }
         }
+        self.flush(&mut out);
         out
     }
 }

@@ -216,7 +216,7 @@ fn follows<'a>(out: &'a Out, party: &str) -> Vec<(&'a str, &'a GroupStep)> {
         .filter_map(|d| match &d.event {
             SharedEvent::Follow { party: p, step } => {
                 assert_eq!(p, party);
-                Some((d.player.as_str(), step))
+                Some((d.player.as_str(), &**step))
             }
             _ => None,
         })
@@ -1629,5 +1629,57 @@ fn a_vote_costs_one_delivery_per_other_participant_however_many_rooms_are_open()
             Vec::new()
         };
         assert_eq!(view.shared.votes, expected);
+    }
+}
+
+/// With a sink (as in the server), every call's events are handed over before the rooms' lock
+/// is released: joins racing on two threads reach the first participant in the order they were
+/// made, so each `participants` roster is longer than the one before it. The `Out` carries none.
+#[test]
+fn with_a_sink_rosters_reach_everyone_in_the_order_the_joins_were_made() {
+    let graph = wren();
+    for round in 0..200 {
+        let told: Arc<std::sync::Mutex<Vec<super::Delivery>>> = Arc::default();
+        let rooms = {
+            let told = Arc::clone(&told);
+            Arc::new(Rooms::delivering(move |d| {
+                told.lock().expect("not poisoned").push(d);
+            }))
+        };
+        room_of(
+            &rooms,
+            PARTY,
+            &graph,
+            "Ferry_Greet",
+            "nobody",
+            &["ana"],
+            SEED,
+        );
+        let joiners: Vec<_> = ["bo", "cy", "di"]
+            .into_iter()
+            .map(|player| {
+                let rooms = Arc::clone(&rooms);
+                std::thread::spawn(move || {
+                    let (_, out) = rooms.join(PARTY, NPC, who(player)).expect("joins");
+                    assert!(out.deliveries.is_empty(), "the sink took them");
+                })
+            })
+            .collect();
+        for joiner in joiners {
+            joiner.join().expect("no panic");
+        }
+        let sizes: Vec<usize> = told
+            .lock()
+            .expect("not poisoned")
+            .iter()
+            .filter(|d| d.player == "ana")
+            .filter_map(|d| match &d.event {
+                SharedEvent::Say(ServerMessage::Participants { participants, .. }) => {
+                    Some(participants.len())
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(sizes, vec![2, 3, 4], "round {round}");
     }
 }

@@ -51,8 +51,9 @@ fn new_seed() -> u64 {
     }
 }
 
-/// Delivers what a room call caused: each event to its player's session here, the ballot's
-/// timer, and the store's host row released when the room closed.
+/// Delivers what a room call caused: its events (the server's `Rooms` hand them to the hub
+/// themselves, in order, so an `Out` from them carries none), the ballot's timer, and the
+/// store's host row released when the room closed.
 pub fn deliver(app: &SharedApp, party: &str, out: Out) {
     for delivery in out.deliveries {
         app.hub
@@ -73,12 +74,18 @@ pub fn deliver(app: &SharedApp, party: &str, out: Out) {
     if out.emptied {
         let app = app.clone();
         let party = party.to_owned();
+        // Only a row claimed before the room closed is this room's to release.
+        let closed_ms = crate::clock::unix_millis();
         tokio::spawn(async move {
             // A new room of the party opened here meanwhile: its row is this instance's still.
             if app.rooms.view(&party).is_some() {
                 return;
             }
-            if let Err(e) = app.store.release_shared(&party, &app.instance).await {
+            if let Err(e) = app
+                .store
+                .release_shared(&party, &app.instance, closed_ms)
+                .await
+            {
                 tracing::debug!(%party, error = %e, "shared conversation's host row not released");
             }
         });
@@ -377,7 +384,7 @@ impl SessionCore {
             if let Err(e) = self
                 .app
                 .store
-                .release_shared(&party.id, &self.app.instance)
+                .release_shared(&party.id, &self.app.instance, now.unix_ms.saturating_add(1))
                 .await
             {
                 tracing::debug!(party = %party.id, error = %e, "host row not released");
@@ -603,7 +610,7 @@ impl SessionCore {
                 self.out.push(message);
             }
             SharedEvent::Decide { party, decided } => self.on_decide(&party, decided, now.mono),
-            SharedEvent::Follow { party, step } => self.on_follow(&party, step, now.mono),
+            SharedEvent::Follow { party, step } => self.on_follow(&party, &step, now.mono),
         }
         std::mem::take(&mut self.out)
     }
@@ -648,7 +655,7 @@ impl SessionCore {
     }
 
     /// A follower's walk takes the step the leader's took.
-    fn on_follow(&mut self, party: &str, step: GroupStep, now: Duration) {
+    fn on_follow(&mut self, party: &str, step: &GroupStep, now: Duration) {
         let Some(open) = self.conversation.as_mut() else {
             return;
         };
@@ -661,7 +668,7 @@ impl SessionCore {
             content: &open.library.content,
         };
         let graph = open.graph.clone();
-        let (followed, message, shown) = match &step {
+        let (followed, message, shown) = match step {
             GroupStep::Chosen { decided, node } => (
                 open.walk
                     .follow_chosen(&graph, decided.response, *node, &facts),

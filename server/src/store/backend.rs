@@ -803,13 +803,14 @@ impl<B: Backend> Store for B {
         &'a self,
         party: &'a str,
         instance: &'a str,
+        before_ms: i64,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
             check_id("party id", party)?;
             check_id("instance id", instance)?;
             let turn = self.write_turn(Priority::Housekeeping).await?;
             let mut tx = self.begin_write(&turn).await?;
-            B::Db::release_shared(&mut tx, party, instance).await?;
+            B::Db::release_shared(&mut tx, party, instance, before_ms).await?;
             tx.commit().await?;
             Ok(())
         })

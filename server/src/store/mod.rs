@@ -718,11 +718,14 @@ pub trait Store: SessionStore + 'static {
         now_ms: i64,
     ) -> BoxFuture<'a, Result<bool, StoreError>>;
 
-    /// Deletes `party`'s host row if `instance` holds it.
+    /// Deletes `party`'s host row if `instance` holds it and last refreshed (or claimed) it
+    /// before `before_ms`: a room that closed at `before_ms` releases its row, never the row a
+    /// newer room of the party claimed since.
     fn release_shared<'a>(
         &'a self,
         party: &'a str,
         instance: &'a str,
+        before_ms: i64,
     ) -> BoxFuture<'a, Result<(), StoreError>>;
 
     /// Closes the pool: waits for connections in use to be returned, then closes them all

@@ -428,11 +428,12 @@ pub trait Queries: Database + SqlDialect {
         now_ms: i64,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 
-    /// Deletes the party's host row if `instance` holds it.
+    /// Deletes the party's host row if `instance` holds it and refreshed it before `before_ms`.
     fn release_shared(
         conn: &mut Self::Connection,
         party: &str,
         instance: &str,
+        before_ms: i64,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 }
 
@@ -1350,10 +1351,12 @@ where
         conn: &mut Self::Connection,
         party: &str,
         instance: &str,
+        before_ms: i64,
     ) -> Result<(), StoreError> {
         sqlx::query(sql::RELEASE_SHARED)
             .bind(party)
             .bind(instance)
+            .bind(before_ms)
             .execute(conn)
             .await?;
         Ok(())

@@ -261,8 +261,9 @@ pub const SHARED_HOLDER: &str = "SELECT instance FROM shared_hosts WHERE party =
 pub const REFRESH_SHARED: &str =
     "UPDATE shared_hosts SET refreshed_ms = $3 WHERE party = $1 AND instance = $2";
 
-/// Deletes party `$1`'s host row if instance `$2` holds it.
-pub const RELEASE_SHARED: &str = "DELETE FROM shared_hosts WHERE party = $1 AND instance = $2";
+/// Deletes party `$1`'s host row if instance `$2` holds it and last refreshed it before `$3` ms.
+pub const RELEASE_SHARED: &str =
+    "DELETE FROM shared_hosts WHERE party = $1 AND instance = $2 AND refreshed_ms < $3";
 
 /// The pieces of SQL in which SQLite and PostgreSQL differ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

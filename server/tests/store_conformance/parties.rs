@@ -667,7 +667,10 @@ async fn a_shared_conversation_has_one_live_host(db: &TestDb) {
     );
     assert_eq!(store.refresh_shared("p1", "i1", dead).await, Ok(false));
     // Released only by its holder.
-    store.release_shared("p1", "i1").await.expect("released");
+    store
+        .release_shared("p1", "i1", i64::MAX)
+        .await
+        .expect("released");
     assert_eq!(
         store
             .host_shared("p1", "baker", "bread", "i1", dead + 1)
@@ -676,7 +679,16 @@ async fn a_shared_conversation_has_one_live_host(db: &TestDb) {
             instance: "i2".into()
         })
     );
-    other.release_shared("p1", "i2").await.expect("released");
+    // Not a row refreshed at or after the release's time: a newer room's claim stays.
+    other
+        .release_shared("p1", "i2", dead)
+        .await
+        .expect("released");
+    assert_eq!(rows(db).await[3], 1, "claimed at `dead`: not released");
+    other
+        .release_shared("p1", "i2", dead + 1)
+        .await
+        .expect("released");
     assert_eq!(rows(db).await[3], 0);
     assert_eq!(
         store
@@ -760,8 +772,8 @@ async fn bad_ids_are_refused_and_change_nothing(db: &TestDb) {
             s.refresh_shared("p1", bad, T0).await.map(drop),
             "refresh instance",
         );
-        refused(s.release_shared(bad, "i1").await, "release id");
-        refused(s.release_shared("p1", bad).await, "release instance");
+        refused(s.release_shared(bad, "i1", T0).await, "release id");
+        refused(s.release_shared("p1", bad, T0).await, "release instance");
     }
     assert_eq!(rows(db).await, before, "nothing changed");
     assert_eq!(
