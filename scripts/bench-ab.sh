@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Before/after for a server change (BENCHMARKS.md, "Find and fix"): two server binaries take
 # turns on the same machine, each serving one `banter-sim bench --rounds 1` with its server CPU
-# per message, ROUNDS times. The server runs on core 1, the client on core 0. Bare
+# per message, ROUNDS times. Nothing is pinned by default, as users run a server; PIN=1 runs
+# the server (and the baseline) on core 1 and the client on core 0. Every line names which. Bare
 # tokio-tungstenite's echo (`banter-sim tungstenite-echo`, also on core 1) is driven as a third
 # phase of every bench, so each line also shows what the library alone costs per echoed message
 # in that run, the baseline the server's echo is held to.
@@ -11,7 +12,7 @@
 #
 # AB_POSTGRES=postgres://postgres@127.0.0.1:5432 runs both on PostgreSQL instead of SQLite: each
 # side and round on a fresh database of that cluster (created and dropped here; PostgreSQL's
-# backends are not pinned). PIN=0 runs nothing pinned.
+# backends are never pinned).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BEFORE=$1 AFTER=$2 ROUNDS=${3:-2}
@@ -21,7 +22,12 @@ SIM=${SIM:-${CARGO_TARGET_DIR:-target}/release/banter-sim}
 BASELINE_PORT=${BASELINE_PORT:-7353}
 WORK=$(mktemp -d /tmp/banter-ab.XXXXXX)
 AB_POSTGRES=${AB_POSTGRES:-}
-if [ "${PIN:-1}" = 0 ]; then server_cpu=(); client_cpu=(); else server_cpu=(taskset -c 1); client_cpu=(taskset -c 0); fi
+if [ "${PIN:-0}" = 1 ]; then
+    server_cpu=(taskset -c 1); client_cpu=(taskset -c 0); mode="pinned: server core 1, client core 0"
+else
+    server_cpu=(); client_cpu=(); mode="unpinned"
+fi
+echo "bench-ab: $mode"
 # Where one side's round keeps its data: a SQLite file, or a fresh PostgreSQL database.
 database_for() {
     if [ -z "$AB_POSTGRES" ]; then echo "$WORK/$1.db"; return; fi
@@ -50,12 +56,12 @@ for round in $(seq 1 "$ROUNDS"); do
             --baseline-pid "$baseline" --json >"$WORK/$side-$round.json"
         kill "$server"; wait "$server" || true
         drop_database "$side-$round"
-        python3 - "$WORK/$side-$round.json" "$side" "$round" <<'PY'
+        python3 - "$WORK/$side-$round.json" "$side" "$round" "$mode" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 r = d["rounds"][0]
 b = r["baseline"]
-print(f"{sys.argv[2]:6} round {sys.argv[3]}: echo {d['echo_msgs_per_sec']:>9,.0f}/s  step {d['step_msgs_per_sec']:>9,.0f}/s"
+print(f"{sys.argv[2]:6} round {sys.argv[3]} ({sys.argv[4]}): echo {d['echo_msgs_per_sec']:>9,.0f}/s  step {d['step_msgs_per_sec']:>9,.0f}/s"
       f"  ratio {d['ratio']:.2f}  server CPU echo {r['echo']['server_cpu_us_per_msg']} µs"
       f"  step {r['step']['server_cpu_us_per_msg']} µs  (CPU ratio {d.get('server_cpu_ratio')});"
       f" tokio-tungstenite {b['msgs_per_sec']:>9,.0f}/s, {b['server_cpu_us_per_msg']} µs"
