@@ -291,7 +291,11 @@ async fn credentials_are_shown_once_listed_oldest_first_and_revoked_idempotently
     let text = listed.to_string();
     for credential in [&first, &second, &third] {
         // `bgs_<id>_<secret>`: the secret is base64url, so it may hold `_` itself.
-        let secret = credential.credential.splitn(3, '_').nth(2).expect("a secret");
+        let secret = credential
+            .credential
+            .splitn(3, '_')
+            .nth(2)
+            .expect("a secret");
         assert_eq!(secret.len(), 43, "{}", credential.credential);
         assert!(!text.contains(secret), "a secret listed: {text}");
     }
