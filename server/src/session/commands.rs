@@ -39,8 +39,12 @@ impl SessionCore {
 
     pub(super) fn on_advance(&mut self, node: &str, now: Duration) -> Result<Audited, Refusal> {
         let open = open_mut(&mut self.conversation)?;
-        if open.shared.is_some() {
-            return self.advance_shared(node, now);
+        // A shared conversation's walk is the leader's to move (PROTOCOL.md section 17.2).
+        let party = open.shared.clone();
+        if let Some(party) = &party
+            && !self.app.rooms.leads(party, &self.player)
+        {
+            return Err(crate::rooms::RoomError::NotLeader.into());
         }
         let vertex = open
             .graph
@@ -53,6 +57,9 @@ impl SessionCore {
         };
         let shown = open.walk.advance(&open.graph, vertex, &facts)?;
         open.tally.stepped(&open.graph, &open.walk, shown, now);
+        if let Some(party) = party {
+            self.advanced_shared(&party, vertex, shown, now)?;
+        }
         Ok(Audited::Trail)
     }
 

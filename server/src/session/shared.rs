@@ -17,7 +17,7 @@ use super::refusal::{FrameError, Refusal, SessionError};
 use crate::app::SharedApp;
 use crate::hub::Control;
 use crate::quests::ServerFacts;
-use crate::rooms::{Decided, GroupStep, Opening, Out, Participant, RoomError, SharedEvent};
+use crate::rooms::{Decided, GroupStep, Opening, Out, Participant, SharedEvent};
 use crate::store::{Party, StoreError};
 
 /// How often the instance hosting a shared conversation tells the store it still does.
@@ -519,11 +519,7 @@ impl SessionCore {
         };
         // The walk's own rules say whether the player may pick it; the vote moves nothing.
         open.walk.clone().choose(&open.graph, vertex, &facts)?;
-        let out = self
-            .app
-            .rooms
-            .vote(&party, &self.player, vertex)
-            .map_err(room_refusal)?;
+        let out = self.app.rooms.vote(&party, &self.player, vertex)?;
         self.out.push(ServerMessage::Voted {
             player: self.player.clone(),
             response: response.to_owned(),
@@ -533,43 +529,33 @@ impl SessionCore {
         Ok(Audited::Trail)
     }
 
-    /// An `advance` in a shared conversation: the leader's only; the others follow.
-    pub(super) fn advance_shared(&mut self, node: &str, now: Duration) -> Result<Audited, Refusal> {
-        let open = open_mut(&mut self.conversation)?;
-        let party = open.shared.clone().ok_or(SessionError::NoConversation)?;
-        if !self.app.rooms.leads(&party, &self.player) {
-            return Err(room_refusal(RoomError::NotLeader));
-        }
-        let line = open
-            .graph
-            .find(node)
-            .ok_or_else(|| SessionError::UnknownVertex(node.to_owned()))?;
-        let facts = ServerFacts {
-            record: &self.record,
-            machine: &self.machine,
-            content: &open.library.content,
+    /// The leader's `advance` in a shared conversation, taken by its walk: every participant
+    /// is told, and the others follow.
+    pub(super) fn advanced_shared(
+        &mut self,
+        party: &str,
+        line: VertexId,
+        shown: Shown,
+        now: Duration,
+    ) -> Result<(), Refusal> {
+        let Some(open) = self.conversation.as_ref() else {
+            return Ok(());
         };
-        let shown = open.walk.advance(&open.graph, line, &facts)?;
-        open.tally.stepped(&open.graph, &open.walk, shown, now);
         let next = shown_line(shown);
         self.out.push(ServerMessage::Advanced {
-            line: node.to_owned(),
+            line: name(&open.graph, line),
             node: next.map(|v| name(&open.graph, v)),
         });
-        let out = self
-            .app
-            .rooms
-            .moved(
-                &party,
-                &self.player,
-                GroupStep::Advanced { line, node: next },
-                next,
-                new_seed(),
-                now,
-            )
-            .map_err(room_refusal)?;
-        deliver(&self.app, &party, out);
-        Ok(Audited::Trail)
+        let out = self.app.rooms.moved(
+            party,
+            &self.player,
+            GroupStep::Advanced { line, node: next },
+            next,
+            new_seed(),
+            now,
+        )?;
+        deliver(&self.app, party, out);
+        Ok(())
     }
 
     /// The leader's quest check decided the group's next line: the others follow.
@@ -741,8 +727,4 @@ fn chosen(
         seed: rolled.then(|| decided.seed.to_string()),
         rolls: decided.rolls.clone(),
     }
-}
-
-fn room_refusal(e: RoomError) -> Refusal {
-    Refusal::from(e)
 }
