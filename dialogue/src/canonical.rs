@@ -23,6 +23,7 @@
 use crate::diagnostic::{Diagnostic, Problem};
 use crate::json::{Decoder, Json};
 use crate::model::{
+    Group, MAX_GROUP_CANDIDATES, MAX_WEIGHT, Pick,
     ChoiceSpec, ConversationFile, Exit, Next, Node, NodeEntry, NodePatch, Response, VoiceLine,
 };
 
@@ -95,8 +96,11 @@ fn decode_conversation(d: &mut Decoder<'_>, root: &Json) -> Option<ConversationF
 
 /// The field holding a node's or a response's stable line id.
 pub const LINE_ID: &str = "LineId";
+/// The field holding a greyed-out response's reason's stable line id.
+pub const DISABLED_LINE_ID: &str = "DisabledLineId";
 
-const NODE_FIELDS: [&str; 11] = [
+const NODE_FIELDS: [&str; 12] = [
+    "Once",
     "LineId",
     "Text",
     "Direction",
@@ -109,7 +113,16 @@ const NODE_FIELDS: [&str; 11] = [
     "Choice",
     "Patch",
 ];
-const RESPONSE_FIELDS: [&str; 5] = ["LineId", "Text", "Actions", "NextNode", "Conditions"];
+const RESPONSE_FIELDS: [&str; 8] = [
+    "LineId",
+    "Text",
+    "Actions",
+    "NextNode",
+    "Conditions",
+    "Once",
+    "Disabled",
+    "DisabledLineId",
+];
 
 fn decode_node(d: &mut Decoder<'_>, name: &str, value: &Json) -> Option<NodeEntry> {
     let node = Some(name);
@@ -132,6 +145,7 @@ fn decode_node(d: &mut Decoder<'_>, name: &str, value: &Json) -> Option<NodeEntr
     let actions = field("Actions").map(|v| d.actions(node, "Actions", v));
     let conditions = field("Conditions").and_then(|v| d.conditions(node, "Conditions", v));
     let choice = field(CHOICE).and_then(|v| d.choice(node, CHOICE, v));
+    let once = field("Once").and_then(|v| d.boolean(node, "Once", v));
     let exit = decode_exit(
         d,
         node,
@@ -151,6 +165,7 @@ fn decode_node(d: &mut Decoder<'_>, name: &str, value: &Json) -> Option<NodeEntr
             actions,
             conditions,
             choice,
+            once,
         })
     } else {
         NodeEntry::Whole(Node {
@@ -162,6 +177,7 @@ fn decode_node(d: &mut Decoder<'_>, name: &str, value: &Json) -> Option<NodeEntr
             actions: actions.unwrap_or_default(),
             conditions,
             choice,
+            once: once.unwrap_or(false),
         })
     })
 }
@@ -244,7 +260,7 @@ fn decode_exit(
     }
 }
 
-/// `NextNode`: one node name, or a non-empty list tried in order.
+/// `NextNode`: one node name, a non-empty list tried in order, or a group.
 pub(crate) fn decode_next(
     d: &mut Decoder<'_>,
     node: Option<&str>,
@@ -253,6 +269,7 @@ pub(crate) fn decode_next(
 ) -> Option<Next> {
     match v {
         Json::String(_) => d.ident(node, field, "NextNode", v).map(Next::One),
+        Json::Object(fields) => decode_group(d, node, field, fields).map(Next::Group),
         Json::Array(items) if !items.is_empty() => {
             let names: Vec<String> = items
                 .iter()
@@ -268,10 +285,131 @@ pub(crate) fn decode_next(
             None
         }
         other => {
-            d.wrong_type(node, field, "a node name or a list of node names", other);
+            d.wrong_type(
+                node,
+                field,
+                "a node name, a list of node names or a group",
+                other,
+            );
             None
         }
     }
+}
+
+/// A group: `{ "Pick": ..., "Among": [name | {"Node": name, "Weight": n}], "Fallback": name }`.
+fn decode_group(
+    d: &mut Decoder<'_>,
+    node: Option<&str>,
+    field: &str,
+    fields: &[(String, Json)],
+) -> Option<Group> {
+    let errors_before = d.diagnostics.len();
+    let at = |key: &str| format!("{field}.{key}");
+    d.unknown_fields(node, Some(field), fields.iter().map(|(k, _)| k), |k| {
+        ["Pick", "Among", "Fallback"].contains(&k)
+    });
+    let get = |key: &str| fields.iter().find(|(k, _)| k == key).map(|(_, v)| v);
+    let pick = match get("Pick") {
+        None => {
+            d.error(node, &at("Pick"), Problem::MissingField("Pick"));
+            None
+        }
+        Some(Json::String(name)) => {
+            let pick = Pick::ALL.into_iter().find(|p| p.name() == name);
+            if pick.is_none() {
+                d.error(
+                    node,
+                    &at("Pick"),
+                    Problem::BadGroup(format!(
+                        "unknown Pick `{name}` (First, MostSpecific, LeastRecent, Weighted)"
+                    )),
+                );
+            }
+            pick
+        }
+        Some(other) => {
+            d.wrong_type(node, &at("Pick"), "a pick rule's name", other);
+            None
+        }
+    };
+    let mut among = Vec::new();
+    let mut weights = Vec::new();
+    match get("Among") {
+        None => d.error(node, &at("Among"), Problem::MissingField("Among")),
+        Some(Json::Array(items)) if items.is_empty() || items.len() > MAX_GROUP_CANDIDATES => {
+            d.error(
+                node,
+                &at("Among"),
+                Problem::BadGroup(format!(
+                    "a group has 1 to {MAX_GROUP_CANDIDATES} candidates, found {}",
+                    items.len()
+                )),
+            );
+        }
+        Some(Json::Array(items)) => {
+            for (i, item) in items.iter().enumerate() {
+                let item_at = format!("{}[{}]", at("Among"), i + 1);
+                match item {
+                    Json::Object(candidate) => {
+                        d.unknown_fields(
+                            node,
+                            Some(&item_at),
+                            candidate.iter().map(|(k, _)| k),
+                            |k| k == "Node" || k == "Weight",
+                        );
+                        let get = |key: &str| {
+                            candidate.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+                        };
+                        let name = match get("Node") {
+                            Some(v) => d.ident(node, &format!("{item_at}.Node"), "Node", v),
+                            None => {
+                                d.error(node, &item_at, Problem::MissingField("Node"));
+                                None
+                            }
+                        };
+                        let weight = match get("Weight") {
+                            None => None,
+                            Some(Json::Number(n))
+                                if n.as_u64().is_some_and(|w| (1..=u64::from(MAX_WEIGHT)).contains(&w)) =>
+                            {
+                                n.as_u64().map(|w| w as u32)
+                            }
+                            Some(other) => {
+                                d.wrong_type(
+                                    node,
+                                    &format!("{item_at}.Weight"),
+                                    "a whole number from 1 to 1000",
+                                    other,
+                                );
+                                None
+                            }
+                        };
+                        if let Some(name) = name {
+                            among.push(name);
+                            weights.push(weight);
+                        }
+                    }
+                    other => {
+                        if let Some(name) = d.ident(node, &item_at, "NextNode", other) {
+                            among.push(name);
+                            weights.push(None);
+                        }
+                    }
+                }
+            }
+        }
+        Some(other) => d.wrong_type(node, &at("Among"), "a list of candidates", other),
+    }
+    let fallback = get("Fallback").and_then(|v| d.ident(node, &at("Fallback"), "Fallback", v));
+    if d.diagnostics.len() > errors_before {
+        return None;
+    }
+    Some(Group {
+        pick: pick?,
+        among,
+        weights,
+        fallback,
+    })
 }
 
 fn decode_response(
@@ -300,12 +438,21 @@ fn decode_response(
     let next = field("NextNode").and_then(|v| decode_next(d, node, &format!("{at}.NextNode"), v));
     let conditions =
         field("Conditions").and_then(|v| d.conditions(node, &format!("{at}.Conditions"), v));
+    let once = field("Once")
+        .and_then(|v| d.boolean(node, &format!("{at}.Once"), v))
+        .unwrap_or(false);
+    let disabled = field("Disabled").and_then(|v| d.string(node, &format!("{at}.Disabled"), v));
+    let disabled_line = field(DISABLED_LINE_ID)
+        .and_then(|v| d.ident(node, &format!("{at}.{DISABLED_LINE_ID}"), DISABLED_LINE_ID, v));
     (d.diagnostics.len() == errors_before).then_some(Response {
         line,
         text,
         actions,
         next,
         conditions,
+        once,
+        disabled,
+        disabled_line,
     })
 }
 
@@ -344,6 +491,9 @@ pub fn to_json(conversation: &crate::model::Conversation) -> String {
         if let Some(choice) = &node.choice {
             fields.insert(CHOICE.into(), choice_json(choice));
         }
+        if node.once {
+            fields.insert("Once".into(), Value::Bool(true));
+        }
         match &node.exit {
             Exit::End => {}
             Exit::Close => {
@@ -369,6 +519,15 @@ pub fn to_json(conversation: &crate::model::Conversation) -> String {
                         }
                         if let Some(c) = &r.conditions {
                             f.insert("Conditions".into(), Value::String(c.clone()));
+                        }
+                        if r.once {
+                            f.insert("Once".into(), Value::Bool(true));
+                        }
+                        if let Some(reason) = &r.disabled {
+                            f.insert("Disabled".into(), Value::String(reason.clone()));
+                        }
+                        if let Some(line) = &r.disabled_line {
+                            f.insert(DISABLED_LINE_ID.into(), Value::String(line.clone()));
                         }
                         Value::Object(f)
                     })
@@ -403,6 +562,24 @@ fn next_json(next: &Next) -> serde_json::Value {
     match next {
         Next::One(name) => Value::String(name.clone()),
         Next::FirstOf(names) => Value::Array(names.iter().cloned().map(Value::String).collect()),
+        Next::Group(group) => {
+            let mut f = serde_json::Map::new();
+            f.insert("Pick".into(), Value::String(group.pick.name().to_owned()));
+            let among = group
+                .among
+                .iter()
+                .zip(&group.weights)
+                .map(|(name, weight)| match weight {
+                    None => Value::String(name.clone()),
+                    Some(w) => serde_json::json!({ "Node": name, "Weight": w }),
+                })
+                .collect();
+            f.insert("Among".into(), Value::Array(among));
+            if let Some(fallback) = &group.fallback {
+                f.insert("Fallback".into(), Value::String(fallback.clone()));
+            }
+            Value::Object(f)
+        }
     }
 }
 

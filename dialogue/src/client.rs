@@ -108,6 +108,7 @@ impl SharedError {
                 WalkError::AwaitsChoice => ErrorCode::AwaitsChoice,
                 WalkError::AwaitsJump => ErrorCode::AwaitsJump,
                 WalkError::ConditionFailed => ErrorCode::ConditionFailed,
+                WalkError::ResponseDisabled => ErrorCode::ResponseDisabled,
                 WalkError::NotArmed => ErrorCode::NotArmed,
                 WalkError::PayloadMismatch => ErrorCode::PayloadMismatch,
                 WalkError::Closed => ErrorCode::NoConversation,
@@ -208,6 +209,21 @@ impl ClientWalk {
         };
         line.into_iter()
             .flat_map(move |line| self.walk.choices(graph, line, facts))
+    }
+
+    /// The responses under the current line shown greyed out, with their reasons, in priority
+    /// order (PROTOCOL.md 10.1): picking one is `response_disabled`.
+    pub fn greyed<'g>(
+        &'g self,
+        graph: &'g DialogueGraph,
+        facts: &'g dyn Facts,
+    ) -> impl Iterator<Item = (VertexId, &'g str)> + 'g {
+        let line = match self.screen {
+            Screen::Line(line) => Some(line),
+            _ => None,
+        };
+        line.into_iter()
+            .flat_map(move |line| self.walk.greyed(graph, line, facts))
     }
 
     /// True when the current line waits for the player to advance past it: no choice holds

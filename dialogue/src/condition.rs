@@ -10,12 +10,20 @@
 //!           | "has" "(" NAME ")"                       -- a state or tag: has(PostReveal)
 //!           | "quest" "(" NAME ")" ("==" | "!=") STATUS -- quest(MarksColdCall) == active
 //!           | value CMP value                           -- coins >= 50, progress(Q, O) < 3
-//! value    := INTEGER | "progress" "(" NAME "," NAME ")" | COUNTER
+//!           | "$" VAR                                   -- a bool story or derived variable
+//!           | "visited" "(" NAME ")"                    -- the line was shown before
+//! value    := INTEGER | STRING | "progress" "(" NAME "," NAME ")" | COUNTER
+//!           | "$" VAR | "visits" "(" NAME ")"
 //! CMP      := "==" | "!=" | "<" | "<=" | ">" | ">="
 //! STATUS   := "unavailable" | "available" | "active" | "completed"
-//! COUNTER  := "coins" | "experience" | "tutorial_stage"
+//! COUNTER  := "coins" | "experience" | "tutorial_stage" | "opens"
 //! NAME     := [A-Za-z_][A-Za-z0-9_.]*
+//! VAR      := [A-Za-z_][A-Za-z0-9_]*
+//! STRING   := '"' (no '"', backslash or line break)* '"'   -- at most 64 bytes
 //! ```
+//!
+//! Types (a bool variable is a condition, never a value; strings compare only with `==` and
+//! `!=`) need the declarations, so [`Condition::type_errors`] checks them apart from parsing.
 //!
 //! A list of expressions in the content means all of them. Parsing is bounded (length and
 //! nesting), so no input can exhaust the stack; evaluation never allocates.
@@ -26,8 +34,10 @@ use std::fmt;
 pub const MAX_CONDITION_BYTES: usize = 1024;
 /// Deepest nesting of parentheses and `!` accepted.
 pub const MAX_DEPTH: usize = 32;
+/// Longest string literal, and longest string variable value, in bytes.
+pub const MAX_STRING_BYTES: usize = 64;
 
-use banter_protocol::FactSheet;
+use banter_protocol::{FactSheet, VarValue};
 pub use banter_protocol::QuestStatus;
 
 /// The counters a condition may compare.
@@ -36,17 +46,86 @@ pub enum Counter {
     Coins,
     Experience,
     TutorialStage,
+    /// How many times the player opened this conversation before this time.
+    Opens,
 }
 
 impl Counter {
-    pub const ALL: [Counter; 3] = [Counter::Coins, Counter::Experience, Counter::TutorialStage];
+    pub const ALL: [Counter; 4] = [
+        Counter::Coins,
+        Counter::Experience,
+        Counter::TutorialStage,
+        Counter::Opens,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             Counter::Coins => "coins",
             Counter::Experience => "experience",
             Counter::TutorialStage => "tutorial_stage",
+            Counter::Opens => "opens",
         }
+    }
+}
+
+/// A story variable's declared type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum VarType {
+    Bool,
+    Int,
+    Text,
+}
+
+impl VarType {
+    pub const ALL: [VarType; 3] = [VarType::Bool, VarType::Int, VarType::Text];
+
+    /// The name `variables.json` writes.
+    pub fn name(self) -> &'static str {
+        match self {
+            VarType::Bool => "bool",
+            VarType::Int => "int",
+            VarType::Text => "string",
+        }
+    }
+
+    /// The type of a value.
+    pub fn of(value: &VarValue) -> VarType {
+        match value {
+            VarValue::Bool(_) => VarType::Bool,
+            VarValue::Int(_) => VarType::Int,
+            VarValue::Text(_) => VarType::Text,
+        }
+    }
+
+    /// A `SetVariable` value's text as a value of this type, if it is one: `true`/`false`, a
+    /// decimal integer in the 64-bit range, or 1 to 64 bytes of text.
+    pub fn parse(self, text: &str) -> Option<VarValue> {
+        match self {
+            VarType::Bool => match text {
+                "true" => Some(VarValue::Bool(true)),
+                "false" => Some(VarValue::Bool(false)),
+                _ => None,
+            },
+            VarType::Int => {
+                let digits = text.strip_prefix('-').unwrap_or(text);
+                if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                    return None;
+                }
+                text.parse().ok().map(VarValue::Int)
+            }
+            VarType::Text => (!text.is_empty() && text.len() <= MAX_STRING_BYTES)
+                .then(|| VarValue::Text(text.to_owned())),
+        }
+    }
+}
+
+/// The text a value is stored and paid as (`SetVariable`'s `Value`): the inverse of
+/// [`VarType::parse`].
+pub fn value_text(value: &VarValue) -> String {
+    match value {
+        VarValue::Bool(b) => b.to_string(),
+        VarValue::Int(i) => i.to_string(),
+        VarValue::Text(t) => t.clone(),
     }
 }
 
@@ -57,7 +136,26 @@ pub trait Facts {
     fn objective_progress(&self, quest: &str, objective: &str) -> u32;
     /// A state or a tag by name, as `banter-player` names them (`Fishing.Casted`, `PostReveal`).
     fn has(&self, name: &str) -> bool;
+    /// A counter, `opens` (this conversation's) included.
     fn counter(&self, counter: Counter) -> i64;
+    /// A story variable's value, if the facts hold one.
+    fn variable(&self, _name: &str) -> Option<&VarValue> {
+        None
+    }
+    /// How often the player was shown the line (or picked the response) `vertex` of the
+    /// conversation being walked, before this conversation.
+    fn visits(&self, _vertex: &str) -> u32 {
+        0
+    }
+    /// When the player last saw the line `vertex` before this conversation, as an ordering
+    /// (larger is more recent); `None` if never, or not known.
+    fn last_seen(&self, _vertex: &str) -> Option<u64> {
+        None
+    }
+    /// The conversation's seed for `Weighted` groups.
+    fn seed(&self) -> u64 {
+        0
+    }
 }
 
 /// The facts the server sent a client: a client evaluates conditions against these.
@@ -87,7 +185,20 @@ impl Facts for FactSheet {
             Counter::Coins => self.coins,
             Counter::Experience => self.experience,
             Counter::TutorialStage => self.tutorial_stage,
+            Counter::Opens => i64::from(self.opens),
         }
+    }
+    fn variable(&self, name: &str) -> Option<&VarValue> {
+        self.vars.get(name)
+    }
+    fn visits(&self, vertex: &str) -> u32 {
+        self.visits.get(vertex).copied().unwrap_or(0)
+    }
+    fn last_seen(&self, vertex: &str) -> Option<u64> {
+        self.last_seen.get(vertex).copied()
+    }
+    fn seed(&self) -> u64 {
+        self.seed.unwrap_or(0)
     }
 }
 
@@ -108,6 +219,12 @@ impl Facts for NoFacts {
     fn counter(&self, _: Counter) -> i64 {
         0
     }
+    fn variable(&self, _: &str) -> Option<&VarValue> {
+        None
+    }
+    fn visits(&self, _: &str) -> u32 {
+        0
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -125,6 +242,12 @@ pub enum Value {
     Int(i64),
     Counter(Counter),
     Progress { quest: String, objective: String },
+    /// `"text"`.
+    Text(String),
+    /// `$Name`: an int or string variable.
+    Variable(String),
+    /// `visits(Node)`.
+    Visits(String),
 }
 
 /// A parsed condition.
@@ -145,6 +268,10 @@ pub enum Condition {
         op: Comparison,
         right: Value,
     },
+    /// `$Name`: a bool variable.
+    Variable(String),
+    /// `visited(Node)`.
+    Visited(String),
 }
 
 /// A name a condition refers to, for content checks.
@@ -153,6 +280,10 @@ pub enum Reference<'a> {
     Fact(&'a str),
     Quest(&'a str),
     Objective { quest: &'a str, objective: &'a str },
+    /// `$Name`, as a condition or a value.
+    Variable(&'a str),
+    /// `visits(Node)` or `visited(Node)`.
+    Visits(&'a str),
 }
 
 /// Why a condition does not parse: what and at which byte.
@@ -199,16 +330,139 @@ impl Condition {
             Condition::Has(name) => facts.has(name),
             Condition::Quest { quest, is, status } => (facts.quest_status(quest) == *status) == *is,
             Condition::Compare { left, op, right } => {
-                let (l, r) = (value(left, facts), value(right, facts));
-                match op {
-                    Comparison::Eq => l == r,
-                    Comparison::Ne => l != r,
-                    Comparison::Lt => l < r,
-                    Comparison::Le => l <= r,
-                    Comparison::Gt => l > r,
-                    Comparison::Ge => l >= r,
+                match (value(left, facts), value(right, facts)) {
+                    (Scalar::Text(l), Scalar::Text(r)) => compare_text(*op, l == r),
+                    // An absent variable compared with a string reads as "".
+                    (Scalar::Text(t), Scalar::Missing) | (Scalar::Missing, Scalar::Text(t)) => {
+                        compare_text(*op, t.is_empty())
+                    }
+                    (l, r) => match (l.int(), r.int()) {
+                        (Some(l), Some(r)) => match op {
+                            Comparison::Eq => l == r,
+                            Comparison::Ne => l != r,
+                            Comparison::Lt => l < r,
+                            Comparison::Le => l <= r,
+                            Comparison::Gt => l > r,
+                            Comparison::Ge => l >= r,
+                        },
+                        _ => false,
+                    },
                 }
             }
+            Condition::Variable(name) => {
+                matches!(facts.variable(name), Some(VarValue::Bool(true)))
+            }
+            Condition::Visited(vertex) => facts.visits(vertex) > 0,
+        }
+    }
+
+    /// How many tests the condition makes: each `has`, `quest`, comparison, `$VAR` and
+    /// `visited`; `true` and `false` make none. What `MostSpecific` ranks candidates by.
+    pub fn tests(&self) -> usize {
+        match self {
+            Condition::Const(_) => 0,
+            Condition::Not(c) => c.tests(),
+            Condition::All(cs) | Condition::Any(cs) => cs.iter().map(Condition::tests).sum(),
+            Condition::Has(_)
+            | Condition::Quest { .. }
+            | Condition::Compare { .. }
+            | Condition::Variable(_)
+            | Condition::Visited(_) => 1,
+        }
+    }
+
+    /// The type errors of this condition, given each variable's declared type (`None`:
+    /// undeclared, reported apart). Each message says what is wrong.
+    pub fn type_errors(&self, declared: &dyn Fn(&str) -> Option<VarType>) -> Vec<String> {
+        let mut errors = Vec::new();
+        self.collect_type_errors(declared, &mut errors);
+        errors
+    }
+
+    fn collect_type_errors(
+        &self,
+        declared: &dyn Fn(&str) -> Option<VarType>,
+        errors: &mut Vec<String>,
+    ) {
+        match self {
+            Condition::Not(c) => c.collect_type_errors(declared, errors),
+            Condition::All(cs) | Condition::Any(cs) => cs
+                .iter()
+                .for_each(|c| c.collect_type_errors(declared, errors)),
+            Condition::Variable(name) => {
+                if let Some(t) = declared(name).filter(|t| *t != VarType::Bool) {
+                    errors.push(format!(
+                        "`${name}` is {} {}, not a condition (compare it: `${name} == ...`)",
+                        article(t),
+                        t.name()
+                    ));
+                }
+            }
+            Condition::Compare { left, op, right } => {
+                let type_of = |v: &Value| -> Option<Result<VarType, String>> {
+                    match v {
+                        Value::Text(_) => Some(Ok(VarType::Text)),
+                        Value::Variable(name) => declared(name).map(|t| {
+                            if t == VarType::Bool {
+                                Err(format!(
+                                    "`${name}` is a bool: use it as a condition \
+                                     (`${name}`, `!${name}`), not as a value"
+                                ))
+                            } else {
+                                Ok(t)
+                            }
+                        }),
+                        _ => Some(Ok(VarType::Int)),
+                    }
+                };
+                let (l, r) = (type_of(left), type_of(right));
+                for side in [&l, &r] {
+                    if let Some(Err(e)) = side {
+                        errors.push(e.clone());
+                    }
+                }
+                if let (Some(Ok(l)), Some(Ok(r))) = (l, r) {
+                    if l != r {
+                        errors.push(format!(
+                            "compares {} {} with {} {}",
+                            article(l),
+                            l.name(),
+                            article(r),
+                            r.name()
+                        ));
+                    } else if l == VarType::Text && !matches!(op, Comparison::Eq | Comparison::Ne)
+                    {
+                        errors.push("strings compare only with `==` and `!=`".to_owned());
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// True if the condition can be shown never to hold, whatever the facts: `false`, a
+    /// conjunction with a part that never holds, a disjunction all of whose parts never hold,
+    /// `X && !X`, or bounds on one integer that no number meets (`coins > 5 && coins < 3`).
+    /// False means "not proven", never "satisfiable".
+    pub fn provably_false(&self) -> bool {
+        match self {
+            Condition::Const(b) => !b,
+            Condition::Not(c) => c.provably_true(),
+            Condition::Any(cs) => cs.iter().all(Condition::provably_false),
+            Condition::All(cs) => cs.iter().any(Condition::provably_false) || contradictory(cs),
+            _ => false,
+        }
+    }
+
+    /// True if the condition can be shown always to hold (the dual of
+    /// [`Condition::provably_false`]): `true`, `X || !X`, and the like.
+    pub fn provably_true(&self) -> bool {
+        match self {
+            Condition::Const(b) => *b,
+            Condition::Not(c) => c.provably_false(),
+            Condition::All(cs) => cs.iter().all(Condition::provably_true),
+            Condition::Any(cs) => cs.iter().any(Condition::provably_true) || complementary(cs),
+            _ => false,
         }
     }
 
@@ -231,17 +485,114 @@ impl Condition {
                 visit_value(left, f);
                 visit_value(right, f);
             }
+            Condition::Variable(name) => f(Reference::Variable(name)),
+            Condition::Visited(vertex) => f(Reference::Visits(vertex)),
         }
     }
 }
 
-fn value(v: &Value, facts: &dyn Facts) -> i64 {
-    match v {
-        Value::Int(i) => *i,
-        Value::Counter(c) => facts.counter(*c),
-        Value::Progress { quest, objective } => {
-            i64::from(facts.objective_progress(quest, objective))
+fn article(t: VarType) -> &'static str {
+    if t == VarType::Int { "an" } else { "a" }
+}
+
+/// `==`/`!=` of two strings that are `equal` or not; strings have no order.
+fn compare_text(op: Comparison, equal: bool) -> bool {
+    match op {
+        Comparison::Eq => equal,
+        Comparison::Ne => !equal,
+        _ => false,
+    }
+}
+
+/// True if some part of `parts` is the negation of another (`X`, `!X`).
+pub(crate) fn complementary(parts: &[Condition]) -> bool {
+    parts.iter().any(|c| {
+        parts
+            .iter()
+            .any(|d| matches!(d, Condition::Not(n) if **n == *c))
+    })
+}
+
+/// True if `parts` (all of which must hold) hold something and its negation, or bounds on one
+/// integer value with no number between them.
+fn contradictory(parts: &[Condition]) -> bool {
+    if complementary(parts) {
+        return true;
+    }
+    // Each `value OP constant` (either way round) narrows that value to [low, high].
+    let mut bounds: Vec<(&Value, i128, i128)> = Vec::new();
+    for part in parts {
+        let Condition::Compare { left, op, right } = part else {
+            continue;
+        };
+        let is_int_value = |v: &Value| !matches!(v, Value::Int(_) | Value::Text(_));
+        let (value, op, constant) = match (left, right) {
+            (v, Value::Int(c)) if is_int_value(v) => (v, *op, *c),
+            (Value::Int(c), v) if is_int_value(v) => {
+                let flipped = match op {
+                    Comparison::Lt => Comparison::Gt,
+                    Comparison::Le => Comparison::Ge,
+                    Comparison::Gt => Comparison::Lt,
+                    Comparison::Ge => Comparison::Le,
+                    other => *other,
+                };
+                (v, flipped, *c)
+            }
+            _ => continue,
+        };
+        let c = i128::from(constant);
+        let (low, high) = match op {
+            Comparison::Eq => (c, c),
+            Comparison::Lt => (i128::MIN, c - 1),
+            Comparison::Le => (i128::MIN, c),
+            Comparison::Gt => (c + 1, i128::MAX),
+            Comparison::Ge => (c, i128::MAX),
+            Comparison::Ne => continue,
+        };
+        match bounds.iter_mut().find(|(v, _, _)| *v == value) {
+            Some((_, l, h)) => {
+                *l = (*l).max(low);
+                *h = (*h).min(high);
+            }
+            None => bounds.push((value, low, high)),
         }
+    }
+    bounds.iter().any(|(_, low, high)| low > high)
+}
+
+/// A value as evaluated: an integer, a string, or a variable the facts do not hold.
+enum Scalar<'a> {
+    Int(i64),
+    Text(&'a str),
+    Missing,
+}
+
+impl Scalar<'_> {
+    /// As an integer; an absent variable reads as 0.
+    fn int(&self) -> Option<i64> {
+        match self {
+            Scalar::Int(i) => Some(*i),
+            Scalar::Missing => Some(0),
+            Scalar::Text(_) => None,
+        }
+    }
+}
+
+fn value<'a>(v: &'a Value, facts: &'a dyn Facts) -> Scalar<'a> {
+    match v {
+        Value::Int(i) => Scalar::Int(*i),
+        Value::Counter(c) => Scalar::Int(facts.counter(*c)),
+        Value::Progress { quest, objective } => {
+            Scalar::Int(i64::from(facts.objective_progress(quest, objective)))
+        }
+        Value::Text(t) => Scalar::Text(t),
+        Value::Variable(name) => match facts.variable(name) {
+            Some(VarValue::Int(i)) => Scalar::Int(*i),
+            Some(VarValue::Text(t)) => Scalar::Text(t),
+            // A bool is not a value (the type check refuses it); absent reads as zero.
+            Some(VarValue::Bool(_)) | None => Scalar::Missing,
+        },
+        Value::Visits(vertex) => Scalar::Int(i64::from(facts.visits(vertex))),
     }
 }
 
@@ -250,6 +601,10 @@ enum Token {
     Name(String),
     Int(i64),
     Op(&'static str),
+    /// `$Name`.
+    Var(String),
+    /// `"text"`.
+    Text(String),
 }
 
 impl fmt::Display for Token {
@@ -258,9 +613,21 @@ impl fmt::Display for Token {
             Token::Name(n) => write!(f, "`{n}`"),
             Token::Int(i) => write!(f, "`{i}`"),
             Token::Op(o) => write!(f, "`{o}`"),
+            Token::Var(n) => write!(f, "`${n}`"),
+            Token::Text(t) => write!(f, "`\"{t}\"`"),
         }
     }
 }
+
+/// The comparison operators, longest first.
+const COMPARISON_OPS: [(&str, Comparison); 6] = [
+    ("==", Comparison::Eq),
+    ("!=", Comparison::Ne),
+    ("<=", Comparison::Le),
+    (">=", Comparison::Ge),
+    ("<", Comparison::Lt),
+    (">", Comparison::Gt),
+];
 
 const OPERATORS: [&str; 12] = [
     "&&", "||", "==", "!=", "<=", ">=", "<", ">", "!", "(", ")", ",",
@@ -307,6 +674,46 @@ fn tokenize(text: &str) -> Result<Vec<(usize, Token)>, ConditionError> {
                 ),
             })?;
             tokens.push((start, Token::Int(n)));
+        } else if c == b'$' {
+            // A variable: `$` then at once a name of letters, digits and `_`.
+            let start = i;
+            i += 1;
+            let name_start = i;
+            if i < bytes.len() && (bytes[i].is_ascii_alphabetic() || bytes[i] == b'_') {
+                while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
+                    i += 1;
+                }
+            }
+            if i == name_start {
+                return Err(ConditionError {
+                    position: start,
+                    message: "a `$` must be followed at once by a variable name".to_owned(),
+                });
+            }
+            tokens.push((start, Token::Var(text[name_start..i].to_owned())));
+        } else if c == b'"' {
+            // A string: everything up to the next `"`, with no backslash or line break inside.
+            let start = i;
+            i += 1;
+            let body = i;
+            while i < bytes.len() && !matches!(bytes[i], b'"' | b'\\' | b'\n' | b'\r') {
+                i += 1;
+            }
+            if i >= bytes.len() || bytes[i] != b'"' {
+                return Err(ConditionError {
+                    position: start,
+                    message: "a string must end with `\"` on its line, with no `\\` inside"
+                        .to_owned(),
+                });
+            }
+            if i - body > MAX_STRING_BYTES {
+                return Err(ConditionError {
+                    position: start,
+                    message: format!("a string is at most {MAX_STRING_BYTES} bytes"),
+                });
+            }
+            tokens.push((start, Token::Text(text[body..i].to_owned())));
+            i += 1;
         } else if let Some(op) = OPERATORS.iter().find(|op| text[i..].starts_with(**op)) {
             tokens.push((i, Token::Op(op)));
             i += op.len();
@@ -388,6 +795,11 @@ impl Parser<'_> {
         }
     }
 
+    /// True if the token after the current one is a comparison operator.
+    fn comparison_after_next(&self) -> bool {
+        matches!(self.tokens.get(self.at + 1), Some((_, Token::Op(o))) if COMPARISON_OPS.iter().any(|(c, _)| c == o))
+    }
+
     fn enter(&mut self) -> Result<(), ConditionError> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
@@ -451,6 +863,16 @@ impl Parser<'_> {
                 let name = self.arguments(|p| p.name("a state or tag name"))?;
                 Ok(Condition::Has(name))
             }
+            Some((_, Token::Name(n))) if n == "visited" => {
+                let name = self.arguments(|p| p.name("a line or response name"))?;
+                Ok(Condition::Visited(name))
+            }
+            // A variable alone is a condition (a bool); followed by a comparison, a value.
+            Some((_, Token::Var(n))) if !self.comparison_after_next() => {
+                let name = n.clone();
+                self.at += 1;
+                Ok(Condition::Variable(name))
+            }
             Some((_, Token::Name(n))) if n == "quest" => {
                 let quest = self.arguments(|p| p.name("a quest id"))?;
                 let is = if self.eat_op("==") {
@@ -477,15 +899,8 @@ impl Parser<'_> {
             }
             _ => {
                 let left = self.value()?;
-                let op = [
-                    ("==", Comparison::Eq),
-                    ("!=", Comparison::Ne),
-                    ("<=", Comparison::Le),
-                    (">=", Comparison::Ge),
-                    ("<", Comparison::Lt),
-                    (">", Comparison::Gt),
-                ]
-                .into_iter()
+                let op = COMPARISON_OPS
+                    .into_iter()
                 .find(|(op, _)| self.eat_op(op))
                 .map(|(_, c)| c);
                 let Some(op) = op else {
@@ -504,6 +919,20 @@ impl Parser<'_> {
                 self.at += 1;
                 Ok(Value::Int(i))
             }
+            Some((_, Token::Var(n))) => {
+                let name = n.clone();
+                self.at += 1;
+                Ok(Value::Variable(name))
+            }
+            Some((_, Token::Text(t))) => {
+                let text = t.clone();
+                self.at += 1;
+                Ok(Value::Text(text))
+            }
+            Some((_, Token::Name(n))) if n == "visits" => {
+                let name = self.arguments(|p| p.name("a line or response name"))?;
+                Ok(Value::Visits(name))
+            }
             Some((_, Token::Name(n))) if n == "progress" => {
                 let (quest, objective) = self.arguments(|p| {
                     let quest = p.name("a quest id")?;
@@ -515,8 +944,8 @@ impl Parser<'_> {
             Some((position, Token::Name(n))) => {
                 let counter = one_named(Counter::ALL, Counter::name, n, position, || {
                     format!(
-                        "unknown name `{n}` (counters: coins, experience, tutorial_stage; \
-                         use has(...) for states and tags)"
+                        "unknown name `{n}` (counters: coins, experience, tutorial_stage, \
+                         opens; use has(...) for states and tags, $Name for variables)"
                     )
                 })?;
                 self.at += 1;

@@ -82,6 +82,8 @@ pub enum Problem {
     BadAction(String),
     #[error("condition: {0}")]
     BadCondition(String),
+    #[error("group: {0}")]
+    BadGroup(String),
     #[error("unknown format `{0}`")]
     UnknownFormat(String),
 

@@ -339,6 +339,8 @@ fn decode_node(
         actions,
         conditions,
         choice,
+        // The editor format has no `Once`, `Disabled` or groups yet: canonical JSON only.
+        once: false,
     })
 }
 
@@ -370,5 +372,8 @@ fn decode_response(
         next: field("Next").and_then(|v| decode_next(d, resolver, node, &format!("{at}.Next"), v)),
         conditions: field("Conditions")
             .and_then(|v| d.conditions(node, &format!("{at}.Conditions"), v)),
+        once: false,
+        disabled: None,
+        disabled_line: None,
     })
 }

@@ -26,7 +26,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use banter_protocol::{Action, QuestStatus};
+use banter_protocol::{Action, QuestStatus, VarValue};
 
 use crate::condition::{Counter, Facts};
 use crate::content::{Content, NpcDef, QuestDef};
@@ -45,6 +45,8 @@ pub struct ExploreState {
     pub tagged: bool,
     /// Every counter is high (`coins >= 100` holds), or zero.
     pub rich: bool,
+    /// Story variables the walk set (`SetVariable`); others read as absent.
+    pub vars: BTreeMap<String, VarValue>,
 }
 
 impl Facts for ExploreState {
@@ -65,6 +67,12 @@ impl Facts for ExploreState {
     }
     fn counter(&self, _counter: Counter) -> i64 {
         if self.rich { 1_000_000 } else { 0 }
+    }
+    fn variable(&self, name: &str) -> Option<&VarValue> {
+        self.vars.get(name)
+    }
+    fn visits(&self, _vertex: &str) -> u32 {
+        0
     }
 }
 
@@ -146,6 +154,7 @@ pub fn states(content: &Content) -> Vec<ExploreState> {
                 progress: progress.clone(),
                 tagged,
                 rich,
+                vars: BTreeMap::new(),
             });
         }
     };

@@ -159,6 +159,9 @@ fn condition_text(c: &Condition) -> String {
             Value::Int(i) => i.to_string(),
             Value::Counter(c) => c.name().to_owned(),
             Value::Progress { quest, objective } => format!("progress({quest}, {objective})"),
+            Value::Text(t) => format!("\"{t}\""),
+            Value::Variable(name) => format!("${name}"),
+            Value::Visits(vertex) => format!("visits({vertex})"),
         }
     }
     fn join(cs: &[Condition], op: &str) -> String {
@@ -181,6 +184,8 @@ fn condition_text(c: &Condition) -> String {
         Condition::All(cs) => join(cs, " && "),
         Condition::Any(cs) => join(cs, " || "),
         Condition::Has(name) => format!("has({name})"),
+        Condition::Variable(name) => format!("${name}"),
+        Condition::Visited(vertex) => format!("visited({vertex})"),
         Condition::Quest { quest, is, status } => {
             format!(
                 "quest({quest}) {} {}",

@@ -25,7 +25,7 @@ use banter_protocol::{Action, ActionPayload, ActionType};
 
 use crate::condition::Condition;
 use crate::diagnostic::{Diagnostic, Problem};
-use crate::model::{ChoiceRule, Conversation, Exit, Next, Response};
+use crate::model::{ChoiceRule, Conversation, Exit, Next, Pick, Response};
 
 /// A vertex's index in its graph. Dense: `0..graph.len()`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -82,6 +82,11 @@ pub struct Vertex {
     pub close: bool,
     /// Carries a CheckQuest: a client does not follow its exit and waits for the server's jump.
     pub awaits_jump: bool,
+    /// `Once`: a line shown at most once per player as a next line; a response offered until
+    /// picked once.
+    pub once: bool,
+    /// A response's `Disabled` reason: shown greyed out with it when its `Conditions` fail.
+    pub disabled: Option<Box<str>>,
     /// A Prompt's recording in the locale served, in milliseconds: the typewriter finishes the
     /// line when the clip does.
     pub voice_millis: Option<u64>,
@@ -99,6 +104,8 @@ impl Vertex {
             priority,
             close: false,
             awaits_jump: false,
+            once: false,
+            disabled: None,
             voice_millis: None,
             outputs: Span::default(),
             actions: Span::default(),
@@ -131,6 +138,18 @@ pub struct DialogueGraph {
     shared: Option<ChoiceRule>,
     /// Each node's own `Choice`, by vertex, ascending (few nodes have one).
     choices: Vec<(VertexId, ChoiceRule)>,
+    /// Each line group's rule, by its Branch vertex, ascending.
+    groups: Vec<(VertexId, LineGroup)>,
+}
+
+/// A line group's rule, on the Branch vertex whose outputs are its candidates.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LineGroup {
+    pub pick: Pick,
+    /// Each candidate's weight, in the Branch's output order (1 unless `Weighted` says).
+    pub weights: Box<[u32]>,
+    /// Shown when no candidate holds.
+    pub fallback: Option<VertexId>,
 }
 
 /// The index of an authored action in its graph; what the walk's arming counters key on.
@@ -246,6 +265,61 @@ impl DialogueGraph {
         }
         let line = self.find(head.strip_suffix("_r")?)?;
         self.outputs(line).contains(&response).then_some(line)
+    }
+
+    /// The line group whose Branch vertex is `branch`, if it is one.
+    pub fn group(&self, branch: VertexId) -> Option<&LineGroup> {
+        self.groups
+            .binary_search_by_key(&branch, |(b, _)| *b)
+            .ok()
+            .map(|at| &self.groups[at].1)
+    }
+
+    /// Every line group, by Branch vertex.
+    pub fn groups(&self) -> &[(VertexId, LineGroup)] {
+        &self.groups
+    }
+
+    /// True if a `Weighted` group needs the conversation's seed.
+    pub fn has_weighted(&self) -> bool {
+        self.groups.iter().any(|(_, g)| g.pick == Pick::Weighted)
+    }
+
+    /// The vertices whose visit counts this conversation reads, ascending: named by `visits`
+    /// or `visited`, marked `Once`, or a `LeastRecent` candidate; and whether each is a
+    /// `LeastRecent` candidate (whose last showing the walk reads too).
+    pub fn visit_reads(&self) -> Vec<(VertexId, bool)> {
+        let mut reads: Vec<(VertexId, bool)> = Vec::new();
+        for (id, v) in self.vertices() {
+            if v.once {
+                reads.push((id, false));
+            }
+            if let Some(c) = self.condition(id) {
+                c.visit_references(&mut |r| {
+                    if let crate::condition::Reference::Visits(name) = r
+                        && let Some(found) = self.find(name)
+                    {
+                        reads.push((found, false));
+                    }
+                });
+            }
+        }
+        for (branch, group) in &self.groups {
+            if group.pick == Pick::LeastRecent {
+                reads.extend(self.outputs(*branch).iter().map(|&c| (c, true)));
+            }
+        }
+        reads.sort_unstable();
+        // One entry per vertex, a LeastRecent candidate's marked so.
+        reads.dedup_by(|later, earlier| {
+            if later.0 == earlier.0 {
+                earlier.1 |= later.1;
+                true
+            } else {
+                false
+            }
+        });
+        reads
     }
 
     /// The vertex's `Conditions`, if it has any.
@@ -594,6 +668,10 @@ impl Sizes {
                 self.vertices += 1;
                 self.edges += 1 + targets.len();
             }
+            Next::Group(group) => {
+                self.vertices += 1;
+                self.edges += 1 + group.among.len();
+            }
         }
     }
 }
@@ -609,6 +687,8 @@ struct Builder<'a> {
     next_made: u32,
     /// Vertices whose name an earlier vertex has, ascending; reported when pass two reaches them.
     taken: std::iter::Peekable<std::vec::IntoIter<u32>>,
+    /// Each group's `Fallback` by name, with where it was written: looked up after pass two.
+    fallbacks: Vec<(VertexId, String, String, Field)>,
 }
 
 impl<'a> Builder<'a> {
@@ -619,6 +699,7 @@ impl<'a> Builder<'a> {
             speaker: conversation.speaker.clone(),
             shared: conversation.shared.as_ref().map(|s| s.rule()),
             choices: Vec::new(),
+            groups: Vec::new(),
             vertices: Vec::with_capacity(sizes.vertices),
             edges: Vec::with_capacity(sizes.edges),
             actions: Vec::with_capacity(sizes.actions),
@@ -632,6 +713,7 @@ impl<'a> Builder<'a> {
             targets: Vec::new().into_iter(),
             next_made: 0,
             taken: Vec::new().into_iter().peekable(),
+            fallbacks: Vec::new(),
         }
     }
 
@@ -723,7 +805,9 @@ impl<'a> Builder<'a> {
                 }
                 Exit::Responses(responses) => self.wire_responses(id, name, responses),
             }
+            self.graph.vertices[id.index()].once = node.once;
         }
+        self.resolve_fallbacks();
         self.graph
     }
 
@@ -732,7 +816,7 @@ impl<'a> Builder<'a> {
         for target in next.targets() {
             lookups.add(target, &self.graph.by_name, &self.graph.vertices);
         }
-        if let Next::FirstOf(_) = next {
+        if let Next::FirstOf(_) | Next::Group(_) = next {
             let name = numbered(from, "_b", self.graph.vertices.len());
             self.push_vertex(VertexKind::Branch, name, "", 1);
         }
@@ -769,6 +853,9 @@ impl<'a> Builder<'a> {
         };
         for (i, response) in responses.iter().enumerate() {
             let rid = VertexId(first + i as u32);
+            let v = &mut self.graph.vertices[rid.index()];
+            v.once = response.once;
+            v.disabled = response.disabled.as_deref().map(Box::from);
             self.set_actions(rid, &response.actions);
             self.set_condition(
                 rid,
@@ -801,6 +888,46 @@ impl<'a> Builder<'a> {
                     len: self.graph.edges.len() as u32 - start,
                 };
                 Some(branch)
+            }
+            Next::Group(group) => {
+                let branch = self.reach_made();
+                let start = self.graph.edges.len() as u32;
+                let mut weights = Vec::with_capacity(group.among.len());
+                for (i, (target, weight)) in group.among.iter().zip(&group.weights).enumerate() {
+                    if let Some(child) = self.resolve(target, from, field.item(i + 1)) {
+                        self.graph.edges.push(child);
+                        weights.push(weight.unwrap_or(1));
+                    }
+                }
+                self.graph.vertices[branch.index()].outputs = Span {
+                    start,
+                    len: self.graph.edges.len() as u32 - start,
+                };
+                // The fallback is looked up once every vertex exists (`resolve_fallbacks`).
+                self.graph.groups.push((
+                    branch,
+                    LineGroup {
+                        pick: group.pick,
+                        weights: weights.into_boxed_slice(),
+                        fallback: None,
+                    },
+                ));
+                if let Some(fallback) = &group.fallback {
+                    self.fallbacks
+                        .push((branch, fallback.clone(), from.to_owned(), field));
+                }
+                Some(branch)
+            }
+        }
+    }
+
+    /// Every group's `Fallback`, looked up by name now that the graph is whole.
+    fn resolve_fallbacks(&mut self) {
+        for (branch, name, from, field) in std::mem::take(&mut self.fallbacks) {
+            let found = self.graph.find(&name);
+            let found = self.resolved(found, &name, Some(&from), field);
+            if let Ok(at) = self.graph.groups.binary_search_by_key(&branch, |(b, _)| *b) {
+                self.graph.groups[at].1.fallback = found;
             }
         }
     }

@@ -70,15 +70,77 @@ impl ChoiceSpec {
 pub enum Next {
     One(String),
     FirstOf(Vec<String>),
+    /// A line group (CONTENT.md "Line groups and storylets"): candidates picked by a rule.
+    Group(Group),
+}
+
+/// How a line group picks among its candidates that hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Pick {
+    /// The first, in order.
+    First,
+    /// The one whose `Conditions` make the most tests; the first on a tie.
+    MostSpecific,
+    /// The one the player saw longest ago; one never seen first.
+    LeastRecent,
+    /// At random by weight, from the conversation's seed.
+    Weighted,
+}
+
+impl Pick {
+    pub const ALL: [Pick; 4] = [
+        Pick::First,
+        Pick::MostSpecific,
+        Pick::LeastRecent,
+        Pick::Weighted,
+    ];
+
+    /// The name content writes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Pick::First => "First",
+            Pick::MostSpecific => "MostSpecific",
+            Pick::LeastRecent => "LeastRecent",
+            Pick::Weighted => "Weighted",
+        }
+    }
+}
+
+/// The most candidates a group may have.
+pub const MAX_GROUP_CANDIDATES: usize = 64;
+/// The largest `Weight`.
+pub const MAX_WEIGHT: u32 = 1000;
+
+/// A `NextNode` group: `{ "Pick": ..., "Among": [...], "Fallback": ... }`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Group {
+    pub pick: Pick,
+    /// The candidates' node names, in order.
+    pub among: Vec<String>,
+    /// Each candidate's `Weight` as written (`None`: not written, 1), in `among`'s order.
+    pub weights: Vec<Option<u32>>,
+    /// Shown when no candidate holds.
+    pub fallback: Option<String>,
 }
 
 impl Next {
-    /// Every node name this exit refers to, in priority order.
+    /// Every node name this exit refers to, in priority order (a group's candidates, not its
+    /// `Fallback`).
     pub fn targets(&self) -> &[String] {
         match self {
             Next::One(name) => std::slice::from_ref(name),
             Next::FirstOf(names) => names,
+            Next::Group(group) => &group.among,
         }
+    }
+
+    /// Every node name this exit refers to, a group's `Fallback` last.
+    pub fn all_targets(&self) -> impl Iterator<Item = &String> {
+        let fallback = match self {
+            Next::Group(group) => group.fallback.as_ref(),
+            _ => None,
+        };
+        self.targets().iter().chain(fallback)
     }
 }
 
@@ -92,6 +154,12 @@ pub struct Response {
     pub actions: Vec<Action>,
     pub next: Option<Next>,
     pub conditions: Option<String>,
+    /// `Once`: offered until the player has picked it once.
+    pub once: bool,
+    /// `Disabled`: shown greyed out with this reason when its `Conditions` fail.
+    pub disabled: Option<String>,
+    /// `DisabledLineId`: the reason's stable line id.
+    pub disabled_line: Option<String>,
 }
 
 /// How a node ends: at most one of the three exits; none means the conversation ends there.
@@ -130,6 +198,8 @@ pub struct Node {
     /// `Choice`: how a shared conversation's group picks among this node's responses, when it
     /// differs from the conversation's `Shared`.
     pub choice: Option<ChoiceSpec>,
+    /// `Once`: shown at most once per player as a next line or a group's pick.
+    pub once: bool,
 }
 
 /// A layer's node that changes only the fields it names (Banter's answer to "a layer can't
@@ -145,6 +215,7 @@ pub struct NodePatch {
     pub actions: Option<Vec<Action>>,
     pub conditions: Option<String>,
     pub choice: Option<ChoiceSpec>,
+    pub once: Option<bool>,
 }
 
 impl NodePatch {
@@ -165,6 +236,7 @@ impl NodePatch {
             actions: self.actions.clone().unwrap_or_else(|| base.actions.clone()),
             conditions: self.conditions.clone().or_else(|| base.conditions.clone()),
             choice: self.choice.or(base.choice),
+            once: self.once.unwrap_or(base.once),
         }
     }
 }

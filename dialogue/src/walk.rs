@@ -36,10 +36,12 @@
 //! Every rejection is typed and leaves the walk exactly as it was. The hot path (advance, choose,
 //! take_action on a walk whose sets have reached their size) does not allocate.
 
-use banter_protocol::ActionType;
+use banter_protocol::{ActionType, QuestStatus, VarValue};
 
-use crate::condition::Facts;
-use crate::graph::{ActionIndex, DialogueGraph, Vertex, VertexId, VertexKind};
+use crate::ballot::draw;
+use crate::condition::{Counter, Facts};
+use crate::graph::{ActionIndex, DialogueGraph, LineGroup, Vertex, VertexId, VertexKind};
+use crate::model::Pick;
 
 /// The most executions one arming can stockpile (the article's hand-picked 2).
 pub const ARM_CAP: u8 = 2;
@@ -61,6 +63,8 @@ pub enum WalkError {
     AwaitsJump,
     #[error("the response's conditions do not hold")]
     ConditionFailed,
+    #[error("the response is shown greyed out: its conditions do not hold")]
+    ResponseDisabled,
     #[error("no armed action of this type")]
     NotArmed,
     #[error("an action of this type is armed, but with a different payload")]
@@ -90,8 +94,19 @@ struct Arming {
     remaining: u8,
 }
 
-/// Per-conversation walk state: `R` and the arming counters. The graph is not in here: it is
-/// shared, immutable, by every conversation that walks it, and passed to each call.
+/// What this walk added to one vertex's visit count: how many showings (a line) or picks (a
+/// response), and when the last was, as this walk's showing sequence.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Counted {
+    pub vertex: VertexId,
+    pub count: u32,
+    /// The walk's showing number of the last one (1 for the first line this walk showed).
+    pub last: u32,
+}
+
+/// Per-conversation walk state: `R`, the arming counters, and what the walk counted (visits,
+/// showings, weighted draws). The graph is not in here: it is shared, immutable, by every
+/// conversation that walks it, and passed to each call.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Walk {
     /// Sorted, so membership is a binary search and the state is canonical.
@@ -101,6 +116,98 @@ pub struct Walk {
     /// A quest check was chosen or shown and its jump has not come yet.
     awaiting_jump: bool,
     closed: bool,
+    /// Visits this walk added, sorted by vertex (PROTOCOL.md 10.1).
+    counted: Vec<Counted>,
+    /// Showings and picks so far: the sequence [`Counted::last`] is taken from.
+    shows: u32,
+    /// `Weighted` picks made so far: the next pick's draw index.
+    draws: u32,
+}
+
+/// The facts a walk evaluates conditions against: the caller's, with this walk's visit counts
+/// added to the stored ones.
+struct Seen<'a> {
+    facts: &'a dyn Facts,
+    graph: &'a DialogueGraph,
+    counted: &'a [Counted],
+    /// `Weighted` picks the walk has made: the next pick's draw index.
+    draws: u32,
+}
+
+impl Seen<'_> {
+    fn added(&self, vertex: VertexId) -> Option<&Counted> {
+        self.counted
+            .binary_search_by_key(&vertex, |c| c.vertex)
+            .ok()
+            .map(|at| &self.counted[at])
+    }
+
+    /// The visit count of `vertex`: stored plus this walk's.
+    fn count(&self, vertex: VertexId) -> u32 {
+        let stored = self
+            .graph
+            .vertex(vertex)
+            .map_or(0, |v| self.facts.visits(&v.name));
+        stored.saturating_add(self.added(vertex).map_or(0, |c| c.count))
+    }
+
+    /// `v` is a `Once` vertex already counted.
+    fn spent(&self, v: VertexId) -> bool {
+        self.graph.vertex(v).is_some_and(|x| x.once) && self.count(v) > 0
+    }
+
+    /// `v`'s `Conditions` hold and it is not a spent `Once`: a line that may be a next line, a
+    /// response that may be picked.
+    fn holds(&self, v: VertexId) -> bool {
+        self.graph.condition(v).is_none_or(|c| c.eval(self)) && !self.spent(v)
+    }
+
+    /// How recently `line` was shown, to order `LeastRecent` candidates: never (0), stored
+    /// (1, its `last_seen`), or in this walk (2, its showing number).
+    fn recency(&self, line: VertexId) -> (u8, u64) {
+        if let Some(c) = self.added(line) {
+            return (2, u64::from(c.last));
+        }
+        let Some(v) = self.graph.vertex(line) else {
+            return (0, 0);
+        };
+        match self.facts.last_seen(&v.name) {
+            Some(last) => (1, last),
+            None if self.facts.visits(&v.name) > 0 => (1, 0),
+            None => (0, 0),
+        }
+    }
+}
+
+impl Facts for Seen<'_> {
+    fn quest_status(&self, quest: &str) -> QuestStatus {
+        self.facts.quest_status(quest)
+    }
+    fn objective_progress(&self, quest: &str, objective: &str) -> u32 {
+        self.facts.objective_progress(quest, objective)
+    }
+    fn has(&self, name: &str) -> bool {
+        self.facts.has(name)
+    }
+    fn counter(&self, counter: Counter) -> i64 {
+        self.facts.counter(counter)
+    }
+    fn variable(&self, name: &str) -> Option<&VarValue> {
+        self.facts.variable(name)
+    }
+    fn visits(&self, vertex: &str) -> u32 {
+        let stored = self.facts.visits(vertex);
+        match self.graph.find(vertex).and_then(|v| self.added(v)) {
+            Some(c) => stored.saturating_add(c.count),
+            None => stored,
+        }
+    }
+    fn last_seen(&self, vertex: &str) -> Option<u64> {
+        self.facts.last_seen(vertex)
+    }
+    fn seed(&self) -> u64 {
+        self.facts.seed()
+    }
 }
 
 /// A walk's state by value (`R`, the armings, whether it closed), to park it outside the process
@@ -117,6 +224,15 @@ pub struct WalkSnapshot {
     #[serde(default)]
     pub awaiting_jump: bool,
     pub closed: bool,
+    /// Visits the walk added: vertex index, count, the walk's showing number of the last.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub counted: Vec<(u32, u32, u32)>,
+    /// Showings and picks so far.
+    #[serde(default)]
+    pub shows: u32,
+    /// `Weighted` picks so far.
+    #[serde(default)]
+    pub draws: u32,
 }
 
 /// Why a [`WalkSnapshot`] cannot be taken back on a graph.
@@ -142,6 +258,13 @@ impl Walk {
                 .collect(),
             awaiting_jump: self.awaiting_jump,
             closed: self.closed,
+            counted: self
+                .counted
+                .iter()
+                .map(|c| (c.vertex.0, c.count, c.last))
+                .collect(),
+            shows: self.shows,
+            draws: self.draws,
         }
     }
 
@@ -172,11 +295,27 @@ impl Walk {
         }
         armed.sort_unstable_by_key(|a| a.action);
         armed.dedup_by_key(|a| a.action);
+        let mut counted = Vec::with_capacity(snapshot.counted.len());
+        for &(v, count, last) in &snapshot.counted {
+            graph
+                .vertex(VertexId(v))
+                .ok_or(SnapshotError::UnknownVertex(v))?;
+            counted.push(Counted {
+                vertex: VertexId(v),
+                count,
+                last,
+            });
+        }
+        counted.sort_unstable_by_key(|c| c.vertex);
+        counted.dedup_by_key(|c| c.vertex);
         Ok(Walk {
             reachable,
             armed,
             awaiting_jump: snapshot.awaiting_jump,
             closed: snapshot.closed,
+            counted,
+            shows: snapshot.shows,
+            draws: snapshot.draws,
         })
     }
 
@@ -223,10 +362,32 @@ impl Walk {
         std::mem::size_of::<Walk>()
             + self.reachable.capacity() * std::mem::size_of::<VertexId>()
             + self.armed.capacity() * std::mem::size_of::<Arming>()
+            + self.counted.capacity() * std::mem::size_of::<Counted>()
+    }
+
+    /// The visits this walk added, by vertex: what the server adds to the stored counts when
+    /// the conversation ends (PROTOCOL.md 10.1).
+    pub fn counted(&self) -> &[Counted] {
+        &self.counted
+    }
+
+    /// Showings and picks so far (the largest [`Counted::last`]).
+    pub fn shows(&self) -> u32 {
+        self.shows
+    }
+
+    fn seen<'a>(&'a self, graph: &'a DialogueGraph, facts: &'a dyn Facts) -> Seen<'a> {
+        Seen {
+            facts,
+            graph,
+            counted: &self.counted,
+            draws: self.draws,
+        }
     }
 
     /// The responses the player may pick under `line` now, in priority order: those in `R`
-    /// whose `Conditions` hold against `facts`. None while a quest check awaits its jump.
+    /// whose `Conditions` hold against `facts` and that are not a `Once` already picked. None
+    /// while a quest check awaits its jump.
     pub fn choices<'g>(
         &'g self,
         graph: &'g DialogueGraph,
@@ -238,12 +399,39 @@ impl Walk {
         } else {
             graph.outputs(line)
         };
+        let seen = self.seen(graph, facts);
         outputs.iter().copied().filter(move |&r| {
             graph
                 .vertex(r)
                 .is_some_and(|v| v.kind == VertexKind::Response)
                 && self.is_reachable(r)
-                && graph.condition(r).is_none_or(|c| c.eval(facts))
+                && seen.holds(r)
+        })
+    }
+
+    /// The responses under `line` shown greyed out now, in priority order, with their reasons:
+    /// those in `R` with a `Disabled` reason whose `Conditions` fail, that are not a `Once`
+    /// already picked. None while a quest check awaits its jump.
+    pub fn greyed<'g>(
+        &'g self,
+        graph: &'g DialogueGraph,
+        line: VertexId,
+        facts: &'g dyn Facts,
+    ) -> impl Iterator<Item = (VertexId, &'g str)> + 'g {
+        let outputs = if self.awaiting_jump {
+            &[][..]
+        } else {
+            graph.outputs(line)
+        };
+        let seen = self.seen(graph, facts);
+        outputs.iter().copied().filter_map(move |r| {
+            let v = graph.vertex(r)?;
+            let reason = v.disabled.as_deref()?;
+            (v.kind == VertexKind::Response
+                && self.is_reachable(r)
+                && !seen.spent(r)
+                && !seen.holds(r))
+            .then_some((r, reason))
         })
     }
 
@@ -316,10 +504,16 @@ impl Walk {
             return Err(WalkError::AwaitsJump);
         }
         // Authoritative: the facts may have changed since the response was shown.
-        if graph.condition(response).is_some_and(|c| !c.eval(facts)) {
-            return Err(WalkError::ConditionFailed);
+        let seen = self.seen(graph, facts);
+        if !seen.holds(response) {
+            return Err(if vertex.disabled.is_some() && !seen.spent(response) {
+                WalkError::ResponseDisabled
+            } else {
+                WalkError::ConditionFailed
+            });
         }
         self.arm(graph, response);
+        self.count(response);
         if vertex.awaits_jump {
             self.awaiting_jump = true;
             return Ok(Shown::AwaitJump);
@@ -460,7 +654,7 @@ impl Walk {
         response: VertexId,
         facts: &dyn Facts,
     ) -> bool {
-        self.is_reachable(response) && graph.condition(response).is_none_or(|c| c.eval(facts))
+        self.is_reachable(response) && self.seen(graph, facts).holds(response)
     }
 
     /// The checks of a group's decision, in order: the walk is open, `response` is a response
@@ -487,9 +681,35 @@ impl Walk {
         Ok(vertex)
     }
 
+    /// A group's decision on this walk: the response's actions are armed if it was shown and
+    /// holds; it is counted as picked if it was shown.
     fn arm_if_shown(&mut self, graph: &DialogueGraph, response: VertexId, facts: &dyn Facts) {
         if self.shown_and_holds(graph, response, facts) {
             self.arm(graph, response);
+        }
+        if self.is_reachable(response) {
+            self.count(response);
+        }
+    }
+
+    /// Adds one to `v`'s visits in this walk.
+    fn count(&mut self, v: VertexId) {
+        self.shows = self.shows.saturating_add(1);
+        let last = self.shows;
+        match self.counted.binary_search_by_key(&v, |c| c.vertex) {
+            Ok(at) => {
+                let c = &mut self.counted[at];
+                c.count = c.count.saturating_add(1);
+                c.last = last;
+            }
+            Err(at) => self.counted.insert(
+                at,
+                Counted {
+                    vertex: v,
+                    count: 1,
+                    last,
+                },
+            ),
         }
     }
 
@@ -525,7 +745,11 @@ impl Walk {
 
     /// Shows the line that follows `from` (a line or a response), if any.
     fn follow(&mut self, graph: &DialogueGraph, from: VertexId, facts: &dyn Facts) -> Shown {
-        match next_line(graph, from, facts) {
+        let (line, drew) = self.seen(graph, facts).next_line(graph.outputs(from), 0);
+        if drew {
+            self.draws = self.draws.saturating_add(1);
+        }
+        match line {
             Some(line) => {
                 self.show(graph, line, facts);
                 Shown::Line(line)
@@ -534,7 +758,8 @@ impl Walk {
         }
     }
 
-    /// Shows an NPC line: it and its visible responses join `R`, its actions are armed.
+    /// Shows an NPC line: it and its visible responses join `R` (those that hold, and those
+    /// shown greyed out), its actions are armed, and then it is counted.
     fn show(&mut self, graph: &DialogueGraph, line: VertexId, facts: &dyn Facts) {
         self.insert_reachable(line);
         self.arm(graph, line);
@@ -543,10 +768,23 @@ impl Walk {
         }
         for &r in graph.outputs(line) {
             let Some(v) = graph.vertex(r) else { continue };
-            if v.kind == VertexKind::Response && graph.condition(r).is_none_or(|c| c.eval(facts)) {
+            if v.kind != VertexKind::Response {
+                continue;
+            }
+            let shown = {
+                let seen = Seen {
+                    facts,
+                    graph,
+                    counted: &self.counted,
+                    draws: self.draws,
+                };
+                !seen.spent(r) && (v.disabled.is_some() || seen.holds(r))
+            };
+            if shown {
                 self.insert_reachable(r);
             }
         }
+        self.count(line);
     }
 
     fn insert_reachable(&mut self, v: VertexId) {
@@ -584,38 +822,111 @@ fn check_line(graph: &DialogueGraph, node: VertexId) -> Result<(), WalkError> {
     }
 }
 
-/// The NPC line that follows `from` by the client rule: the first output by priority whose
-/// conditions hold, passing through Branch (and Condition) vertices. Responses are not lines.
+/// The NPC line that follows `from` by the client rule, for a walk that has shown nothing yet
+/// (no visits of its own, no draws made): the first output by priority that holds, passing
+/// through Branch (and Condition) vertices and picking in line groups. Responses are not lines.
 pub fn next_line(graph: &DialogueGraph, from: VertexId, facts: &dyn Facts) -> Option<VertexId> {
-    first_line(graph, graph.outputs(from), facts, 0)
+    Seen {
+        facts,
+        graph,
+        counted: &[],
+        draws: 0,
+    }
+    .next_line(graph.outputs(from), 0)
+    .0
 }
 
 /// Branches hold only Prompts by construction; the depth bound keeps a hand-built graph with
 /// nested transparent vertices from recursing without end.
 const MAX_TRANSPARENT_DEPTH: usize = 8;
 
-fn first_line(
-    graph: &DialogueGraph,
-    outputs: &[VertexId],
-    facts: &dyn Facts,
-    depth: usize,
-) -> Option<VertexId> {
-    for &out in outputs {
-        let Some(v) = graph.vertex(out) else { continue };
-        if graph.condition(out).is_some_and(|c| !c.eval(facts)) {
-            continue;
+impl Seen<'_> {
+    /// The first of `outputs` that holds, by priority: a line, or what a Branch leads to (a
+    /// group's pick). Also whether a `Weighted` pick used a draw.
+    fn next_line(&self, outputs: &[VertexId], depth: usize) -> (Option<VertexId>, bool) {
+        let graph = self.graph;
+        for &out in outputs {
+            let Some(v) = graph.vertex(out) else { continue };
+            if graph.condition(out).is_some_and(|c| !c.eval(self)) {
+                continue;
+            }
+            match v.kind {
+                VertexKind::Prompt if !self.spent(out) => return (Some(out), false),
+                VertexKind::Branch if graph.group(out).is_some() => {
+                    if let Some(group) = graph.group(out) {
+                        let (line, drew) = self.pick(graph.outputs(out), group);
+                        if line.is_some() || drew {
+                            return (line, drew);
+                        }
+                    }
+                }
+                VertexKind::Branch | VertexKind::Condition | VertexKind::Action
+                    if depth < MAX_TRANSPARENT_DEPTH =>
+                {
+                    if let (Some(line), drew) = self.next_line(graph.outputs(out), depth + 1) {
+                        return (Some(line), drew);
+                    }
+                }
+                _ => {}
+            }
         }
-        match v.kind {
-            VertexKind::Prompt => return Some(out),
-            VertexKind::Branch | VertexKind::Condition | VertexKind::Action
-                if depth < MAX_TRANSPARENT_DEPTH =>
-            {
-                if let Some(line) = first_line(graph, graph.outputs(out), facts, depth + 1) {
-                    return Some(line);
+        (None, false)
+    }
+
+    /// A line group's pick among `candidates` (PROTOCOL.md 10.1), its `Fallback` when none
+    /// holds; and whether a `Weighted` pick used a draw.
+    fn pick(&self, candidates: &[VertexId], group: &LineGroup) -> (Option<VertexId>, bool) {
+        let holds = |c: VertexId| {
+            self.graph
+                .vertex(c)
+                .is_some_and(|v| v.kind == VertexKind::Prompt)
+                && self.holds(c)
+        };
+        let mut holding = candidates.iter().copied().filter(|&c| holds(c));
+        let (picked, drew) = match group.pick {
+            Pick::First => (holding.next(), false),
+            Pick::MostSpecific => {
+                let tests = |c: VertexId| self.graph.condition(c).map_or(0, |x| x.tests());
+                // The first of the most specific: a later one must make strictly more tests.
+                let best = holding.fold(None, |best: Option<VertexId>, c| match best {
+                    Some(b) if tests(b) >= tests(c) => Some(b),
+                    _ => Some(c),
+                });
+                (best, false)
+            }
+            Pick::LeastRecent => {
+                let best = holding.fold(None, |best: Option<VertexId>, c| match best {
+                    Some(b) if self.recency(b) <= self.recency(c) => Some(b),
+                    _ => Some(c),
+                });
+                (best, false)
+            }
+            Pick::Weighted => {
+                let weight = |c: VertexId| {
+                    candidates
+                        .iter()
+                        .position(|&x| x == c)
+                        .and_then(|at| group.weights.get(at))
+                        .map_or(1, |w| u64::from(*w))
+                };
+                let total: u64 = holding.clone().map(weight).sum();
+                if total == 0 {
+                    (None, false)
+                } else {
+                    let k = self.draws;
+                    let r = draw(self.facts.seed(), u64::from(k)) % total;
+                    let mut sum = 0;
+                    let picked = holding.find(|&c| {
+                        sum += weight(c);
+                        sum > r
+                    });
+                    (picked, true)
                 }
             }
-            _ => {}
+        };
+        match picked {
+            Some(line) => (Some(line), drew),
+            None => (group.fallback, drew),
         }
     }
-    None
 }

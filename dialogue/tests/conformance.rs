@@ -514,6 +514,7 @@ fn facts(quests: &[(&str, QuestStatus)], coins: i64, has: &[&str]) -> FactSheet 
         experience: 40,
         tutorial_stage: 3,
         has: has.iter().map(|h| (*h).to_owned()).collect(),
+        ..FactSheet::default()
     }
 }
 
@@ -857,6 +858,7 @@ fn walk_code(e: &WalkError) -> &'static str {
         E::AwaitsChoice => "awaits_choice",
         E::AwaitsJump => "awaits_jump",
         E::ConditionFailed => "condition_failed",
+        E::ResponseDisabled => "response_disabled",
         E::NotArmed => "not_armed",
         E::PayloadMismatch => "payload_mismatch",
         E::Closed => "no_conversation",

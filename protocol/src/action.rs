@@ -326,6 +326,12 @@ actions! {
     }
     /// The player is sent to pick a boat for a trip.
     ChooseRideBoat(false, NodeOrResponse) { quest_id: Ident("QuestId") }
+    /// A story variable takes a value (CONTENT.md "Story variables"): `true`/`false`, a decimal
+    /// integer or the text, as the variable's declared type says.
+    SetVariable(true, NodeOrResponse) {
+        variable: Ident("Variable"),
+        value: Ident("Value"),
+    }
 }
 
 impl ActionType {

@@ -19,7 +19,7 @@ pub use action::{
     FieldValue, ObjectiveAmount, Placement, UnknownActionType, actions_json,
 };
 pub use messages::{
-    ByeReason, ClientMessage, ClientMessageKind, CloseReason, Effect, ErrorCode, FactSheet,
+    ByeReason, ClientMessage, ClientMessageKind, CloseReason, Effect, ErrorCode, FactSheet, VarValue,
     MAX_CLIENT_FRAME_BYTES, NpcRef, PROTOCOL_VERSION, Position, Profile, QuestStatus,
     ServerMessage,
 };

@@ -283,6 +283,71 @@ pub struct FactSheet {
     /// States and tags that hold, by name (`Dialogue.Talking`, `Afk`).
     #[serde(default)]
     pub has: Vec<String>,
+    /// The story variables this conversation's conditions read, by name (PROTOCOL.md 10.1).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub vars: BTreeMap<String, VarValue>,
+    /// How often the player was shown each line (or picked each response) this conversation
+    /// reads, by vertex name; absent is 0.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub visits: BTreeMap<String, u32>,
+    /// When each `LeastRecent` candidate the player has seen was last shown, as an ordering:
+    /// larger is more recent.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub last_seen: BTreeMap<String, u64>,
+    /// How many times the player opened this conversation before this time.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub opens: u32,
+    /// The conversation's seed for `Weighted` groups, present exactly when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "seed_text")]
+    #[schemars(with = "Option<String>")]
+    pub seed: Option<u64>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// A `u64` seed as a decimal string on the wire (JSON numbers lose precision past 2^53).
+mod seed_text {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(seed: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
+        match seed {
+            Some(seed) => s.serialize_str(&seed.to_string()),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+        let text = Option::<String>::deserialize(d)?;
+        text.map(|t| {
+            t.parse::<u64>()
+                .ok()
+                .filter(|n| n.to_string() == t)
+                .ok_or_else(|| serde::de::Error::custom("seed: not a canonical decimal u64"))
+        })
+        .transpose()
+    }
+}
+
+/// A story variable's value (CONTENT.md "Story variables"): a JSON boolean, integer or string.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum VarValue {
+    Bool(bool),
+    Int(i64),
+    Text(String),
+}
+
+impl VarValue {
+    /// The value's type name, as `variables.json` writes it.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            VarValue::Bool(_) => "bool",
+            VarValue::Int(_) => "int",
+            VarValue::Text(_) => "string",
+        }
+    }
 }
 
 /// The player's persistent profile as the client sees it.
@@ -345,6 +410,11 @@ pub enum Effect {
     },
     ChooseRideBoat {
         quest: String,
+    },
+    /// `SetVariable`: the story variable now has this value.
+    VariableSet {
+        variable: String,
+        value: VarValue,
     },
 }
 
@@ -432,6 +502,8 @@ pub enum ErrorCode {
     AwaitsJump,
     /// The response's conditions do not hold.
     ConditionFailed,
+    /// The response is shown greyed out (`Disabled`): its `Conditions` do not hold now.
+    ResponseDisabled,
     /// No armed action of that type.
     NotArmed,
     /// An action of that type is armed, but with a different payload.

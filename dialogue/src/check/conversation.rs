@@ -259,7 +259,8 @@ impl ConversationCheck<'_, '_> {
             };
             let quests_unloaded = self.content.unloaded.quests;
             condition.visit_references(&mut |reference| match reference {
-                Reference::Fact(_) => {}
+                // Variables and visits have their own check (check/writing.rs).
+                Reference::Fact(_) | Reference::Variable(_) | Reference::Visits(_) => {}
                 Reference::Quest(_) | Reference::Objective { .. } if quests_unloaded => {}
                 Reference::Quest(q) => {
                     if !self.index.quests.contains_key(q) {
