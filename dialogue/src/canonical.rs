@@ -23,8 +23,8 @@
 use crate::diagnostic::{Diagnostic, Problem};
 use crate::json::{Decoder, Json};
 use crate::model::{
-    Group, MAX_GROUP_CANDIDATES, MAX_WEIGHT, Pick,
-    ChoiceSpec, ConversationFile, Exit, Next, Node, NodeEntry, NodePatch, Response, VoiceLine,
+    ChoiceSpec, ConversationFile, Exit, Group, MAX_GROUP_CANDIDATES, MAX_WEIGHT, Next, Node,
+    NodeEntry, NodePatch, Pick, Response, VoiceLine,
 };
 
 /// Reserved keys of a conversation object; every other key is a node.
@@ -357,9 +357,8 @@ fn decode_group(
                             candidate.iter().map(|(k, _)| k),
                             |k| k == "Node" || k == "Weight",
                         );
-                        let get = |key: &str| {
-                            candidate.iter().find(|(k, _)| k == key).map(|(_, v)| v)
-                        };
+                        let get =
+                            |key: &str| candidate.iter().find(|(k, _)| k == key).map(|(_, v)| v);
                         let name = match get("Node") {
                             Some(v) => d.ident(node, &format!("{item_at}.Node"), "Node", v),
                             None => {
@@ -370,7 +369,8 @@ fn decode_group(
                         let weight = match get("Weight") {
                             None => None,
                             Some(Json::Number(n))
-                                if n.as_u64().is_some_and(|w| (1..=u64::from(MAX_WEIGHT)).contains(&w)) =>
+                                if n.as_u64()
+                                    .is_some_and(|w| (1..=u64::from(MAX_WEIGHT)).contains(&w)) =>
                             {
                                 n.as_u64().map(|w| w as u32)
                             }
@@ -442,8 +442,14 @@ fn decode_response(
         .and_then(|v| d.boolean(node, &format!("{at}.Once"), v))
         .unwrap_or(false);
     let disabled = field("Disabled").and_then(|v| d.string(node, &format!("{at}.Disabled"), v));
-    let disabled_line = field(DISABLED_LINE_ID)
-        .and_then(|v| d.ident(node, &format!("{at}.{DISABLED_LINE_ID}"), DISABLED_LINE_ID, v));
+    let disabled_line = field(DISABLED_LINE_ID).and_then(|v| {
+        d.ident(
+            node,
+            &format!("{at}.{DISABLED_LINE_ID}"),
+            DISABLED_LINE_ID,
+            v,
+        )
+    });
     (d.diagnostics.len() == errors_before).then_some(Response {
         line,
         text,

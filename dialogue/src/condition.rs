@@ -37,8 +37,8 @@ pub const MAX_DEPTH: usize = 32;
 /// Longest string literal, and longest string variable value, in bytes.
 pub const MAX_STRING_BYTES: usize = 64;
 
-use banter_protocol::{FactSheet, VarValue};
 pub use banter_protocol::QuestStatus;
+use banter_protocol::{FactSheet, VarValue};
 
 /// The counters a condition may compare.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -241,7 +241,10 @@ pub enum Comparison {
 pub enum Value {
     Int(i64),
     Counter(Counter),
-    Progress { quest: String, objective: String },
+    Progress {
+        quest: String,
+        objective: String,
+    },
     /// `"text"`.
     Text(String),
     /// `$Name`: an int or string variable.
@@ -279,7 +282,10 @@ pub enum Condition {
 pub enum Reference<'a> {
     Fact(&'a str),
     Quest(&'a str),
-    Objective { quest: &'a str, objective: &'a str },
+    Objective {
+        quest: &'a str,
+        objective: &'a str,
+    },
     /// `$Name`, as a condition or a value.
     Variable(&'a str),
     /// `visits(Node)` or `visited(Node)`.
@@ -430,8 +436,7 @@ impl Condition {
                             article(r),
                             r.name()
                         ));
-                    } else if l == VarType::Text && !matches!(op, Comparison::Eq | Comparison::Ne)
-                    {
+                    } else if l == VarType::Text && !matches!(op, Comparison::Eq | Comparison::Ne) {
                         errors.push("strings compare only with `==` and `!=`".to_owned());
                     }
                 }
@@ -469,8 +474,11 @@ impl Condition {
     /// Calls `f` with every name this condition refers to.
     pub fn visit_references<'a>(&'a self, f: &mut dyn FnMut(Reference<'a>)) {
         let visit_value = |v: &'a Value, f: &mut dyn FnMut(Reference<'a>)| {
-            if let Value::Progress { quest, objective } = v {
-                f(Reference::Objective { quest, objective });
+            match v {
+                Value::Progress { quest, objective } => f(Reference::Objective { quest, objective }),
+                Value::Variable(name) => f(Reference::Variable(name)),
+                Value::Visits(vertex) => f(Reference::Visits(vertex)),
+                Value::Int(_) | Value::Counter(_) | Value::Text(_) => {}
             }
         };
         match self {
@@ -901,8 +909,8 @@ impl Parser<'_> {
                 let left = self.value()?;
                 let op = COMPARISON_OPS
                     .into_iter()
-                .find(|(op, _)| self.eat_op(op))
-                .map(|(_, c)| c);
+                    .find(|(op, _)| self.eat_op(op))
+                    .map(|(_, c)| c);
                 let Some(op) = op else {
                     return self.fail("expected a comparison (`==`, `!=`, `<`, `<=`, `>`, `>=`)");
                 };

@@ -268,6 +268,8 @@ pub struct Content {
     pub voice: Option<crate::text::VoiceManifest>,
     /// Quests and NPCs by id and quests by giver, kept by the loader (see [`Ids`]).
     pub ids: Ids,
+    /// The story and derived variables, from `variables.json` (absent: none).
+    pub variables: crate::variables::Variables,
 }
 
 /// Where each quest and NPC sits by id (the first of an id, as a scan finds it) and each giver's
@@ -476,6 +478,7 @@ impl Content {
             content.add_quests(&path, quests);
         }
 
+        content.variables = crate::variables::Variables::load(root, &mut diagnostics);
         let dialogue = root.join("dialogue");
         let mut files: BTreeMap<Layer, BTreeMap<String, ConversationFile>> = BTreeMap::new();
         for layer in Layer::ALL {
@@ -544,7 +547,10 @@ impl Content {
                 }
             }
             stack.extend(lockout.iter().map(|f| (Layer::Lockout, f)));
-            let merged = layers::merge(&name, &base_file, &stack, &mut diagnostics);
+            let mut merged = layers::merge(&name, &base_file, &stack, &mut diagnostics);
+            // Derived variables are written into the conditions before the build, so the
+            // graph and the `opened.content` a client walks read the same text.
+            content.variables.inline_into(&mut merged);
             if merged.first_node.is_none() {
                 diagnostics.push(Diagnostic::error(&base_file.file, Problem::NoFirstNode));
             }

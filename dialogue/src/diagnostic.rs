@@ -84,6 +84,22 @@ pub enum Problem {
     BadCondition(String),
     #[error("group: {0}")]
     BadGroup(String),
+    #[error("variables: {0}")]
+    VariableDeclaration(String),
+    #[error("undeclared variable `{0}` (declare it in variables.json)")]
+    UndeclaredVariable(String),
+    #[error("type error: {0}")]
+    VariableType(String),
+    #[error("derived variables form a cycle: {0}")]
+    DerivedCycle(String),
+    #[error("`{0}` is read-only: content may read it, never set it")]
+    ReadOnlyFact(String),
+    #[error("`{0}` is not a line or response of this conversation")]
+    UnknownVisited(String),
+    #[error("empty group: {0}")]
+    EmptyGroup(String),
+    #[error("soft lock: {0}")]
+    SoftLock(String),
     #[error("unknown format `{0}`")]
     UnknownFormat(String),
 

@@ -26,6 +26,7 @@ pub mod resolver;
 pub mod synth;
 pub mod text;
 pub mod tutorial;
+pub mod variables;
 pub mod walk;
 
 pub use client::{ClientWalk, Outgoing, Screen, SharedError};

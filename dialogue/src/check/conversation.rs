@@ -94,6 +94,7 @@ impl ConversationCheck<'_, '_> {
         }
         self.missing_moments();
         self.shared();
+        self.writing();
     }
 
     /// The file a node's final version came from.

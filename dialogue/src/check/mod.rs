@@ -26,6 +26,7 @@ mod resolver;
 mod shared;
 mod tutorial;
 mod world;
+mod writing;
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
