@@ -236,6 +236,9 @@ impl ClientFacts {
                 }
                 self.unlock_after(content, std::slice::from_ref(quest));
             }
+            Effect::VariableSet { variable, value } => {
+                self.sheet.vars.insert(variable.clone(), value.clone());
+            }
             _ => {}
         }
     }

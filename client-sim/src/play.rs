@@ -124,6 +124,10 @@ pub fn describe_effect(effect: &Effect, profile: &Profile) -> String {
         Effect::OpenSellMenu {} => "★ The selling menu opens (sell in the game)".to_owned(),
         Effect::PlayCutscene { scene } => format!("★ Cutscene: {scene}"),
         Effect::ChooseRideBoat { quest } => format!("★ Pick a boat for {quest}"),
+        Effect::VariableSet { variable, value } => {
+            let value = banter_dialogue::condition::value_text(value);
+            format!("★ {variable} is now {value}")
+        }
     }
 }
 

@@ -119,6 +119,45 @@ impl VarType {
     }
 }
 
+/// A variable's value, borrowed: what [`Facts::variable`] answers without allocating.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VarRef<'a> {
+    Bool(bool),
+    Int(i64),
+    Text(&'a str),
+}
+
+impl<'a> VarRef<'a> {
+    pub fn of(value: &'a VarValue) -> VarRef<'a> {
+        match value {
+            VarValue::Bool(b) => VarRef::Bool(*b),
+            VarValue::Int(i) => VarRef::Int(*i),
+            VarValue::Text(t) => VarRef::Text(t),
+        }
+    }
+
+    /// A stored text read as a value of `ty` (`None` if it is not one).
+    pub fn parse(ty: VarType, text: &'a str) -> Option<VarRef<'a>> {
+        match ty {
+            VarType::Bool => match text {
+                "true" => Some(VarRef::Bool(true)),
+                "false" => Some(VarRef::Bool(false)),
+                _ => None,
+            },
+            VarType::Int => text.parse().ok().map(VarRef::Int),
+            VarType::Text => Some(VarRef::Text(text)),
+        }
+    }
+
+    pub fn to_value(self) -> VarValue {
+        match self {
+            VarRef::Bool(b) => VarValue::Bool(b),
+            VarRef::Int(i) => VarValue::Int(i),
+            VarRef::Text(t) => VarValue::Text(t.to_owned()),
+        }
+    }
+}
+
 /// The text a value is stored and paid as (`SetVariable`'s `Value`): the inverse of
 /// [`VarType::parse`].
 pub fn value_text(value: &VarValue) -> String {
@@ -139,7 +178,7 @@ pub trait Facts {
     /// A counter, `opens` (this conversation's) included.
     fn counter(&self, counter: Counter) -> i64;
     /// A story variable's value, if the facts hold one.
-    fn variable(&self, _name: &str) -> Option<&VarValue> {
+    fn variable(&self, _name: &str) -> Option<VarRef<'_>> {
         None
     }
     /// How often the player was shown the line (or picked the response) `vertex` of the
@@ -188,8 +227,8 @@ impl Facts for FactSheet {
             Counter::Opens => i64::from(self.opens),
         }
     }
-    fn variable(&self, name: &str) -> Option<&VarValue> {
-        self.vars.get(name)
+    fn variable(&self, name: &str) -> Option<VarRef<'_>> {
+        self.vars.get(name).map(VarRef::of)
     }
     fn visits(&self, vertex: &str) -> u32 {
         self.visits.get(vertex).copied().unwrap_or(0)
@@ -219,7 +258,7 @@ impl Facts for NoFacts {
     fn counter(&self, _: Counter) -> i64 {
         0
     }
-    fn variable(&self, _: &str) -> Option<&VarValue> {
+    fn variable(&self, _: &str) -> Option<VarRef<'_>> {
         None
     }
     fn visits(&self, _: &str) -> u32 {
@@ -355,9 +394,7 @@ impl Condition {
                     },
                 }
             }
-            Condition::Variable(name) => {
-                matches!(facts.variable(name), Some(VarValue::Bool(true)))
-            }
+            Condition::Variable(name) => matches!(facts.variable(name), Some(VarRef::Bool(true))),
             Condition::Visited(vertex) => facts.visits(vertex) > 0,
         }
     }
@@ -473,13 +510,11 @@ impl Condition {
 
     /// Calls `f` with every name this condition refers to.
     pub fn visit_references<'a>(&'a self, f: &mut dyn FnMut(Reference<'a>)) {
-        let visit_value = |v: &'a Value, f: &mut dyn FnMut(Reference<'a>)| {
-            match v {
-                Value::Progress { quest, objective } => f(Reference::Objective { quest, objective }),
-                Value::Variable(name) => f(Reference::Variable(name)),
-                Value::Visits(vertex) => f(Reference::Visits(vertex)),
-                Value::Int(_) | Value::Counter(_) | Value::Text(_) => {}
-            }
+        let visit_value = |v: &'a Value, f: &mut dyn FnMut(Reference<'a>)| match v {
+            Value::Progress { quest, objective } => f(Reference::Objective { quest, objective }),
+            Value::Variable(name) => f(Reference::Variable(name)),
+            Value::Visits(vertex) => f(Reference::Visits(vertex)),
+            Value::Int(_) | Value::Counter(_) | Value::Text(_) => {}
         };
         match self {
             Condition::Const(_) => {}
@@ -595,10 +630,10 @@ fn value<'a>(v: &'a Value, facts: &'a dyn Facts) -> Scalar<'a> {
         }
         Value::Text(t) => Scalar::Text(t),
         Value::Variable(name) => match facts.variable(name) {
-            Some(VarValue::Int(i)) => Scalar::Int(*i),
-            Some(VarValue::Text(t)) => Scalar::Text(t),
+            Some(VarRef::Int(i)) => Scalar::Int(i),
+            Some(VarRef::Text(t)) => Scalar::Text(t),
             // A bool is not a value (the type check refuses it); absent reads as zero.
-            Some(VarValue::Bool(_)) | None => Scalar::Missing,
+            Some(VarRef::Bool(_)) | None => Scalar::Missing,
         },
         Value::Visits(vertex) => Scalar::Int(i64::from(facts.visits(vertex))),
     }

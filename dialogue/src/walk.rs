@@ -36,10 +36,10 @@
 //! Every rejection is typed and leaves the walk exactly as it was. The hot path (advance, choose,
 //! take_action on a walk whose sets have reached their size) does not allocate.
 
-use banter_protocol::{ActionType, QuestStatus, VarValue};
+use banter_protocol::{ActionType, QuestStatus};
 
 use crate::ballot::draw;
-use crate::condition::{Counter, Facts};
+use crate::condition::{Counter, Facts, VarRef};
 use crate::graph::{ActionIndex, DialogueGraph, LineGroup, Vertex, VertexId, VertexKind};
 use crate::model::Pick;
 
@@ -122,6 +122,8 @@ pub struct Walk {
     shows: u32,
     /// `Weighted` picks made so far: the next pick's draw index.
     draws: u32,
+    /// The conversation's seed for `Weighted` groups (PROTOCOL.md 10.1).
+    seed: u64,
 }
 
 /// The facts a walk evaluates conditions against: the caller's, with this walk's visit counts
@@ -132,6 +134,8 @@ struct Seen<'a> {
     counted: &'a [Counted],
     /// `Weighted` picks the walk has made: the next pick's draw index.
     draws: u32,
+    /// The walk's seed for `Weighted` picks.
+    seed: u64,
 }
 
 impl Seen<'_> {
@@ -192,7 +196,7 @@ impl Facts for Seen<'_> {
     fn counter(&self, counter: Counter) -> i64 {
         self.facts.counter(counter)
     }
-    fn variable(&self, name: &str) -> Option<&VarValue> {
+    fn variable(&self, name: &str) -> Option<VarRef<'_>> {
         self.facts.variable(name)
     }
     fn visits(&self, vertex: &str) -> u32 {
@@ -206,7 +210,7 @@ impl Facts for Seen<'_> {
         self.facts.last_seen(vertex)
     }
     fn seed(&self) -> u64 {
-        self.facts.seed()
+        self.seed
     }
 }
 
@@ -233,6 +237,9 @@ pub struct WalkSnapshot {
     /// `Weighted` picks so far.
     #[serde(default)]
     pub draws: u32,
+    /// The seed of `Weighted` picks.
+    #[serde(default)]
+    pub seed: u64,
 }
 
 /// Why a [`WalkSnapshot`] cannot be taken back on a graph.
@@ -265,6 +272,7 @@ impl Walk {
                 .collect(),
             shows: self.shows,
             draws: self.draws,
+            seed: self.seed,
         }
     }
 
@@ -316,18 +324,38 @@ impl Walk {
             counted,
             shows: snapshot.shows,
             draws: snapshot.draws,
+            seed: snapshot.seed,
         })
     }
 
-    /// Opens a walk on `entry` (the resolver's choice) and shows it.
+    /// Opens a walk on `entry` (the resolver's choice) and shows it; its `Weighted` picks draw
+    /// from the facts' seed (a client's: the `opened` sheet's).
     pub fn open(
         graph: &DialogueGraph,
         entry: VertexId,
         facts: &dyn Facts,
     ) -> Result<(Walk, Shown), WalkError> {
-        let mut walk = Walk::default();
+        Walk::open_seeded(graph, entry, facts, facts.seed())
+    }
+
+    /// [`Walk::open`] with the seed the server drew for the conversation.
+    pub fn open_seeded(
+        graph: &DialogueGraph,
+        entry: VertexId,
+        facts: &dyn Facts,
+        seed: u64,
+    ) -> Result<(Walk, Shown), WalkError> {
+        let mut walk = Walk {
+            seed,
+            ..Walk::default()
+        };
         let shown = walk.jump_to(graph, entry, facts)?;
         Ok((walk, shown))
+    }
+
+    /// The seed `Weighted` picks draw from.
+    pub fn seed(&self) -> u64 {
+        self.seed
     }
 
     /// True if the player has been shown `v`.
@@ -382,6 +410,7 @@ impl Walk {
             graph,
             counted: &self.counted,
             draws: self.draws,
+            seed: self.seed,
         }
     }
 
@@ -777,6 +806,7 @@ impl Walk {
                     graph,
                     counted: &self.counted,
                     draws: self.draws,
+                    seed: self.seed,
                 };
                 !seen.spent(r) && (v.disabled.is_some() || seen.holds(r))
             };
@@ -831,6 +861,7 @@ pub fn next_line(graph: &DialogueGraph, from: VertexId, facts: &dyn Facts) -> Op
         graph,
         counted: &[],
         draws: 0,
+        seed: facts.seed(),
     }
     .next_line(graph.outputs(from), 0)
     .0
@@ -914,7 +945,7 @@ impl Seen<'_> {
                     (None, false)
                 } else {
                     let k = self.draws;
-                    let r = draw(self.facts.seed(), u64::from(k)) % total;
+                    let r = draw(self.seed, u64::from(k)) % total;
                     let mut sum = 0;
                     let picked = holding.find(|&c| {
                         sum += weight(c);

@@ -19,9 +19,9 @@ pub use action::{
     FieldValue, ObjectiveAmount, Placement, UnknownActionType, actions_json,
 };
 pub use messages::{
-    ByeReason, ClientMessage, ClientMessageKind, CloseReason, Effect, ErrorCode, FactSheet, VarValue,
+    ByeReason, ClientMessage, ClientMessageKind, CloseReason, Effect, ErrorCode, FactSheet,
     MAX_CLIENT_FRAME_BYTES, NpcRef, PROTOCOL_VERSION, Position, Profile, QuestStatus,
-    ServerMessage,
+    ServerMessage, VarValue,
 };
 pub use party::{
     ChoiceMode, DecidedBy, DeclaredParty, InviteView, LeftReason, MAX_PARTY_SIZE, PartyView, Roll,

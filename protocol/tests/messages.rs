@@ -292,6 +292,19 @@ fn every_server_message() -> Vec<ServerMessage> {
                 experience: 2,
                 tutorial_stage: 0,
                 has: vec!["Dialogue.Talking".into()],
+                vars: [
+                    ("Met".to_owned(), banter_protocol::VarValue::Bool(true)),
+                    ("Nets".to_owned(), banter_protocol::VarValue::Int(-3)),
+                    (
+                        "Mood".to_owned(),
+                        banter_protocol::VarValue::Text("calm".into()),
+                    ),
+                ]
+                .into(),
+                visits: [("Greet".to_owned(), 2)].into(),
+                last_seen: [("Greet".to_owned(), 7)].into(),
+                opens: 3,
+                seed: Some(u64::MAX),
             },
             shared: Some(SharedView {
                 party: "pa".into(),

@@ -148,6 +148,7 @@ impl Fixture {
             record: &self.record,
             machine: &self.machine,
             content: &self.library.content,
+            conversation: "Wren",
         }
     }
 

@@ -18,7 +18,7 @@ use std::collections::BTreeSet;
 use std::str::FromStr;
 use std::time::Duration;
 
-use banter_dialogue::condition::Reference;
+use banter_dialogue::condition::{Reference, VarRef, VarType};
 use banter_dialogue::content::{Content, QuestDef};
 use banter_dialogue::{Counter, DialogueGraph, Facts};
 use banter_player::{Fact, PlayerStateMachine};
@@ -162,6 +162,8 @@ pub struct ServerFacts<'a> {
     pub record: &'a PlayerRecord,
     pub machine: &'a PlayerStateMachine,
     pub content: &'a Content,
+    /// The conversation being walked: whose visit counts and `opens` conditions read.
+    pub conversation: &'a str,
 }
 
 impl ServerFacts<'_> {
@@ -207,7 +209,39 @@ impl ServerFacts<'_> {
             .filter(|f| self.machine.has(**f))
             .map(|f| f.name().to_string())
             .collect();
+        self.writing_facts(graph, &mut sheet);
         sheet
+    }
+
+    /// The sheet's variables, visits, `opens` (PROTOCOL.md 10.1): only what `graph` reads.
+    fn writing_facts(&self, graph: &DialogueGraph, sheet: &mut FactSheet) {
+        for (vertex, _) in graph.vertices() {
+            if let Some(condition) = graph.condition(vertex) {
+                condition.visit_references(&mut |reference| {
+                    if let Reference::Variable(name) = reference
+                        && !sheet.vars.contains_key(name)
+                        && let Some(value) = self.variable(name)
+                    {
+                        sheet.vars.insert(name.to_owned(), value.to_value());
+                    }
+                });
+            }
+        }
+        let stored = self.record.visits.get(self.conversation);
+        for (vertex, recency) in graph.visit_reads() {
+            let Some(v) = graph.vertex(vertex) else {
+                continue;
+            };
+            if let Some(visit) = stored.and_then(|s| s.nodes.get(&*v.name))
+                && visit.count > 0
+            {
+                sheet.visits.insert(v.name.to_string(), visit.count);
+                if recency {
+                    sheet.last_seen.insert(v.name.to_string(), visit.last);
+                }
+            }
+        }
+        sheet.opens = stored.map_or(0, |s| s.opens);
     }
 }
 
@@ -231,7 +265,38 @@ impl Facts for ServerFacts<'_> {
             Counter::Coins => self.record.profile.coins,
             Counter::Experience => self.record.profile.experience,
             Counter::TutorialStage => self.record.profile.tutorial_stage,
+            Counter::Opens => i64::from(
+                self.record
+                    .visits
+                    .get(self.conversation)
+                    .map_or(0, |s| s.opens),
+            ),
         }
+    }
+    /// The stored value, read as the declared type, else the declared default; an undeclared
+    /// variable has none.
+    fn variable(&self, name: &str) -> Option<VarRef<'_>> {
+        let declared = self.content.variables.declared.get(name)?;
+        self.record
+            .variables
+            .get(name)
+            .and_then(|text| VarRef::parse(declared.ty, text))
+            .or_else(|| Some(VarRef::of(&declared.default)))
+    }
+    fn visits(&self, vertex: &str) -> u32 {
+        self.record
+            .visits
+            .get(self.conversation)
+            .and_then(|s| s.nodes.get(vertex))
+            .map_or(0, |v| v.count)
+    }
+    fn last_seen(&self, vertex: &str) -> Option<u64> {
+        self.record
+            .visits
+            .get(self.conversation)
+            .and_then(|s| s.nodes.get(vertex))
+            .filter(|v| v.count > 0)
+            .map(|v| v.last)
     }
 }
 
@@ -277,6 +342,16 @@ pub fn profile(record: &PlayerRecord) -> Profile {
         tutorial_stage: record.profile.tutorial_stage,
         tracked_quest: record.profile.tracked_quest.clone(),
     }
+}
+
+/// A story variable's declared type, or the refusal of a step that names an undeclared one.
+fn declared_variable(content: &Content, variable: &str) -> Result<VarType, EngineError> {
+    content
+        .variables
+        .declared
+        .get(variable)
+        .map(|d| d.ty)
+        .ok_or_else(|| EngineError::QuestState(format!("no story variable `{variable}`")))
 }
 
 fn quest_def<'c>(content: &'c Content, quest: &str) -> Result<&'c QuestDef, EngineError> {
@@ -401,6 +476,24 @@ fn after_commit(
         Action::TrackQuest { quest_id } => plain(Effect::QuestTracked {
             quest: quest_id.clone(),
         }),
+        Action::SetVariable { variable, .. } => {
+            let declared = declared_variable(content, variable)?;
+            let value = record
+                .variables
+                .get(variable)
+                .and_then(|text| VarRef::parse(declared, text))
+                .map(VarRef::to_value)
+                .ok_or_else(|| {
+                    EngineError::QuestState(format!(
+                        "variable `{variable}` holds no {}",
+                        declared.name()
+                    ))
+                })?;
+            plain(Effect::VariableSet {
+                variable: variable.clone(),
+                value,
+            })
+        }
         other => {
             return Err(EngineError::QuestState(format!(
                 "{} changes no stored state",
@@ -550,6 +643,23 @@ async fn execute_once(
             return Ok(plain(Effect::ChooseRideBoat {
                 quest: quest_id.clone(),
             }));
+        }
+        Action::SetVariable { variable, value } => {
+            // check-content refuses a set of an undeclared variable or of a wrong value; content
+            // built by hand may still hold one: refused, nothing stored.
+            let declared = declared_variable(content, variable)?;
+            if declared.parse(value).is_none() {
+                return Err(EngineError::QuestState(format!(
+                    "`{value}` is not a {} for variable `{variable}`",
+                    declared.name()
+                ))
+                .into());
+            }
+            let change = Change::SetVariable {
+                name: variable,
+                value,
+            };
+            (change, None)
         }
     };
     let tutorial = tutorial_move(content, record, after);

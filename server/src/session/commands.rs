@@ -54,6 +54,7 @@ impl SessionCore {
             record: &self.record,
             machine: &self.machine,
             content: &open.library.content,
+            conversation: &open.name,
         };
         let shown = open.walk.advance(&open.graph, vertex, &facts)?;
         open.tally.stepped(&open.graph, &open.walk, shown, now);
@@ -76,6 +77,7 @@ impl SessionCore {
             record: &self.record,
             machine: &self.machine,
             content: &open.library.content,
+            conversation: &open.name,
         };
         let shown = open.walk.choose(&open.graph, vertex, &facts)?;
         open.tally.chose(vertex);
@@ -242,15 +244,23 @@ impl SessionCore {
             record: &self.record,
             machine: &self.machine,
             content: &library.content,
+            conversation: &npc.conversation,
         };
-        let walk = match Walk::open(&graph, entry, &facts) {
+        // A conversation with a `Weighted` group draws from a seed of its own (PROTOCOL.md 10.1).
+        let seed = if graph.has_weighted() {
+            super::shared::new_seed()
+        } else {
+            0
+        };
+        let walk = match Walk::open_seeded(&graph, entry, &facts, seed) {
             Ok((walk, _)) => walk,
             Err(e) => {
                 self.machine = was;
                 return Err(e.into());
             }
         };
-        let sheet = facts.sheet(&graph);
+        let mut sheet = facts.sheet(&graph);
+        sheet.seed = graph.has_weighted().then_some(seed);
         let entry_name = graph
             .vertex(entry)
             .map(|v| v.name.to_string())
@@ -375,6 +385,7 @@ impl SessionCore {
                 record: &self.record,
                 machine: &self.machine,
                 content: &library.content,
+                conversation: &open.name,
             };
             open.walk.jump_to(&graph, target, &facts)?;
             open.tally.jumped(&graph, &open.walk, target, now);

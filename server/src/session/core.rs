@@ -38,7 +38,7 @@ use crate::analytics::{ConversationTally, Ending};
 use crate::app::SharedApp;
 use crate::quests;
 use crate::served::ContentVersion;
-use crate::store::PlayerRecord;
+use crate::store::{PlayerRecord, VisitDelta};
 use crate::world::{self, Body, WorldError};
 
 /// The time a message (or the end of a connection) is handled at, read by the caller: the core
@@ -154,8 +154,9 @@ impl Drop for SessionCore {
         // A shared conversation loses this participant (PROTOCOL.md section 17.4).
         self.leave_shared(banter_protocol::LeftReason::Dropped, self.last_seen);
         // A conversation still open (not closed, not parked) ends with the connection.
-        if let Some(open) = self.conversation.as_mut() {
+        if let Some(mut open) = self.conversation.take() {
             open.tally_end(&self.app.analytics, Ending::Disconnected, self.last_seen);
+            self.keep_visits(&open);
         }
     }
 }
@@ -464,6 +465,7 @@ impl SessionCore {
         );
         if let Some(mut open) = self.conversation.take() {
             open.walk.close();
+            self.keep_visits(&open);
             let how = match reason {
                 CloseReason::Client => Ending::Closed,
                 CloseReason::WalkedAway => Ending::WalkedAway,
@@ -473,6 +475,46 @@ impl SessionCore {
         }
         self.dialogue.clear(&mut self.machine);
         self.out.push(ServerMessage::Closed { reason });
+    }
+}
+
+impl SessionCore {
+    /// Adds what an ending conversation counted to the player's visits (PROTOCOL.md 10.1): its
+    /// opening, and every line shown and response picked, each last showing after every one
+    /// stored. In the session's record at once (the next conversation reads it), and in the
+    /// store in the background (a failure is logged: counts are not worth failing a close for).
+    pub(super) fn keep_visits(&mut self, open: &OpenConversation) {
+        let visits = self.record.visits.entry(open.name.clone()).or_default();
+        let base = visits.nodes.values().map(|v| v.last).max().unwrap_or(0);
+        visits.opens = visits.opens.saturating_add(1);
+        let mut deltas = Vec::with_capacity(open.walk.counted().len());
+        for counted in open.walk.counted() {
+            let Some(vertex) = open.graph.vertex(counted.vertex) else {
+                continue;
+            };
+            let last = base.saturating_add(u64::from(counted.last));
+            let stored = visits.nodes.entry(vertex.name.to_string()).or_default();
+            stored.count = stored.count.saturating_add(counted.count);
+            stored.last = stored.last.max(last);
+            deltas.push(VisitDelta {
+                node: vertex.name.to_string(),
+                added: counted.count,
+                last,
+            });
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let store = self.app.store.clone();
+        let (player, conversation) = (self.player.clone(), open.name.clone());
+        runtime.spawn(async move {
+            if let Err(e) = store
+                .record_visits(&player, &conversation, 1, &deltas)
+                .await
+            {
+                tracing::warn!(%player, %conversation, error = %e, "visits not stored");
+            }
+        });
     }
 }
 

@@ -43,7 +43,7 @@ fn new_party_id() -> Result<String, Refusal> {
 
 /// A ballot's seed, from the operating system's random source (0 if it has none: a ballot
 /// still decides, with a seed everyone sees).
-fn new_seed() -> u64 {
+pub(super) fn new_seed() -> u64 {
     let mut bytes = [0u8; 8];
     match getrandom::fill(&mut bytes) {
         Ok(()) => u64::from_le_bytes(bytes),
@@ -516,6 +516,7 @@ impl SessionCore {
             record: &self.record,
             machine: &self.machine,
             content: &open.library.content,
+            conversation: &open.name,
         };
         // The walk's own rules say whether the player may pick it; the vote moves nothing.
         open.walk.clone().choose(&open.graph, vertex, &facts)?;
@@ -613,6 +614,7 @@ impl SessionCore {
             record: &self.record,
             machine: &self.machine,
             content: &open.library.content,
+            conversation: &open.name,
         };
         let shown = match open
             .walk
@@ -652,6 +654,7 @@ impl SessionCore {
             record: &self.record,
             machine: &self.machine,
             content: &open.library.content,
+            conversation: &open.name,
         };
         let graph = open.graph.clone();
         let (followed, message, shown) = match step {

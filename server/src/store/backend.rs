@@ -22,6 +22,7 @@
 //!   has no arrays and inserts multi-row `VALUES`.
 //! - **Closing**, which ends the claims streams.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
@@ -35,12 +36,12 @@ use super::parties::{self, MAX_PARTY_SIZE, Party, PartyInvite, SharedHost};
 use super::queries::Queries;
 use super::sql::SqlDialect;
 use super::timings::WriteTimings;
-use super::validate::{check_id, check_step};
+use super::validate::{check_id, check_step, check_visits};
 use super::write_gate::{Priority, WriteTurn};
 use super::{
     Applied, AuditEntry, AuditRecord, Change, ClaimEvent, ConnectOptions, ContentMigration,
     GameServerRow, LedgerEntry, Paid, PlayerRecord, RollupRow, SessionClaim, SessionStore, Step,
-    Stepped, Store, StoreError, TutorialMove,
+    Stepped, Store, StoreError, TutorialMove, VisitDelta,
 };
 use crate::credentials::GameServer;
 
@@ -323,6 +324,10 @@ async fn change<B: Backend>(
             B::Db::ensure_profile(conn, player).await?;
             Applied::Profile
         }
+        Change::SetVariable { name, value } => {
+            B::Db::set_variable(conn, player, name, value).await?;
+            Applied::VariableSet
+        }
     })
 }
 
@@ -491,6 +496,49 @@ impl<B: Backend> Store for B {
         Box::pin(async move {
             check_id("player id", player)?;
             Backend::step_applied(self, player, key).await
+        })
+    }
+
+    fn record_visits<'a>(
+        &'a self,
+        player: &'a str,
+        conversation: &'a str,
+        opens: u32,
+        visits: &'a [VisitDelta],
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            check_visits(player, conversation, visits)?;
+            // One row per node, in node order (the open row, node '', first): deltas of the
+            // same node add up (at most u32::MAX) and keep the largest `last`.
+            let mut merged: BTreeMap<&str, (u32, u64)> = BTreeMap::new();
+            if opens > 0 {
+                merged.insert("", (opens, 0));
+            }
+            for visit in visits {
+                let (added, last) = merged.entry(visit.node.as_str()).or_default();
+                *added = added.saturating_add(visit.added);
+                *last = (*last).max(visit.last);
+            }
+            let rows: Vec<(&str, i64, i64)> = merged
+                .into_iter()
+                .filter(|(_, (added, last))| *added > 0 || *last > 0)
+                .map(|(node, (added, last))| {
+                    // `last` was checked to fit.
+                    (
+                        node,
+                        i64::from(added),
+                        i64::try_from(last).unwrap_or(i64::MAX),
+                    )
+                })
+                .collect();
+            if rows.is_empty() {
+                return Ok(());
+            }
+            let turn = self.write_turn(Priority::Player).await?;
+            let mut tx = self.begin_write(&turn).await?;
+            B::Db::record_visits(&mut tx, player, conversation, &rows).await?;
+            tx.commit().await?;
+            Ok(())
         })
     }
 

@@ -234,6 +234,10 @@ enum OwnedChange {
         quest: String,
     },
     Profile,
+    SetVariable {
+        name: String,
+        value: String,
+    },
 }
 
 impl OwnedStep {
@@ -266,6 +270,10 @@ impl OwnedStep {
                 quest: quest.to_owned(),
             },
             Change::Profile => OwnedChange::Profile,
+            Change::SetVariable { name, value } => OwnedChange::SetVariable {
+                name: name.to_owned(),
+                value: value.to_owned(),
+            },
         };
         OwnedStep {
             player: step.player.to_owned(),
@@ -304,6 +312,7 @@ impl OwnedStep {
             },
             OwnedChange::Abandon { quest } => Change::Abandon { quest },
             OwnedChange::Profile => Change::Profile,
+            OwnedChange::SetVariable { name, value } => Change::SetVariable { name, value },
         };
         Step {
             player: &self.player,

@@ -1,6 +1,7 @@
-//! The persistent store: profiles, quest states, objective progress, the reward ledger, applied
-//! game events, session claims (scale-out) and the audit log; and parties (`parties.rs`): who
-//! plays together, their invitations, and which instance hosts a party's shared conversation.
+//! The persistent store: profiles, quest states, objective progress, story variables and visit
+//! counts, the reward ledger, applied game events, session claims (scale-out) and the audit log;
+//! and parties (`parties.rs`): who plays together, their invitations, and which instance hosts a
+//! party's shared conversation.
 //!
 //! One object-safe trait, [`Store`], used as `Arc<dyn Store>`, and two databases:
 //! [`SqliteStore`], the zero-configuration default, and [`PgStore`] for production, each with its
@@ -117,6 +118,44 @@ pub struct PlayerRecord {
     pub profile: ProfileRecord,
     /// Every quest the player ever accepted, by quest id.
     pub quests: BTreeMap<String, QuestRecord>,
+    /// The story variables ever set ([`Change::SetVariable`]), by name: the stored text value
+    /// (`true`/`false`, a decimal integer, or the string). A variable never set is absent (it
+    /// reads as its declared default).
+    pub variables: BTreeMap<String, String>,
+    /// What the player was shown of each conversation ([`Store::record_visits`]), by
+    /// conversation; a conversation never opened nor visited is absent.
+    pub visits: BTreeMap<String, ConversationVisits>,
+}
+
+/// A player's visits of one conversation (docs/PROTOCOL.md, section 10.1).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ConversationVisits {
+    /// How many times the player opened the conversation.
+    pub opens: u32,
+    /// Each line shown (or response picked) at least once, by node name.
+    pub nodes: BTreeMap<String, Visit>,
+}
+
+/// How often a line was shown (or a response picked), and when last.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Visit {
+    /// How many times, at most `u32::MAX`.
+    pub count: u32,
+    /// Its last showing, as an ordering (larger is more recent): the largest
+    /// [`VisitDelta::last`] recorded.
+    pub last: u64,
+}
+
+/// What one conversation added to a node's visits, for [`Store::record_visits`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VisitDelta {
+    /// The node (a line, or a response), a non-empty id.
+    pub node: String,
+    /// How many more times it was shown (or picked).
+    pub added: u32,
+    /// Its last showing in this conversation, at most `i64::MAX`: the stored `last` becomes the
+    /// larger of the two.
+    pub last: u64,
 }
 
 /// One objective advance inside a step ([`Change::Advance`], [`Change::Complete`]).
@@ -193,7 +232,7 @@ pub enum ClaimEvent {
 /// A step that changes a player's state (a conversation action, a cutscene quest's end, a game
 /// event, a writer plan's setup), written by [`Store::apply_step`] with its audit row in one
 /// transaction: a change is never stored without its record, nor its record without the change.
-/// It is the store's only way to change a player's quests and profile.
+/// It is the store's only way to change a player's quests, profile and story variables.
 #[derive(Debug, Clone, Copy)]
 pub struct Step<'a> {
     /// The player whose state changes.
@@ -269,6 +308,10 @@ pub enum Change<'a> {
     /// No quest change: creates the profile if missing; the step records itself and moves the
     /// tutorial ([`Step::tutorial`]).
     Profile,
+    /// Sets story variable `name` (an id) to `value` (its text, at most [`MAX_ID_LEN`] bytes,
+    /// no NUL), replacing the value it had. Not checked against content. Creates the profile if
+    /// missing.
+    SetVariable { name: &'a str, value: &'a str },
 }
 
 /// What [`Store::apply_step`] did, by the kind of [`Change`].
@@ -286,6 +329,8 @@ pub enum Applied {
     Abandoned,
     /// The profile exists (and the tutorial moved, if the step said so).
     Profile,
+    /// The story variable was set.
+    VariableSet,
 }
 
 /// What [`Store::apply_step`] answers: what the change did, and the player as the step's
@@ -294,7 +339,7 @@ pub enum Applied {
 pub struct Stepped {
     /// What the change did.
     pub applied: Applied,
-    /// The player's profile and quests after the step.
+    /// The player's profile, quests, story variables and visits after the step.
     pub record: PlayerRecord,
 }
 
@@ -418,8 +463,9 @@ pub trait SessionStore: Send + Sync {
     /// `"sqlite"` or `"postgres"`.
     fn backend(&self) -> &'static str;
 
-    /// The player's profile and quests, read in one consistent snapshot. Creates the profile
-    /// (zero coins, experience and tutorial stage; nothing tracked) if the player has none.
+    /// The player's profile, quests, story variables and visits, read in one consistent
+    /// snapshot. Creates the profile (zero coins, experience and tutorial stage; nothing
+    /// tracked) if the player has none.
     fn load_player<'a>(
         &'a self,
         player: &'a str,
@@ -528,10 +574,10 @@ pub trait Store: SessionStore + 'static {
 
     /// Applies a step's change (and its tutorial move) and writes its audit row (with the step's
     /// key) in one transaction, and reads the player back inside it: one transaction, no reload.
-    /// The only write of a player's quests and profile. Errors as [`Change`] says, plus:
-    /// [`StoreError::StepApplied`] if a step with this key was applied before (nothing changes),
-    /// and [`StoreError::OutcomeUnknown`] if the connection was lost during COMMIT (ask
-    /// [`Store::step_applied`]).
+    /// The only write of a player's quests, profile and story variables. Errors as [`Change`]
+    /// says, plus: [`StoreError::StepApplied`] if a step with this key was applied before
+    /// (nothing changes), and [`StoreError::OutcomeUnknown`] if the connection was lost during
+    /// COMMIT (ask [`Store::step_applied`]).
     fn apply_step<'a>(&'a self, step: &'a Step<'a>) -> BoxFuture<'a, Result<Stepped, StoreError>>;
 
     /// Whether the step with this key was applied, finally: a transaction that may still hold
@@ -542,6 +588,22 @@ pub trait Store: SessionStore + 'static {
         player: &'a str,
         key: &'a str,
     ) -> BoxFuture<'a, Result<bool, StoreError>>;
+
+    /// Adds one conversation's visits to the player's, in one transaction: for each delta the
+    /// node's `count` grows by `added` (at most `u32::MAX`) and its `last` becomes the larger of
+    /// the stored one and the delta's; with `opens > 0`, the conversation's open count (node
+    /// `''`) grows by `opens`. Rows not stored yet are inserted (from zero); deltas naming the
+    /// same node add up. Nothing else: no profile is created, no audit row written (visits are
+    /// not a change of quests or profile). Ids are checked as everywhere (a node is a non-empty
+    /// id); a `last` above `i64::MAX` is [`StoreError::InvalidInput`]. With nothing to add,
+    /// nothing is done.
+    fn record_visits<'a>(
+        &'a self,
+        player: &'a str,
+        conversation: &'a str,
+        opens: u32,
+        visits: &'a [VisitDelta],
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
 
     /// The ids of the content migrations applied to this database.
     fn applied_migrations(&self) -> BoxFuture<'_, Result<Vec<String>, StoreError>>;

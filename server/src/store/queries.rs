@@ -16,8 +16,9 @@ use super::parties::{Party, PartyInvite, PartyRow, SharedHost, party_from_rows};
 use super::sql::{self, SqlDialect};
 use super::validate::progress_from_db;
 use super::{
-    AuditEntry, ContentMigration, GameServerRow, LedgerEntry, ObjectiveAdvance, Paid, PlayerRecord,
-    ProfileRecord, QuestRecord, RollupRow, SessionClaim, Step, StoreError, StoredQuestStatus,
+    AuditEntry, ContentMigration, ConversationVisits, GameServerRow, LedgerEntry, ObjectiveAdvance,
+    Paid, PlayerRecord, ProfileRecord, QuestRecord, RollupRow, SessionClaim, Step, StoreError,
+    StoredQuestStatus, Visit,
 };
 
 /// The number of rows a statement changed (sqlx has it on each backend's result, not on a trait).
@@ -40,7 +41,9 @@ impl RowsAffected for sqlx::postgres::PgQueryResult {
 
 /// One row of [`sql::READ_PLAYER`]: `kind` 0 is the profile (`a`..`d` its coins, experience,
 /// tutorial stage and tracked quest), 1 a quest's state (`item` its status), 2 an objective's
-/// progress (`item` the objective, `a` the progress).
+/// progress (`item` the objective, `a` the progress), 3 a story variable (`item` its name, `d`
+/// its value), 4 a node's visits (`quest_id` the conversation, `item` the node, `''` for the
+/// opens, `a` the count, `b` the last showing).
 #[derive(Debug, FromRow)]
 pub struct PlayerRow {
     /// `i32`: PostgreSQL types the literal kinds INTEGER, and sqlx decodes an INTEGER into no
@@ -226,6 +229,24 @@ pub trait Queries: Database + SqlDialect {
     fn ensure_profile(
         conn: &mut Self::Connection,
         player: &str,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// [`Change::SetVariable`](super::Change::SetVariable) inside the caller's write
+    /// transaction: the profile if missing, then the variable's row ([`sql::SET_VARIABLE`]).
+    fn set_variable(
+        conn: &mut Self::Connection,
+        player: &str,
+        name: &str,
+        value: &str,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// [`Store::record_visits`](super::Store::record_visits) inside the caller's write
+    /// transaction, its `rows` (node, count to add, last showing) one per node, in node order.
+    fn record_visits(
+        conn: &mut Self::Connection,
+        player: &str,
+        conversation: &str,
+        rows: &[(&str, i64, i64)],
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// A player's ledger rows, oldest first.
@@ -988,6 +1009,45 @@ where
         Ok(())
     }
 
+    async fn set_variable(
+        conn: &mut Self::Connection,
+        player: &str,
+        name: &str,
+        value: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query(sql::ENSURE_PROFILE)
+            .bind(player)
+            .execute(&mut *conn)
+            .await?;
+        sqlx::query(sql::SET_VARIABLE)
+            .bind(player)
+            .bind(name)
+            .bind(value)
+            .execute(&mut *conn)
+            .await?;
+        Ok(())
+    }
+
+    async fn record_visits(
+        conn: &mut Self::Connection,
+        player: &str,
+        conversation: &str,
+        rows: &[(&str, i64, i64)],
+    ) -> Result<(), StoreError> {
+        // Multi-row upserts, one round trip per chunk; one row per node (ON CONFLICT DO UPDATE
+        // refuses to touch a row twice), in node order (two instances lock rows in the same
+        // order).
+        for chunk in rows.chunks(sql::VISIT_ROWS_PER_UPSERT) {
+            let statement = Self::DIALECT.record_visits(chunk.len());
+            let mut query = sqlx::query(&statement).bind(player).bind(conversation);
+            for (node, added, last) in chunk {
+                query = query.bind(*node).bind(*added).bind(*last);
+            }
+            query.execute(&mut *conn).await?;
+        }
+        Ok(())
+    }
+
     async fn ledger(pool: &Pool<Self>, player: &str) -> Result<Vec<LedgerEntry>, StoreError> {
         Ok(sqlx::query_as(&Self::sql().ledger)
             .bind(player)
@@ -1369,6 +1429,8 @@ fn player_record(rows: Vec<PlayerRow>) -> Result<Option<PlayerRecord>, StoreErro
     let missing = |what: &str| StoreError::Corrupt(format!("a player row without its {what}"));
     let mut profile = None;
     let mut quests = BTreeMap::new();
+    let mut variables = BTreeMap::new();
+    let mut visits: BTreeMap<String, ConversationVisits> = BTreeMap::new();
     for row in rows {
         match row.kind {
             0 => {
@@ -1388,7 +1450,7 @@ fn player_record(rows: Vec<PlayerRow>) -> Result<Option<PlayerRecord>, StoreErro
                 };
                 quests.insert(quest, record);
             }
-            _ => {
+            2 => {
                 let quest = row.quest_id.ok_or_else(|| missing("quest"))?;
                 let objective = row.item.ok_or_else(|| missing("objective"))?;
                 let progress = row.a.ok_or_else(|| missing("progress"))?;
@@ -1400,7 +1462,42 @@ fn player_record(rows: Vec<PlayerRow>) -> Result<Option<PlayerRecord>, StoreErro
                 };
                 record.progress.insert(objective, progress);
             }
+            3 => {
+                let name = row.item.ok_or_else(|| missing("variable name"))?;
+                let value = row.d.ok_or_else(|| missing("variable value"))?;
+                variables.insert(name, value);
+            }
+            4 => {
+                let conversation = row.quest_id.ok_or_else(|| missing("conversation"))?;
+                let node = row.item.ok_or_else(|| missing("node"))?;
+                let count = row.a.ok_or_else(|| missing("visit count"))?;
+                let last = row.b.ok_or_else(|| missing("last visit"))?;
+                let out_of_range = |what: &str, value: i64| {
+                    StoreError::Corrupt(format!(
+                        "{what} {value} of node {node:?} of conversation {conversation:?} is out \
+                         of range"
+                    ))
+                };
+                let count = u32::try_from(count).map_err(|_| out_of_range("visit count", count))?;
+                let last = u64::try_from(last).map_err(|_| out_of_range("last visit", last))?;
+                let visited = visits.entry(conversation).or_default();
+                if node.is_empty() {
+                    visited.opens = count;
+                } else {
+                    visited.nodes.insert(node, Visit { count, last });
+                }
+            }
+            other => {
+                return Err(StoreError::Corrupt(format!(
+                    "unknown player row kind {other}"
+                )));
+            }
         }
     }
-    Ok(profile.map(|profile| PlayerRecord { profile, quests }))
+    Ok(profile.map(|profile| PlayerRecord {
+        profile,
+        quests,
+        variables,
+        visits,
+    }))
 }

@@ -61,7 +61,8 @@ pub const QUEST_STATUS: &str =
 /// Everything about a player in one statement, so one snapshot without a transaction around it
 /// and one round trip (every session start runs it: RELIABILITY.md, scenario 6, fourth round).
 /// Column `kind` says which table a row is from: 0 the profile, 1 a quest's state, 2 an
-/// objective's progress; read into [`PlayerRow`](super::queries::PlayerRow).
+/// objective's progress, 3 a story variable, 4 a conversation's visits of a node (node `''`:
+/// its opens); read into [`PlayerRow`](super::queries::PlayerRow).
 pub const READ_PLAYER: &str = "\
     SELECT 0 AS kind, NULL AS quest_id, NULL AS item, coins AS a, experience AS b, \
            tutorial_stage AS c, tracked_quest AS d FROM profiles WHERE player_id = $1 \
@@ -69,7 +70,18 @@ pub const READ_PLAYER: &str = "\
            FROM quest_states WHERE player_id = $1 \
     UNION ALL SELECT 2, quest_id, objective_id, progress, NULL, NULL, NULL \
            FROM objective_progress WHERE player_id = $1 \
+    UNION ALL SELECT 3, NULL, name, NULL, NULL, NULL, value \
+           FROM story_variables WHERE player_id = $1 \
+    UNION ALL SELECT 4, conversation, node, count, last, NULL, NULL \
+           FROM visits WHERE player_id = $1 \
     ORDER BY kind";
+
+/// Sets story variable `$2` of player `$1` to `$3`, replacing its value.
+pub const SET_VARIABLE: &str = "INSERT INTO story_variables (player_id, name, value) \
+     VALUES ($1, $2, $3) ON CONFLICT (player_id, name) DO UPDATE SET value = excluded.value";
+
+/// Rows of one visits upsert (3 binds each, plus the player and the conversation).
+pub const VISIT_ROWS_PER_UPSERT: usize = 500;
 
 /// Accepts a quest (in a write transaction that checked it has no state yet).
 pub const ACCEPT: &str =
@@ -330,6 +342,29 @@ impl Dialect {
                 "FROM (SELECT pg_advisory_xact_lock(hashtextextended($1 || '/' || $2, 0))) AS fence"
             }
         }
+    }
+
+    /// An upsert of `rows` visit rows of player `$1` in conversation `$2`, row `i` (from 0)
+    /// binding the node `$(3i+3)`, the count to add `$(3i+4)` and the last showing `$(3i+5)`:
+    /// each adds its count to the stored one (at most `u32::MAX`) and keeps the larger `last`.
+    pub fn record_visits(self, rows: usize) -> String {
+        let (least, greatest) = self.least_greatest();
+        let mut sql = String::from(
+            "INSERT INTO visits AS v (player_id, conversation, node, count, last) VALUES ",
+        );
+        for row in 0..rows {
+            let at = 3 + row * 3;
+            if row > 0 {
+                sql.push_str(", ");
+            }
+            sql.push_str(&format!("($1, $2, ${}, ${}, ${})", at, at + 1, at + 2));
+        }
+        sql.push_str(&format!(
+            " ON CONFLICT (player_id, conversation, node) DO UPDATE SET \
+             count = {least}(v.count + excluded.count, 4294967295), \
+             last = {greatest}(v.last, excluded.last)"
+        ));
+        sql
     }
 
     /// The row lock an advance takes on the quest's state. PostgreSQL: `FOR SHARE`, so that a

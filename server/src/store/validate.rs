@@ -3,7 +3,7 @@
 
 use super::{
     Change, MAX_AMOUNT, MAX_EVENT_ID_LEN, MAX_ID_LEN, MAX_REWARD, MAX_STEP_KEY_LEN,
-    ObjectiveAdvance, Step, StoreError,
+    ObjectiveAdvance, Step, StoreError, VisitDelta,
 };
 
 pub(crate) fn check_id(what: &str, value: &str) -> Result<(), StoreError> {
@@ -113,7 +113,51 @@ pub(crate) fn check_step(step: &Step<'_>) -> Result<Vec<usize>, StoreError> {
             Ok(Vec::new())
         }
         Change::Profile => Ok(Vec::new()),
+        Change::SetVariable { name, value } => {
+            check_id("variable name", name)?;
+            check_variable_value(value)?;
+            Ok(Vec::new())
+        }
     }
+}
+
+/// A story variable's stored text: at most [`MAX_ID_LEN`] bytes (a declared string is at most
+/// 64), no NUL (which PostgreSQL's text refuses). Empty is allowed.
+pub(crate) fn check_variable_value(value: &str) -> Result<(), StoreError> {
+    if value.len() > MAX_ID_LEN {
+        return Err(StoreError::InvalidInput(format!(
+            "variable value is longer than {MAX_ID_LEN} bytes"
+        )));
+    }
+    if value.contains('\0') {
+        return Err(StoreError::InvalidInput(
+            "variable value contains a NUL character".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Validates [`Store::record_visits`](super::Store::record_visits)'s arguments before any
+/// database work.
+pub(crate) fn check_visits(
+    player: &str,
+    conversation: &str,
+    visits: &[VisitDelta],
+) -> Result<(), StoreError> {
+    check_id("player id", player)?;
+    check_id("conversation id", conversation)?;
+    for visit in visits {
+        check_id("node id", &visit.node)?;
+        if i64::try_from(visit.last).is_err() {
+            return Err(StoreError::InvalidInput(format!(
+                "last visit {} of node {:?} is above {}",
+                visit.last,
+                visit.node,
+                i64::MAX
+            )));
+        }
+    }
+    Ok(())
 }
 
 pub(crate) fn check_reward(coins: i64, experience: i64) -> Result<(), StoreError> {
@@ -155,6 +199,59 @@ pub(crate) fn progress_from_db(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn variables_and_visits_are_validated() {
+        let set = |name, value| Step {
+            player: "p",
+            key: "k",
+            conversation: None,
+            message: "action",
+            detail: None,
+            recorded_us: 0,
+            change: Change::SetVariable { name, value },
+            tutorial: None,
+        };
+        let (longest, too_long) = ("x".repeat(MAX_ID_LEN), "x".repeat(MAX_ID_LEN + 1));
+        assert!(check_step(&set("Mood", "")).is_ok());
+        assert!(check_step(&set("Mood", &longest)).is_ok());
+        for (name, value) in [
+            ("", "v"),
+            ("Mo\nod", "v"),
+            ("Mood", "a\0b"),
+            ("Mood", too_long.as_str()),
+        ] {
+            assert!(
+                matches!(
+                    check_step(&set(name, value)),
+                    Err(StoreError::InvalidInput(_))
+                ),
+                "{name:?} {value:?}"
+            );
+        }
+        let delta = |node: &str, last| VisitDelta {
+            node: node.into(),
+            added: 1,
+            last,
+        };
+        let top = i64::MAX as u64;
+        assert!(check_visits("p", "c", &[]).is_ok());
+        assert!(check_visits("p", "c", &[delta("n", top)]).is_ok());
+        for (player, conversation, visits) in [
+            ("", "c", vec![]),
+            ("p", "", vec![]),
+            ("p", "c", vec![delta("", 0)]),
+            ("p", "c", vec![delta("n", top + 1)]),
+        ] {
+            assert!(
+                matches!(
+                    check_visits(player, conversation, &visits),
+                    Err(StoreError::InvalidInput(_))
+                ),
+                "{player:?} {conversation:?} {visits:?}"
+            );
+        }
+    }
 
     #[test]
     fn advances_are_validated_and_ordered() {

@@ -49,6 +49,7 @@ mod rewards;
 mod rollups;
 mod sqlite_only;
 mod steps;
+mod writing_power;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
