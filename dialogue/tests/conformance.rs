@@ -3166,3 +3166,334 @@ fn every_vector_file_is_documented_in_the_readme() {
         );
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Writing power (PROTOCOL.md section 10.1): variables, visits, once, line groups, greyed-out
+// responses, step by step.
+
+/// The conversation every writing-power scenario walks: a hub whose responses lead to each
+/// feature and back.
+const POWER: &str = r#"{
+  "FirstNode": "Door",
+  "Speaker": "Wren",
+  "Door": { "Text": "The door creaks.", "NextNode": ["Back", "Welcome"] },
+  "Back": { "Text": "Back again?", "Conditions": "opens >= 1", "NextNode": "Hub" },
+  "Welcome": { "Text": "Welcome, stranger.", "Once": true, "NextNode": "Hub" },
+  "Hub": { "Text": "What now?", "Responses": [
+    { "Text": "Tell me a secret.", "Once": true, "NextNode": "Secret" },
+    { "Text": "Buy the map.", "Conditions": "coins >= 100", "Disabled": "Needs 100 coins.",
+      "Actions": [ { "Type": "SetVariable", "Variable": "HasMap", "Value": "true" } ], "NextNode": "Hub" },
+    { "Text": "Chat.", "NextNode": { "Pick": "LeastRecent", "Among": ["Chat_Nets", "Chat_Gulls", "Chat_Tide"] } },
+    { "Text": "Gossip.", "NextNode": { "Pick": "MostSpecific", "Among": ["Gossip_Plain", "Gossip_Map", "Gossip_Mood"] } },
+    { "Text": "Dice.", "NextNode": { "Pick": "Weighted", "Among": [ { "Node": "Dice_Low", "Weight": 1 }, { "Node": "Dice_High", "Weight": 3 } ] } },
+    { "Text": "Stories.", "NextNode": { "Pick": "First", "Among": ["Story_One", "Story_Two"], "Fallback": "Story_None" } },
+    { "Text": "Leave.", "NextNode": "Bye" },
+    { "Text": "Back so soon?", "Conditions": "visits(Hub) >= 3", "NextNode": "Hub" },
+    { "Text": "Rumours.", "NextNode": { "Pick": "First", "Among": ["Rumour_Rich"] } },
+    { "Text": "About those eels...", "Conditions": "visited(Secret) && $Mood != \"grim\"", "NextNode": "Hub" } ] },
+  "Secret": { "Text": "The eels can talk.", "NextNode": "Hub" },
+  "Chat_Nets": { "Text": "Nets need mending.", "NextNode": "Hub" },
+  "Chat_Gulls": { "Text": "Gulls are loud today.", "NextNode": "Hub" },
+  "Chat_Tide": { "Text": "Tide's turning.", "NextNode": "Hub" },
+  "Gossip_Plain": { "Text": "Nothing new.", "NextNode": "Hub" },
+  "Gossip_Map": { "Text": "That map shows the eel caves.", "Conditions": "$HasMap", "NextNode": "Hub" },
+  "Gossip_Mood": { "Text": "Sunny and you've mended nets? Rare.", "Conditions": "$Mood == \"sunny\" && $Nets >= 2", "NextNode": "Hub" },
+  "Dice_Low": { "Text": "Snake eyes.", "NextNode": "Hub" },
+  "Dice_High": { "Text": "Sixes!", "NextNode": "Hub" },
+  "Story_One": { "Text": "Once, a whale.", "Once": true, "NextNode": "Hub" },
+  "Story_Two": { "Text": "Twice, a squid.", "Once": true, "NextNode": "Hub" },
+  "Story_None": { "Text": "I'm out of stories.", "NextNode": "Hub" },
+  "Rumour_Rich": { "Text": "The rich ones buy maps.", "Conditions": "coins >= 500", "NextNode": "Hub" },
+  "Bye": { "Text": "Fair winds.", "Close": true }
+}"#;
+
+/// A line screen with its greyed-out responses (the other screens as `client_walk.json`).
+fn power_screen(graph: &DialogueGraph, walk: &ClientWalk, facts: &FactSheet) -> Value {
+    let mut screen = screen(graph, walk, facts);
+    if walk.screen() != Screen::Ended && screen.get("line").is_some() {
+        let greyed: Vec<Value> = walk
+            .greyed(graph, facts)
+            .filter_map(|(r, reason)| {
+                let name = graph.vertex(r)?.name.to_string();
+                Some(json!({ "response": name, "text": reason }))
+            })
+            .collect();
+        screen["greyed"] = json!(greyed);
+    }
+    screen
+}
+
+fn power_sheet(
+    coins: i64,
+    vars: &[(&str, banter_protocol::VarValue)],
+    visits: &[(&str, u32)],
+    last_seen: &[(&str, u64)],
+    opens: u32,
+    seed: u64,
+) -> FactSheet {
+    FactSheet {
+        coins,
+        has: vec!["Dialogue.Talking".to_owned()],
+        vars: vars.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect(),
+        visits: visits.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect(),
+        last_seen: last_seen.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect(),
+        opens,
+        seed: Some(seed),
+        ..FactSheet::default()
+    }
+}
+
+/// A scripted walk over [`POWER`], with the greyed-out responses on every line screen and
+/// the visits the walk counted at the end.
+fn power_scenario(name: &str, sheet: &FactSheet, inputs: Vec<(Value, Option<FactSheet>)>) -> Value {
+    let (graph, diagnostics) = build_conversation("Power", POWER);
+    assert!(diagnostics.iter().all(|d| !d.is_error()), "{diagnostics:?}");
+    let mut out = Vec::new();
+    let entry = graph.find("Door").expect("entry");
+    let mut walk = ClientWalk::open(&graph, entry, sheet, &mut out).expect("opens");
+    let open = json!({ "sends": wire(&graph, &mut out), "screen": power_screen(&graph, &walk, sheet) });
+    let mut facts = sheet.clone();
+    let mut steps = Vec::new();
+    for (input, changed) in inputs {
+        if let Some(changed) = &changed {
+            facts = changed.clone();
+        }
+        let result = give(&graph, &mut walk, &input, &facts, &mut out);
+        let mut step = json!({ "input": input, "sends": wire(&graph, &mut out) });
+        if let Some(changed) = &changed {
+            step["facts"] = json!(changed);
+        }
+        match result {
+            Ok(()) => step["screen"] = power_screen(&graph, &walk, &facts),
+            Err(e) => step["refused"] = json!(walk_code(&e)),
+        }
+        steps.push(step);
+    }
+    let counted: serde_json::Map<String, Value> = walk
+        .walk()
+        .counted()
+        .iter()
+        .filter_map(|c| Some((graph.vertex(c.vertex)?.name.to_string(), json!(c.count))))
+        .collect();
+    json!({
+        "name": name,
+        "conversation": "Power",
+        "entry": "Door",
+        "facts": sheet,
+        "open": open,
+        "steps": steps,
+        "counted": counted,
+    })
+}
+
+fn power_scenarios() -> Vec<Value> {
+    use banter_protocol::VarValue::{Bool, Int, Text};
+    let adv = |n: &str| (json!({ "advance": n }), None);
+    let pick = |r: &str| (json!({ "choose": r }), None);
+    let calm = [
+        ("HasMap", Bool(false)),
+        ("Mood", Text("calm".into())),
+        ("Nets", Int(0)),
+    ];
+    let first = power_sheet(0, &calm, &[], &[], 0, 42);
+    let mut rich = first.clone();
+    rich.coins = 100;
+    let mut mapped = rich.clone();
+    mapped.vars.insert("HasMap".into(), Bool(true));
+    let mut scenarios = vec![power_scenario(
+        "a first visit: once line and response, greyed-out, every group's pick, a variable set",
+        &first,
+        vec![
+            adv("Door"),
+            adv("Welcome"),
+            pick("Hub_r2"),
+            pick("Hub_r1"),
+            adv("Secret"),
+            pick("Hub_r1"),
+            pick("Hub_r3"),
+            adv("Chat_Nets"),
+            pick("Hub_r3"),
+            adv("Chat_Gulls"),
+            pick("Hub_r6"),
+            adv("Story_One"),
+            pick("Hub_r6"),
+            adv("Story_Two"),
+            pick("Hub_r6"),
+            adv("Story_None"),
+            pick("Hub_r5"),
+            (json!({ "advance": "Dice_Low" }), None),
+            (json!({ "advance": "Dice_High" }), None),
+            pick("Hub_r5"),
+            pick("Hub_r4"),
+            (json!({ "choose": "Hub_r2" }), Some(rich.clone())),
+            (json!({ "choose": "Hub_r4" }), Some(mapped.clone())),
+            pick("Hub_r8"),
+            pick("Hub_r9"),
+            pick("Hub_r7"),
+        ],
+    )];
+    let returning = power_sheet(
+        0,
+        &[
+            ("HasMap", Bool(false)),
+            ("Mood", Text("sunny".into())),
+            ("Nets", Int(2)),
+        ],
+        &[
+            ("Welcome", 1),
+            ("Hub_r1", 1),
+            ("Story_One", 1),
+            ("Chat_Nets", 2),
+            ("Chat_Gulls", 1),
+            ("Chat_Tide", 1),
+            ("Secret", 1),
+        ],
+        &[("Chat_Nets", 5), ("Chat_Gulls", 9), ("Chat_Tide", 7)],
+        1,
+        7,
+    );
+    let mut grim = returning.clone();
+    grim.vars.insert("Mood".into(), Text("grim".into()));
+    scenarios.push(power_scenario(
+        "a return: opens, stored visits, last seen and spent once lines",
+        &returning,
+        vec![
+            adv("Door"),
+            adv("Back"),
+            pick("Hub_r1"),
+            pick("Hub_r3"),
+            adv("Chat_Nets"),
+            pick("Hub_r3"),
+            adv("Chat_Tide"),
+            pick("Hub_r3"),
+            adv("Chat_Gulls"),
+            pick("Hub_r3"),
+            adv("Chat_Nets"),
+            pick("Hub_r4"),
+            adv("Gossip_Mood"),
+            pick("Hub_r6"),
+            adv("Story_Two"),
+            pick("Hub_r10"),
+            (json!({ "choose": "Hub_r10" }), Some(grim)),
+            pick("Hub_r5"),
+            pick("Hub_r7"),
+            adv("Bye"),
+        ],
+    ));
+    for seed in [0u64, 1, 2, 3, 18_446_744_073_709_551_615] {
+        let sheet = power_sheet(0, &calm, &[("Welcome", 1)], &[], 1, seed);
+        // Picked again from the line after it (`R` only grows): each pick a new draw.
+        let mut inputs = vec![adv("Door"), adv("Back")];
+        for _ in 0..6 {
+            inputs.push(pick("Hub_r5"));
+        }
+        inputs.push(pick("Hub_r7"));
+        scenarios.push(power_scenario(
+            &format!("weighted picks from seed {seed}"),
+            &sheet,
+            inputs,
+        ));
+    }
+    scenarios
+}
+
+fn power_condition_vectors() -> Vec<Value> {
+    use banter_protocol::VarValue::{Bool, Int, Text};
+    let sheet = power_sheet(
+        50,
+        &[
+            ("Met", Bool(true)),
+            ("Shy", Bool(false)),
+            ("Nets", Int(3)),
+            ("Mood", Text("sunny".into())),
+        ],
+        &[("Greet", 2), ("Greet_r1", 1)],
+        &[],
+        4,
+        1,
+    );
+    let cases: [(&str, &str); 34] = [
+        ("$Met", "a bool variable is a condition"),
+        ("!$Shy", "negated"),
+        ("$Met && !$Shy", "joined like any condition"),
+        ("$Nets >= 3", "an int variable is a value"),
+        ("3 == $Nets", "on either side"),
+        ("$Nets > coins", "compared with a counter"),
+        (r#"$Mood == "sunny""#, "a string compared with a literal"),
+        (r#"$Mood != "grim""#, "!= on strings"),
+        (r#""sunny" == $Mood"#, "the literal on the left"),
+        (r#"$Mood == """#, "the empty literal"),
+        ("$Absent", "an absent variable reads as false"),
+        ("$Absent == 0", "as 0 compared with an integer"),
+        (r#"$Absent == """#, "as \"\" compared with a string"),
+        ("$Absent < 1", "absent is 0 under every comparison"),
+        ("visits(Greet) == 2", "visits from the sheet"),
+        ("visits(Nowhere) == 0", "absent visits are 0"),
+        ("visited(Greet_r1)", "a response picked"),
+        ("!visited(Nowhere)", "never shown"),
+        ("opens == 4", "opens from the sheet"),
+        ("opens > visits(Greet)", "opens is a value like a counter"),
+        ("has(opens) || !has(visits)", "the keywords are names inside has(...)"),
+        ("$Met==true", "error: a bool variable is not a value, and true is not a value"),
+        ("$ Met", "error: no space after $"),
+        ("$", "error: $ alone"),
+        ("$1x", "error: a variable name starts with a letter or _"),
+        (r#"$Mood == "sun"#, "error: an unterminated string"),
+        (r#"$Mood == "a\"b""#, "error: no escapes: the backslash is refused"),
+        (r#"$Mood == 'sunny'"#, "error: strings are double-quoted"),
+        (r#""a" "#, "error: a string alone is not a condition"),
+        ("visits() > 1", "error: visits names a line"),
+        ("visited(Greet) > 1", "error: visited is a condition, not a value"),
+        ("visits(Greet)", "error: visits is a value, not a condition"),
+        ("opens", "error: opens is a value"),
+        (
+            "$Mood == \"0123456789012345678901234567890123456789012345678901234567890123X\"",
+            "error: a string literal is at most 64 bytes",
+        ),
+    ];
+    cases
+        .into_iter()
+        .map(|(condition, why)| {
+            let mut case = json!({ "why": why, "condition": condition, "facts": sheet });
+            match Condition::parse(condition) {
+                Ok(c) => {
+                    assert!(!why.starts_with("error"), "{condition}: parsed but {why}");
+                    case["holds"] = json!(c.eval(&sheet));
+                }
+                Err(_) => {
+                    assert!(why.starts_with("error"), "{condition}: refused but {why}");
+                    case["error"] = json!(true);
+                }
+            }
+            case
+        })
+        .collect()
+}
+
+fn writing_power_vectors() -> Value {
+    json!({
+        "conversations": { "Power": canonical::to_json(&{
+            let mut diagnostics = Vec::new();
+            let file = canonical::parse_conversation("Power.json", POWER.as_bytes(), &mut diagnostics)
+                .expect("parses");
+            banter_dialogue::layers::merge("Power", &file, &[], &mut diagnostics)
+        }) },
+        "conditions": power_condition_vectors(),
+        "scenarios": power_scenarios(),
+    })
+}
+
+#[test]
+fn writing_power_vectors_are_current() {
+    let vectors = writing_power_vectors();
+    let refused: std::collections::BTreeSet<&str> = vectors["scenarios"]
+        .as_array()
+        .expect("scenarios")
+        .iter()
+        .flat_map(|s| s["steps"].as_array().expect("steps"))
+        .filter_map(|step| step["refused"].as_str())
+        .collect();
+    assert!(refused.contains("response_disabled"), "{refused:?}");
+    assert!(refused.contains("condition_failed"), "{refused:?}");
+    bless_or_check("writing_power.json", &vectors);
+}
