@@ -787,9 +787,11 @@ impl Walk {
         }
     }
 
-    /// Shows an NPC line: it and its visible responses join `R` (those that hold, and those
-    /// shown greyed out), its actions are armed, and then it is counted.
+    /// Shows an NPC line: it is counted, then it and its visible responses join `R` (those
+    /// that hold, and those shown greyed out), and its actions are armed. Its responses see the
+    /// line's count with this showing, when shown and when picked alike.
     fn show(&mut self, graph: &DialogueGraph, line: VertexId, facts: &dyn Facts) {
+        self.count(line);
         self.insert_reachable(line);
         self.arm(graph, line);
         if graph.vertex(line).is_some_and(|v| v.awaits_jump) {
@@ -814,7 +816,6 @@ impl Walk {
                 self.insert_reachable(r);
             }
         }
-        self.count(line);
     }
 
     fn insert_reachable(&mut self, v: VertexId) {
