@@ -58,5 +58,64 @@ fn walk(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, walk);
+/// Writing power against today's step, on one hub in the same run (issue 36): a response whose
+/// next line is a plain `NextNode` (today's step), one into each kind of line group, and a line
+/// list whose conditions read story variables and visit counts. Each from the same warm walk.
+const HUB: &str = r#"{
+  "FirstNode": "Hub",
+  "Hub": { "Text": "What now?", "Responses": [
+    { "Text": "Plain.", "NextNode": "Plain" },
+    { "Text": "First.", "NextNode": { "Pick": "First", "Among": ["A", "B", "C", "D"] } },
+    { "Text": "Specific.", "NextNode": { "Pick": "MostSpecific", "Among": ["A", "B", "C", "D"] } },
+    { "Text": "Recent.", "NextNode": { "Pick": "LeastRecent", "Among": ["A", "B", "C", "D"] } },
+    { "Text": "Weighted.", "NextNode": { "Pick": "Weighted", "Among": [ { "Node": "A", "Weight": 3 }, "B", "C", "D" ] } },
+    { "Text": "Variables.", "NextNode": ["Vars", "Plain"] } ] },
+  "Plain": { "Text": "plain", "NextNode": "Hub" },
+  "A": { "Text": "a", "Conditions": "$Met && coins >= 10", "NextNode": "Hub" },
+  "B": { "Text": "b", "Conditions": "$Mood == \"sunny\"", "NextNode": "Hub" },
+  "C": { "Text": "c", "Once": true, "NextNode": "Hub" },
+  "D": { "Text": "d", "NextNode": "Hub" },
+  "Vars": { "Text": "v", "Conditions": "$Nets >= 3 && visits(Hub) > 1 && !visited(Plain) && opens < 9", "NextNode": "Hub" }
+}"#;
+
+fn writing_power(c: &mut Criterion) {
+    use banter_protocol::{FactSheet, VarValue};
+    let (graph, diagnostics) = build_conversation("Hub", HUB);
+    assert!(diagnostics.iter().all(|d| !d.is_error()), "{diagnostics:?}");
+    let facts = FactSheet {
+        coins: 50,
+        vars: [
+            ("Met".to_owned(), VarValue::Bool(true)),
+            ("Mood".to_owned(), VarValue::Text("sunny".into())),
+            ("Nets".to_owned(), VarValue::Int(4)),
+        ]
+        .into(),
+        visits: [("Hub".to_owned(), 3), ("A".to_owned(), 2), ("B".to_owned(), 1)].into(),
+        last_seen: [("A".to_owned(), 9), ("B".to_owned(), 4)].into(),
+        opens: 2,
+        seed: Some(7),
+        ..FactSheet::default()
+    };
+    let hub = graph.find("Hub").expect("Hub");
+    let (warm, _) = Walk::open(&graph, hub, &facts).expect("opens");
+    for (name, response) in [
+        ("writing/choose_plain_next_line (today's step)", "Hub_r1"),
+        ("writing/choose_into_group_first", "Hub_r2"),
+        ("writing/choose_into_group_most_specific", "Hub_r3"),
+        ("writing/choose_into_group_least_recent", "Hub_r4"),
+        ("writing/choose_into_group_weighted", "Hub_r5"),
+        ("writing/choose_into_variables_and_visits", "Hub_r6"),
+    ] {
+        let r = graph.find(response).expect("response");
+        c.bench_function(name, |b| {
+            b.iter_batched_ref(
+                || warm.clone(),
+                |w| black_box(w.choose(&graph, black_box(r), &facts)),
+                BatchSize::SmallInput,
+            )
+        });
+    }
+}
+
+criterion_group!(benches, walk, writing_power);
 criterion_main!(benches);
