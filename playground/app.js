@@ -232,13 +232,32 @@ function show() {
     if (typewriter.busy) requestAnimationFrame(frame);
   };
   requestAnimationFrame(frame);
+  // Choices and greyed-out responses, in the line's response order (PROTOCOL.md 10.1).
+  const buttons = [];
   for (const response of screen.choices) {
     const button = document.createElement('button');
     button.textContent = response.text;
     button.dataset.response = response.name;
     button.addEventListener('click', () => step(() => walk.choose(response.name)));
-    choices.append(button);
+    buttons.push({ priority: response.priority, button });
   }
+  for (const greyed of screen.greyed ?? []) {
+    const button = document.createElement('button');
+    button.textContent = greyed.response.text;
+    button.dataset.response = greyed.response.name;
+    button.classList.add('greyed');
+    button.setAttribute('aria-disabled', 'true');
+    const reason = document.createElement('span');
+    reason.className = 'reason';
+    reason.textContent = greyed.reason;
+    button.append(reason);
+    // Picking it is refused by the walk as the server would (`response_disabled`): the note
+    // says so and nothing is sent.
+    button.addEventListener('click', () => step(() => walk.choose(greyed.response.name)));
+    buttons.push({ priority: greyed.response.priority, button });
+  }
+  buttons.sort((a, b) => a.priority - b.priority);
+  choices.append(...buttons.map((b) => b.button));
   $('continue').hidden = !screen.canAdvance;
   drawGraphIfShown();
 }

@@ -32,7 +32,8 @@
 //!
 //! Setup steps, written before the sessions start whatever their place: `given quest <Quest>
 //! active|completed`, `given progress <Quest> <Objective> <n>`, `given tutorial_stage <n>`,
-//! `given coins <n>`. Steps: `walk <NPC id or name>` (within its reach, without talking), `talk
+//! `given coins <n>`, `given var <Variable> <value>` (as `SetVariable` writes it), `given visits
+//! <Conversation> <node or response> <n>`, `given opens <Conversation> <n>`. Steps: `walk <NPC id or name>` (within its reach, without talking), `talk
 //! <NPC>`, `choose <response name or "its text">` (a vote in a shared conversation), `vote
 //! <response>` (a `choose` that must be a vote), `advance`, `close`, `cutscene_done <scene>`
 //! (the client reports a scene finished), `send action <Type> <payload>`, `wait ballot` (the
@@ -42,7 +43,10 @@
 //! player's last message was refused with that code), `expect ended`, `expect chosen
 //! <response> [by <how>]` (the group's latest decision the player heard, `how` as `chosen.by`
 //! says it: `leader`, `majority`, `tie_leader`, `tie_first`, `tie_roll`, `roll`, `unanimous`),
-//! `expect participants <n>`. Each plan plays fresh players. `given coins` sets the coins in
+//! `expect participants <n>`, `expect greyed <response or "its reason">` (shown greyed out
+//! under the line on screen), `expect var <Variable> <value>` (its stored value, the default if
+//! never set). `seed` also seeds every conversation with a `Weighted` group. Each plan plays
+//! fresh players. `given coins` sets the coins in
 //! the throwaway database's profile row: no game step gives coins but a quest's reward.
 //!
 //! The runner walks like a client: a `choose` or `advance` sends what the client walk queues
@@ -111,6 +115,22 @@ pub enum Step {
     },
     GivenTutorialStage(i64),
     GivenCoins(i64),
+    /// A story variable's stored value (its text, as `SetVariable` writes it).
+    GivenVar {
+        name: String,
+        value: String,
+    },
+    /// How often the player was shown a line (or picked a response) of a conversation before.
+    GivenVisits {
+        conversation: String,
+        node: String,
+        count: u32,
+    },
+    /// How many times the player opened a conversation before.
+    GivenOpens {
+        conversation: String,
+        count: u32,
+    },
     Walk(String),
     Talk(String),
     Choose(Pick),
@@ -127,6 +147,13 @@ pub enum Step {
     WaitBallot,
     ExpectLine(Pick),
     ExpectChoices(usize),
+    /// A response of the line on screen is shown greyed out (by name, or its reason's text).
+    ExpectGreyed(Pick),
+    /// A story variable's value now (as `SetVariable` writes it), the default if never set.
+    ExpectVar {
+        name: String,
+        value: String,
+    },
     ExpectEffect {
         kind: String,
         quest: Option<String>,
@@ -391,6 +418,26 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<Plan>, PlanFailure> {
                 }
                 Step::GivenCoins(coins)
             }
+            (Some("given"), Some("var")) if w.len() == 4 => Step::GivenVar {
+                name: w[2].0.clone(),
+                value: w[3].0.clone(),
+            },
+            (Some("given"), Some("visits")) if w.len() == 5 => Step::GivenVisits {
+                conversation: w[2].0.clone(),
+                node: w[3].0.clone(),
+                count: u32::try_from(count_at(4, "the number of visits")?)
+                    .map_err(|_| bad("too many visits"))?,
+            },
+            (Some("given"), Some("opens")) if w.len() == 4 => Step::GivenOpens {
+                conversation: w[2].0.clone(),
+                count: u32::try_from(count_at(3, "the number of opens")?)
+                    .map_err(|_| bad("too many opens"))?,
+            },
+            (Some("expect"), Some("var")) if w.len() == 4 => Step::ExpectVar {
+                name: w[2].0.clone(),
+                value: w[3].0.clone(),
+            },
+            (Some("expect"), Some("greyed")) => Step::ExpectGreyed(pick(2)?),
             (Some("walk"), Some(npc)) => Step::Walk(npc.to_owned()),
             (Some("talk"), Some(npc)) => Step::Talk(npc.to_owned()),
             (Some("choose"), Some(_)) => Step::Choose(pick(1)?),
@@ -706,6 +753,34 @@ async fn run(
                 given_tutorial_stage(app, player, line, *stage).await
             }
             Step::GivenCoins(coins) => given_coins(app, pool, player, line, *coins).await,
+            Step::GivenVar { name, value } => {
+                let key = format!("given/{line}/var");
+                let change = store::Change::SetVariable { name, value };
+                given(app, player, &key, change, None).await.map(|_| ())
+            }
+            Step::GivenVisits {
+                conversation,
+                node,
+                count,
+            } => {
+                let delta = store::VisitDelta {
+                    node: node.clone(),
+                    added: *count,
+                    last: line as u64,
+                };
+                app.store
+                    .record_visits(player, conversation, 0, std::slice::from_ref(&delta))
+                    .await
+                    .map_err(|e| e.to_string())
+            }
+            Step::GivenOpens {
+                conversation,
+                count,
+            } => app
+                .store
+                .record_visits(player, conversation, *count, &[])
+                .await
+                .map_err(|e| e.to_string()),
             _ => Ok(()),
         };
         written.map_err(|e| fail(line, s.player, format!("cannot set it up: {e}")))?;
@@ -1039,6 +1114,9 @@ impl Player {
             | Step::GivenProgress { .. }
             | Step::GivenTutorialStage(_)
             | Step::GivenCoins(_)
+            | Step::GivenVar { .. }
+            | Step::GivenVisits { .. }
+            | Step::GivenOpens { .. }
             | Step::WaitBallot => Ok(()),
             Step::Walk(npc) => self.walk_to(app, npc).await.map(|_| ()),
             Step::Talk(npc) => self.talk(app, npc).await,
@@ -1128,6 +1206,40 @@ impl Player {
                     Screen::Ended => Err(format!(
                         "expected the line {pick}, the conversation has ended"
                     )),
+                }
+            }
+            Step::ExpectGreyed(pick) => {
+                let open = self.open.as_ref().ok_or("no conversation is open")?;
+                let greyed: Vec<(String, String)> = open
+                    .walk
+                    .greyed(&open.graph, &self.facts)
+                    .map(|(r, reason)| (vertex_name(&open.graph, r), reason.to_owned()))
+                    .collect();
+                if greyed.iter().any(|(name, reason)| picks(pick, name, reason)) {
+                    Ok(())
+                } else {
+                    Err(format!("expected {pick} greyed out, the player sees {greyed:?}"))
+                }
+            }
+            Step::ExpectVar { name, value } => {
+                let stored = app
+                    .store
+                    .load_player(&self.id)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let content = app.content.current();
+                let default = content
+                    .content
+                    .variables
+                    .declared
+                    .get(name)
+                    .map(|d| banter_dialogue::condition::value_text(&d.default))
+                    .ok_or_else(|| format!("no story variable `{name}`"))?;
+                let now = stored.variables.get(name).cloned().unwrap_or(default);
+                if now == *value {
+                    Ok(())
+                } else {
+                    Err(format!("expected {name} = {value}, it is {now}"))
                 }
             }
             Step::ExpectChoices(n) => {
@@ -1625,6 +1737,9 @@ impl Player {
                 facts
                     .progress
                     .insert(format!("{quest}/{objective}"), *progress);
+            }
+            Effect::VariableSet { variable, value } => {
+                facts.vars.insert(variable.clone(), value.clone());
             }
             _ => {}
         }

@@ -13,7 +13,7 @@
 //   node scripts/gen-types.js --check   exits 1 if the committed file is out of date
 //
 // It understands the subset of JSON Schema that schemars emits for these types: `$ref` into
-// `$defs`, `const`, `enum`, `oneOf`, `type` (one or a list, `null` included), `items` with
+// `$defs`, `const`, `enum`, `oneOf`, `anyOf` (an untagged union), `type` (one or a list, `null` included), `items` with
 // `minItems`/`maxItems` (fixed-length arrays become tuples), `properties` + `required`, and
 // `additionalProperties` as a schema (maps). Anything else fails loudly, naming where it is,
 // rather than generating a wrong type.
@@ -103,6 +103,10 @@ class Generator {
     if (Array.isArray(schema.enum)) return schema.enum.map((v) => JSON.stringify(v)).join(' | ');
     if (Array.isArray(schema.oneOf)) {
       return schema.oneOf.map((s, i) => this.type(s, `${where}.oneOf[${i}]`)).join(' | ');
+    }
+    // An untagged union (VarValue: a boolean, an integer or a string).
+    if (Array.isArray(schema.anyOf)) {
+      return schema.anyOf.map((s, i) => this.type(s, `${where}.anyOf[${i}]`)).join(' | ');
     }
     const types = Array.isArray(schema.type) ? schema.type : [schema.type];
     const parts = types.map((t) => this.single(schema, t, where));

@@ -14,7 +14,8 @@
  *   | { Type: "OpenShop", Shop: string }
  *   | { Type: "OpenSellMenu" }
  *   | { Type: "PlayCutscene", Scene: string, QuestId?: string }
- *   | { Type: "ChooseRideBoat", QuestId: string }} Action
+ *   | { Type: "ChooseRideBoat", QuestId: string }
+ *   | { Type: "SetVariable", Variable: string, Value: string }} Action
  */
 
 /**
@@ -104,5 +105,13 @@ export const ACTION_SPECS = Object.freeze({
     min: 1,
     max: 1,
     fields: Object.freeze([Object.freeze({ kind: "ident", keys: Object.freeze(["QuestId"]) })]),
+  }),
+  // A story variable takes a value (CONTENT.md "Story variables"): `true`/`false`, a decimal integer or the text, as the variable's declared type says.
+  SetVariable: Object.freeze({
+    changesStore: true,
+    placement: "node_or_response",
+    min: 2,
+    max: 2,
+    fields: Object.freeze([Object.freeze({ kind: "ident", keys: Object.freeze(["Variable"]) }), Object.freeze({ kind: "ident", keys: Object.freeze(["Value"]) })]),
   }),
 });

@@ -89,11 +89,12 @@ export class ContentError extends BanterError {
 
 /**
  * @typedef {"unknown_vertex" | "not_reachable" | "not_a_line" | "not_a_response" | "awaits_choice"
- *   | "awaits_jump" | "condition_failed" | "not_armed" | "payload_mismatch" | "no_conversation"
- *   | "internal" | "not_current" | "not_leader"} WalkRefusalCode
+ *   | "awaits_jump" | "condition_failed" | "response_disabled" | "not_armed" | "payload_mismatch"
+ *   | "no_conversation" | "internal" | "not_current" | "not_leader"} WalkRefusalCode
  *   The wire code (docs/PROTOCOL.md section 7) the server would answer the same step with, so a
  *   client's refusal reads like the server's. `internal` is a jump to something that is not an
- *   NPC line; `no_conversation` a step on a closed walk; `not_current` a vote for a response
+ *   NPC line; `no_conversation` a step on a closed walk; `response_disabled` a pick of a response
+ *   shown greyed out (`Disabled`, its conditions failing: section 10.1); `not_current` a vote for a response
  *   under another line than the one on screen and `not_leader` an advance from a participant
  *   who does not lead, in a shared conversation (section 17).
  */

@@ -5,7 +5,9 @@
 // The content is an object whose keys are node names, plus `FirstNode` and `Speaker`. Each node
 // becomes an NPC-line vertex named by its key; response `i` (1-based) of node `N` becomes the
 // vertex `N_r<i>`; a `NextNode` list becomes a branch vertex (`N_b<id>`), never shown, whose
-// targets are tried in order. Vertices are numbered as the server numbers them: the root 0,
+// targets are tried in order; a `NextNode` group (`{ Pick, Among, Fallback }`, PROTOCOL.md
+// section 10.1) becomes a branch vertex the same way, whose targets are its candidates and which
+// picks among them by its rule (`vertex.group`). Vertices are numbered as the server numbers them: the root 0,
 // then every node in key order (UTF-8 byte order), then per node its responses and then its
 // branches. The numbering matters only for names of branches and for the priority of
 // same-named vertices (the first one wins a name), but it costs nothing to match.
@@ -14,7 +16,7 @@
 // leaves out a node with a problem, skips an edge to a node that does not exist, and makes a
 // condition that does not parse never hold (fail closed). Each is listed in `graph.problems`.
 
-import { parseCondition } from './condition.js';
+import { parseCondition, countTests } from './condition.js';
 import { ContentError, PayloadError } from './errors.js';
 import { buildPayload, isActionType } from './payload.js';
 import { ACTION_SPECS, MAX_AMOUNT } from './actions.generated.js';
@@ -56,21 +58,49 @@ import { CHOICE_MODES, TIE_RULES, MAX_TIME_LIMIT_SECS, choiceRule } from './ball
  * @property {string | null} conditionText  the `Conditions` as sent (a list joined with `&&`)
  * @property {ChoiceSpec | null} choice  a line's `Choice` as written: in a shared conversation,
  *   how the group picks among its responses (`graph.choiceRule(line)` fills in the defaults)
+ * @property {boolean} once  `"Once": true`: a line shown (a response offered) once per player
+ * @property {string | null} disabled  a response's `Disabled`: the reason it is shown greyed out
+ *   while its `Conditions` fail (null: hidden then, as any response)
+ * @property {string | null} disabledLineId  the stable line id of the `Disabled` text
+ * @property {number} tests  how many tests its `Conditions` make (`MostSpecific` groups)
+ * @property {GroupRule | null} group  a branch made from a `NextNode` group: how it picks among
+ *   its `outputs` (the candidates, in `Among` order); null for a list, which takes the first
+ */
+
+/** @typedef {"First" | "MostSpecific" | "LeastRecent" | "Weighted"} Pick */
+
+/**
+ * How a group picks its next line (docs/CONTENT.md, "Line groups and storylets").
+ * @typedef {object} GroupRule
+ * @property {Pick} pick
+ * @property {number[]} weights  each candidate's `Weight` (1 unless stated), parallel to the
+ *   branch's `outputs`
+ * @property {number | null} fallback  the line shown when no candidate holds
  */
 
 /**
- * @typedef {{ kind: "one", target: string } | { kind: "first_of", targets: string[] }} Next
- * @typedef {{ lineId: string | null, text: string, actions: Action[], next: Next | null, conditions: string | null }} ResponseModel
+ * @typedef {{ kind: "one", target: string } | { kind: "first_of", targets: string[] }
+ *   | { kind: "group", pick: Pick, among: { node: string, weight: number }[], fallback: string | null }} Next
+ * @typedef {{ lineId: string | null, text: string, actions: Action[], next: Next | null, conditions: string | null,
+ *   once: boolean, disabled: string | null, disabledLineId: string | null }} ResponseModel
  * @typedef {{ kind: "end" } | { kind: "close" } | { kind: "next", next: Next } | { kind: "responses", responses: ResponseModel[] }} Exit
- * @typedef {{ lineId: string | null, text: string, voice: { clip: string, ms: number } | null, exit: Exit, actions: Action[], conditions: string | null, choice: ChoiceSpec | null }} NodeModel
+ * @typedef {{ lineId: string | null, text: string, voice: { clip: string, ms: number } | null, exit: Exit, actions: Action[],
+ *   conditions: string | null, choice: ChoiceSpec | null, once: boolean }} NodeModel
  */
 
 const FIRST_NODE = 'FirstNode';
 const SPEAKER = 'Speaker';
 const SHARED = 'Shared';
-const NODE_FIELDS = ['LineId', 'Text', 'Direction', 'Voice', 'Responses', 'NextNode', 'Close', 'Actions', 'Conditions', 'Patch', 'Choice'];
+const NODE_FIELDS = ['LineId', 'Text', 'Direction', 'Voice', 'Responses', 'NextNode', 'Close', 'Actions', 'Conditions', 'Patch', 'Choice', 'Once'];
 const CHOICE_FIELDS = ['Mode', 'TimeLimit', 'Tie'];
-const RESPONSE_FIELDS = ['LineId', 'Text', 'Actions', 'NextNode', 'Conditions'];
+const RESPONSE_FIELDS = ['LineId', 'Text', 'Actions', 'NextNode', 'Conditions', 'Once', 'Disabled', 'DisabledLineId'];
+const GROUP_FIELDS = ['Pick', 'Among', 'Fallback'];
+/** The ways a group picks. @type {ReadonlyArray<Pick>} */
+export const PICKS = Object.freeze(/** @type {const} */ (['First', 'MostSpecific', 'LeastRecent', 'Weighted']));
+/** The most candidates a group holds. */
+export const MAX_GROUP_CANDIDATES = 64;
+/** The largest `Weight` of a `Weighted` candidate. */
+export const MAX_WEIGHT = 1000;
 
 /** @param {unknown} v @returns {v is Record<string, unknown>} */
 function isObject(v) {
@@ -152,8 +182,65 @@ class Decoder {
     return undefined;
   }
 
-  /** `NextNode`: one node name, or a non-empty list tried in order. @returns {Next | undefined} */
+  /** A boolean field such as `Once`; false (with a problem) if it is anything else. */
+  flag(/** @type {string} */ field, /** @type {unknown} */ v) {
+    if (typeof v === 'boolean') return v;
+    this.problem(field, `expected a boolean, found ${kindOf(v)}`);
+    return false;
+  }
+
+  /**
+   * A `NextNode` group: `{ Pick, Among, Fallback? }` (docs/CONTENT.md, "Line groups and
+   * storylets"). @returns {Next | undefined}
+   */
+  group(/** @type {string} */ field, /** @type {Record<string, unknown>} */ v) {
+    const before = this.count;
+    for (const key of Object.keys(v)) {
+      if (!GROUP_FIELDS.includes(key)) this.problem(`${field}.${key}`, `unknown field \`${key}\``);
+    }
+    const pick = /** @type {Pick | undefined} */ (PICKS.find((p) => p === v.Pick));
+    if (!('Pick' in v)) this.problem(`${field}.Pick`, 'missing field `Pick`');
+    else if (pick === undefined) this.problem(`${field}.Pick`, `expected one of ${PICKS.join(', ')}, found ${JSON.stringify(v.Pick)}`);
+    /** @type {{ node: string, weight: number }[]} */
+    const among = [];
+    if (!('Among' in v)) this.problem(`${field}.Among`, 'missing field `Among`');
+    else if (!Array.isArray(v.Among)) this.problem(`${field}.Among`, `expected a list of node names, found ${kindOf(v.Among)}`);
+    else if (v.Among.length === 0 || v.Among.length > MAX_GROUP_CANDIDATES) {
+      this.problem(`${field}.Among`, `a group holds 1 to ${MAX_GROUP_CANDIDATES} candidates, found ${v.Among.length}`);
+    } else {
+      for (const [i, item] of v.Among.entries()) {
+        const at = `${field}.Among[${i + 1}]`;
+        /** @type {string | undefined} */
+        let node;
+        let weight = 1;
+        if (isObject(item)) {
+          for (const key of Object.keys(item)) {
+            if (key !== 'Node' && key !== 'Weight') this.problem(`${at}.${key}`, `unknown field \`${key}\``);
+          }
+          if ('Node' in item) node = this.ident(`${at}.Node`, item.Node);
+          else this.problem(`${at}.Node`, 'missing field `Node`');
+          if ('Weight' in item) {
+            const w = item.Weight;
+            if (typeof w !== 'number' || !Number.isInteger(w) || w < 1 || w > MAX_WEIGHT) {
+              this.problem(`${at}.Weight`, `a Weight is a whole number from 1 to ${MAX_WEIGHT}, found ${JSON.stringify(w)}`);
+            } else if (pick !== undefined && pick !== 'Weighted') {
+              this.problem(`${at}.Weight`, `a Weight belongs to a Weighted group, not ${pick}`);
+            } else weight = w;
+          }
+        } else node = this.ident(at, item);
+        if (node === undefined) continue;
+        if (among.some((c) => c.node === node)) this.problem(at, `the candidate ${JSON.stringify(node)} is named twice`);
+        among.push({ node, weight });
+      }
+    }
+    const fallback = 'Fallback' in v ? this.ident(`${field}.Fallback`, v.Fallback) : null;
+    if (this.count > before || pick === undefined) return undefined;
+    return { kind: 'group', pick, among, fallback: fallback ?? null };
+  }
+
+  /** `NextNode`: one node name, a non-empty list tried in order, or a group. @returns {Next | undefined} */
   next(/** @type {string} */ field, /** @type {unknown} */ v) {
+    if (isObject(v)) return this.group(field, v);
     if (typeof v === 'string') {
       const target = this.ident(field, v);
       return target === undefined ? undefined : { kind: 'one', target };
@@ -166,7 +253,7 @@ class Decoder {
       const targets = v.map((item, i) => this.ident(`${field}[${i + 1}]`, item));
       return targets.every((t) => t !== undefined) ? { kind: 'first_of', targets: /** @type {string[]} */ (targets) } : undefined;
     }
-    this.problem(field, `expected a node name or a list of node names, found ${kindOf(v)}`);
+    this.problem(field, `expected a node name, a list of node names or a group, found ${kindOf(v)}`);
     return undefined;
   }
 
@@ -316,6 +403,7 @@ function decodeNode(name, value, problems) {
   const actions = 'Actions' in value ? d.actions('Actions', value.Actions) : [];
   const conditions = 'Conditions' in value ? d.conditions('Conditions', value.Conditions) : undefined;
   const choice = 'Choice' in value ? d.choice('Choice', value.Choice) : undefined;
+  const once = 'Once' in value ? d.flag('Once', value.Once) : false;
   const exit = decodeExit(d, value);
   if (d.count > 0 || exit === undefined) return undefined;
   return {
@@ -326,6 +414,7 @@ function decodeNode(name, value, problems) {
     actions,
     conditions: conditions ?? null,
     choice: choice ?? null,
+    once,
   };
 }
 
@@ -412,8 +501,20 @@ function decodeResponse(/** @type {Decoder} */ d, /** @type {number} */ index, /
   const actions = 'Actions' in v ? d.actions(`${at}.Actions`, v.Actions) : [];
   const next = 'NextNode' in v ? d.next(`${at}.NextNode`, v.NextNode) : undefined;
   const conditions = 'Conditions' in v ? d.conditions(`${at}.Conditions`, v.Conditions) : undefined;
+  const once = 'Once' in v ? d.flag(`${at}.Once`, v.Once) : false;
+  const disabled = 'Disabled' in v ? d.string(`${at}.Disabled`, v.Disabled) : undefined;
+  const disabledLineId = 'DisabledLineId' in v ? d.ident(`${at}.DisabledLineId`, v.DisabledLineId) : undefined;
   if (d.count > before) return undefined;
-  return { lineId: lineId ?? null, text: text ?? '', actions, next: next ?? null, conditions: conditions ?? null };
+  return {
+    lineId: lineId ?? null,
+    text: text ?? '',
+    actions,
+    next: next ?? null,
+    conditions: conditions ?? null,
+    once,
+    disabled: disabled ?? null,
+    disabledLineId: disabledLineId ?? null,
+  };
 }
 
 /** An immutable conversation graph. Build it with `buildGraph`. */
@@ -576,6 +677,11 @@ export function buildGraph(content, name = 'conversation') {
       condition: null,
       conditionText: null,
       choice: null,
+      once: false,
+      disabled: null,
+      disabledLineId: null,
+      tests: 0,
+      group: null,
     };
     vertices.push(v);
     return v;
@@ -591,6 +697,7 @@ export function buildGraph(content, name = 'conversation') {
     v.voice = node.voice;
     v.lineId = node.lineId;
     v.choice = node.choice;
+    v.once = node.once;
     lineIds.set(nodeName, v.id);
   }
   /** Per node: its branch vertices in the order pass two wires them, and its responses. @type {Vertex[][]} */
@@ -602,16 +709,19 @@ export function buildGraph(content, name = 'conversation') {
     const made = [];
     /** @type {Vertex[]} */
     const responses = [];
-    if (node.exit.kind === 'next' && node.exit.next.kind === 'first_of') {
+    if (node.exit.kind === 'next' && node.exit.next.kind !== 'one') {
       made.push(push('branch', `${nodeName}_b${vertices.length}`, '', 1));
     } else if (node.exit.kind === 'responses') {
       node.exit.responses.forEach((r, i) => {
         const rv = push('response', `${nodeName}_r${i + 1}`, r.text, i + 1);
         rv.lineId = r.lineId;
+        rv.once = r.once;
+        rv.disabled = r.disabled;
+        rv.disabledLineId = r.disabledLineId;
         responses.push(rv);
       });
       for (const r of node.exit.responses) {
-        if (r.next && r.next.kind === 'first_of') made.push(push('branch', `${nodeName}_b${vertices.length}`, '', 1));
+        if (r.next && r.next.kind !== 'one') made.push(push('branch', `${nodeName}_b${vertices.length}`, '', 1));
       }
     }
     madePerNode.push(made);
@@ -655,6 +765,7 @@ export function buildGraph(content, name = 'conversation') {
     v.conditionText = text;
     try {
       v.condition = parseCondition(text);
+      v.tests = countTests(v.condition);
     } catch (e) {
       problems.push(`node ${JSON.stringify(node)}, ${field}: ${e instanceof Error ? e.message : e}`);
       // Fail closed: a condition that cannot be read never holds.
@@ -675,10 +786,23 @@ export function buildGraph(content, name = 'conversation') {
     const wire = (next, field) => {
       if (next.kind === 'one') return resolve(next.target, nodeName, field);
       const branch = /** @type {Vertex} */ (made.next().value);
-      next.targets.forEach((t, k) => {
-        const id = resolve(t, nodeName, `${field}[${k + 1}]`);
-        if (id !== undefined) branch.outputs.push(id);
+      if (next.kind === 'first_of') {
+        next.targets.forEach((t, k) => {
+          const id = resolve(t, nodeName, `${field}[${k + 1}]`);
+          if (id !== undefined) branch.outputs.push(id);
+        });
+        return branch.id;
+      }
+      /** @type {GroupRule} */
+      const rule = { pick: next.pick, weights: [], fallback: null };
+      next.among.forEach((c, k) => {
+        const id = resolve(c.node, nodeName, `${field}.Among[${k + 1}]`);
+        if (id === undefined) return;
+        branch.outputs.push(id);
+        rule.weights.push(c.weight);
       });
+      if (next.fallback !== null) rule.fallback = resolve(next.fallback, nodeName, `${field}.Fallback`) ?? null;
+      branch.group = rule;
       return branch.id;
     };
     setActions(v, node.actions);

@@ -14,7 +14,7 @@ export { buildPayload, parsePayload, isActionType } from './payload.js';
 // (parseCondition, evaluate, holds, applyEffect, ...): every export of the two modules.
 export * from './text.js';
 export * from './condition.js';
-export { buildGraph, DialogueGraph, compareUtf8 } from './graph.js';
+export { buildGraph, DialogueGraph, compareUtf8, PICKS, MAX_GROUP_CANDIDATES, MAX_WEIGHT } from './graph.js';
 export { ClientWalk, Walk, nextLine, ARM_CAP } from './walk.js';
 export {
   decide,
@@ -41,6 +41,10 @@ export { deviceLogin, DeviceLogin, webSocketUrl, httpBase } from './login.js';
  * @typedef {import('./graph.js').Vertex} Vertex
  * @typedef {import('./graph.js').AuthoredAction} AuthoredAction
  * @typedef {import('./walk.js').Screen} Screen
+ * @typedef {import('./walk.js').Greyed} Greyed
+ * @typedef {import('./walk.js').WalkMemory} WalkMemory
+ * @typedef {import('./graph.js').GroupRule} GroupRule
+ * @typedef {import('./graph.js').Pick} Pick
  * @typedef {import('./walk.js').ArmedAction} ArmedAction
  * @typedef {import('./walk.js').OpenOptions} OpenOptions
  * @typedef {import('./ballot.js').ChoiceMode} ChoiceMode

@@ -391,7 +391,7 @@
  * The closed vocabulary of action types. The string form is the `Type` field of the content
  * files and the `action` field of the wire message.
  *
- * @typedef {"AcceptQuest" | "CheckQuest" | "CompleteQuest" | "AdvanceObjective" | "TrackQuest" | "OpenShop" | "OpenSellMenu" | "PlayCutscene" | "ChooseRideBoat"} ActionType
+ * @typedef {"AcceptQuest" | "CheckQuest" | "CompleteQuest" | "AdvanceObjective" | "TrackQuest" | "OpenShop" | "OpenSellMenu" | "PlayCutscene" | "ChooseRideBoat" | "SetVariable"} ActionType
  */
 
 /**
@@ -485,15 +485,24 @@
  */
 
 /**
+ * `SetVariable`: the story variable now has this value.
+ *
+ * @typedef {object} VariableSetEffect
+ * @property {"variable_set"} kind
+ * @property {VarValue} value
+ * @property {string} variable
+ */
+
+/**
  * What an accepted action did, for the client to show.
  *
- * @typedef {QuestAcceptedEffect | QuestCheckedEffect | QuestCompletedEffect | ObjectiveAdvancedEffect | QuestTrackedEffect | OpenShopEffect | OpenSellMenuEffect | PlayCutsceneEffect | ChooseRideBoatEffect} Effect
+ * @typedef {QuestAcceptedEffect | QuestCheckedEffect | QuestCompletedEffect | ObjectiveAdvancedEffect | QuestTrackedEffect | OpenShopEffect | OpenSellMenuEffect | PlayCutsceneEffect | ChooseRideBoatEffect | VariableSetEffect} Effect
  */
 
 /**
  * The `kind` of every `Effect`.
  *
- * @typedef {"quest_accepted" | "quest_checked" | "quest_completed" | "objective_advanced" | "quest_tracked" | "open_shop" | "open_sell_menu" | "play_cutscene" | "choose_ride_boat"} EffectKind
+ * @typedef {"quest_accepted" | "quest_checked" | "quest_completed" | "objective_advanced" | "quest_tracked" | "open_shop" | "open_sell_menu" | "play_cutscene" | "choose_ride_boat" | "variable_set"} EffectKind
  */
 
 /**
@@ -519,6 +528,7 @@
  * - `awaits_choice`: The line waits for the player to pick a response.
  * - `awaits_jump`: The line waits for the server's jump.
  * - `condition_failed`: The response's conditions do not hold.
+ * - `response_disabled`: The response is shown greyed out (`Disabled`): its `Conditions` do not hold now.
  * - `not_armed`: No armed action of that type.
  * - `payload_mismatch`: An action of that type is armed, but with a different payload.
  * - `quest_state`: The quest's state does not allow this action now.
@@ -542,7 +552,7 @@
  * - `not_current`: A vote for a response under a line that is not the ballot's.
  * - `shared_elsewhere`: The party's shared conversation is open with another NPC or on another server instance.
  *
- * @typedef {"malformed" | "frame_too_large" | "binary_frame" | "rate_limited" | "no_conversation" | "conversation_open" | "unknown_npc" | "too_far" | "no_body" | "talk_cooldown" | "busy" | "teleport" | "unknown_conversation" | "unknown_vertex" | "not_reachable" | "not_a_line" | "not_a_response" | "awaits_choice" | "awaits_jump" | "condition_failed" | "not_armed" | "payload_mismatch" | "quest_state" | "no_cutscene" | "store_unavailable" | "outcome_unknown" | "internal" | "resume_refused" | "bad_locale" | "not_in_scope" | "not_joined" | "already_joined" | "channel_full" | "carried_elsewhere" | "position_owned" | "not_in_party" | "already_in_party" | "party_full" | "no_invite" | "not_leader" | "not_current" | "shared_elsewhere"} ErrorCode
+ * @typedef {"malformed" | "frame_too_large" | "binary_frame" | "rate_limited" | "no_conversation" | "conversation_open" | "unknown_npc" | "too_far" | "no_body" | "talk_cooldown" | "busy" | "teleport" | "unknown_conversation" | "unknown_vertex" | "not_reachable" | "not_a_line" | "not_a_response" | "awaits_choice" | "awaits_jump" | "condition_failed" | "response_disabled" | "not_armed" | "payload_mismatch" | "quest_state" | "no_cutscene" | "store_unavailable" | "outcome_unknown" | "internal" | "resume_refused" | "bad_locale" | "not_in_scope" | "not_joined" | "already_joined" | "channel_full" | "carried_elsewhere" | "position_owned" | "not_in_party" | "already_in_party" | "party_full" | "no_invite" | "not_leader" | "not_current" | "shared_elsewhere"} ErrorCode
  */
 
 /**
@@ -552,9 +562,16 @@
  * @property {number} coins
  * @property {number} experience
  * @property {string[]} [has] - States and tags that hold, by name (`Dialogue.Talking`, `Afk`).
+ * @property {Record<string, number>} [last_seen] - When each `LeastRecent` candidate the player has seen was last shown, as an ordering:
+ *   larger is more recent.
+ * @property {number} [opens] - How many times the player opened this conversation before this time.
  * @property {Record<string, number>} [progress] - Objective progress, keyed `questId/objectiveId`.
  * @property {Record<string, QuestStatus>} [quests] - Status of every quest that is not `available` (absent means available).
+ * @property {string} [seed] - The conversation's seed for `Weighted` groups, present exactly when it has one.
  * @property {number} tutorial_stage
+ * @property {Record<string, VarValue>} [vars] - The story variables this conversation's conditions read, by name (PROTOCOL.md 10.1).
+ * @property {Record<string, number>} [visits] - How often the player was shown each line (or picked each response) this conversation
+ *   reads, by vertex name; absent is 0.
  */
 
 /**
@@ -634,6 +651,12 @@
  */
 
 /**
+ * A story variable's value (CONTENT.md "Story variables"): a JSON boolean, integer or string.
+ *
+ * @typedef {boolean | number | string} VarValue
+ */
+
+/**
  * One participant's vote on the current line.
  *
  * @typedef {object} Vote
@@ -645,7 +668,7 @@
 // Closed vocabularies, for validation at run time.
 
 /** Every `ActionType`, in schema order. @type {ReadonlyArray<ActionType>} */
-export const ACTION_TYPES = Object.freeze(["AcceptQuest","CheckQuest","CompleteQuest","AdvanceObjective","TrackQuest","OpenShop","OpenSellMenu","PlayCutscene","ChooseRideBoat"]);
+export const ACTION_TYPES = Object.freeze(["AcceptQuest","CheckQuest","CompleteQuest","AdvanceObjective","TrackQuest","OpenShop","OpenSellMenu","PlayCutscene","ChooseRideBoat","SetVariable"]);
 
 /** Every `ByeReason`, in schema order. @type {ReadonlyArray<ByeReason>} */
 export const BYE_REASONS = Object.freeze(["replaced","shutdown","flooding","token_expired","timeout"]);
@@ -660,10 +683,10 @@ export const CLOSE_REASONS = Object.freeze(["client","walked_away"]);
 export const DECIDED_BYS = Object.freeze(["leader","majority","tie_leader","tie_first","tie_roll","roll","unanimous"]);
 
 /** Every `EffectKind`, in schema order. @type {ReadonlyArray<EffectKind>} */
-export const EFFECT_KINDS = Object.freeze(["quest_accepted","quest_checked","quest_completed","objective_advanced","quest_tracked","open_shop","open_sell_menu","play_cutscene","choose_ride_boat"]);
+export const EFFECT_KINDS = Object.freeze(["quest_accepted","quest_checked","quest_completed","objective_advanced","quest_tracked","open_shop","open_sell_menu","play_cutscene","choose_ride_boat","variable_set"]);
 
 /** Every `ErrorCode`, in schema order. @type {ReadonlyArray<ErrorCode>} */
-export const ERROR_CODES = Object.freeze(["malformed","frame_too_large","binary_frame","rate_limited","no_conversation","conversation_open","unknown_npc","too_far","no_body","talk_cooldown","busy","teleport","unknown_conversation","unknown_vertex","not_reachable","not_a_line","not_a_response","awaits_choice","awaits_jump","condition_failed","not_armed","payload_mismatch","quest_state","no_cutscene","store_unavailable","outcome_unknown","internal","resume_refused","bad_locale","not_in_scope","not_joined","already_joined","channel_full","carried_elsewhere","position_owned","not_in_party","already_in_party","party_full","no_invite","not_leader","not_current","shared_elsewhere"]);
+export const ERROR_CODES = Object.freeze(["malformed","frame_too_large","binary_frame","rate_limited","no_conversation","conversation_open","unknown_npc","too_far","no_body","talk_cooldown","busy","teleport","unknown_conversation","unknown_vertex","not_reachable","not_a_line","not_a_response","awaits_choice","awaits_jump","condition_failed","response_disabled","not_armed","payload_mismatch","quest_state","no_cutscene","store_unavailable","outcome_unknown","internal","resume_refused","bad_locale","not_in_scope","not_joined","already_joined","channel_full","carried_elsewhere","position_owned","not_in_party","already_in_party","party_full","no_invite","not_leader","not_current","shared_elsewhere"]);
 
 /** Every `LeftReason`, in schema order. @type {ReadonlyArray<LeftReason>} */
 export const LEFT_REASONS = Object.freeze(["closed","walked_away","dropped","left_party"]);

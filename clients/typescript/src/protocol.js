@@ -23,7 +23,7 @@ export const MAX_CLIENT_FRAME_BYTES = 4096;
 
 /** The four codes for which sending the same message later may succeed (section 7). */
 export const RETRYABLE_CODES = Object.freeze(
-  /** @type {const} */ (['rate_limited', 'talk_cooldown', 'store_unavailable', 'outcome_unknown']),
+  /** @type {const} */ (['rate_limited', 'talk_cooldown', 'store_unavailable', 'outcome_unknown', 'shared_elsewhere']),
 );
 
 /** @typedef {ClientMessage} OutgoingRequest  anything a client may send (without an id: the connection adds it) */

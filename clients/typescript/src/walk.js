@@ -26,13 +26,22 @@
 // `advanced` (`followAdvanced`) and `jump`. Following sends what moving sends alone: the held
 // actions first (the group moved past the reply on screen), then the next line's node actions;
 // the chosen response's actions only if it was shown to this player and still holds for them.
+//
+// Writing power (PROTOCOL.md section 10.1): the walk keeps the visit counts it adds (a shown
+// line, as soon as it is shown: its responses see this showing; a picked response), the order it showed lines in and
+// the number of `Weighted` draws it made, and reads conditions with the sheet's counts plus its
+// own. A once line already counted is passed over as a next line or group candidate; a once
+// response already picked is hidden (not added to R, not a choice, `condition_failed`). A
+// response with `Disabled` whose conditions fail joins R greyed: listed with its reason, not a
+// choice (`response_disabled`), no obstacle to advancing.
 
-import { evaluate } from './condition.js';
+import { asFacts, evaluate } from './condition.js';
+import { draw } from './ballot.js';
 import { WalkRefusal } from './errors.js';
 
 /**
  * @import { Facts } from './condition.js'
- * @import { DialogueGraph, Vertex } from './graph.js'
+ * @import { DialogueGraph, Vertex, GroupRule } from './graph.js'
  * @import { FactSheet, ActionType } from './protocol.generated.js'
  * @import { WalkMessage } from './protocol.js'
  */
@@ -55,35 +64,171 @@ function conditionHolds(v, facts) {
 }
 
 /**
+ * What a walk remembers beyond R and the armings (PROTOCOL.md section 10.1).
+ * @typedef {object} WalkMemory
+ * @property {Map<number, number>} visits  the visit counts this walk added, by vertex
+ * @property {Map<number, number>} shown  when each line was last shown in this walk (a sequence
+ *   number: larger is more recent, and more recent than any `facts.last_seen`)
+ * @property {number} sequence  the last sequence number given
+ * @property {number} draws  the `Weighted` picks made so far: the next draw's `k`
+ */
+
+/** @returns {WalkMemory} */
+function newMemory() {
+  return { visits: new Map(), shown: new Map(), sequence: 0, draws: 0 };
+}
+
+/**
+ * The facts a walk's conditions read: the sheet's (or the given `Facts`), with the visits this
+ * walk added on top of `visits(...)`.
+ * @param {DialogueGraph} graph
+ * @param {Facts | FactSheet} facts
+ * @param {WalkMemory} memory
+ * @returns {Facts}
+ */
+function withWalk(graph, facts, memory) {
+  const base = asFacts(facts);
+  return {
+    questStatus: (quest) => base.questStatus(quest),
+    objectiveProgress: (quest, objective) => base.objectiveProgress(quest, objective),
+    has: (name) => base.has(name),
+    counter: (counter) => base.counter(counter),
+    variable: (name) => base.variable?.(name),
+    visits: (vertex) => {
+      const id = graph.find(vertex)?.id;
+      return Number(base.visits?.(vertex) ?? 0) + (id === undefined ? 0 : (memory.visits.get(id) ?? 0));
+    },
+    opens: () => base.opens?.() ?? 0,
+    lastSeen: (line) => base.lastSeen?.(line),
+    seed: () => base.seed?.(),
+  };
+}
+
+/** How often `v` was shown or picked, the sheet's count and the walk's. @param {Vertex} v @param {Facts} facts */
+function visitsOf(v, facts) {
+  return Number(facts.visits?.(v.name) ?? 0);
+}
+
+/** A once line or response already counted: passed over, hidden. @param {Vertex} v @param {Facts} facts */
+function spent(v, facts) {
+  return v.once && visitsOf(v, facts) > 0;
+}
+
+/**
+ * A line may be shown as a next line or group candidate: its `Conditions` hold and it is not a
+ * once line already shown. @param {Vertex} v @param {Facts} facts
+ */
+function lineHolds(v, facts) {
+  return conditionHolds(v, facts) && !spent(v, facts);
+}
+
+/**
+ * A response the player may pick now: its `Conditions` hold and it is not a once response
+ * already picked. @param {Vertex} v @param {Facts} facts
+ */
+function responseHolds(v, facts) {
+  return conditionHolds(v, facts) && !spent(v, facts);
+}
+
+/**
  * The NPC line that follows `from` (a line or a response): the first output by priority whose
- * conditions hold, passing through branches; undefined when none does.
+ * conditions hold, passing through branches and picking through groups; undefined when none
+ * does. Without `memory` (a walk's own), no visit of this conversation and no draw yet.
  * @param {DialogueGraph} graph
  * @param {number} from
  * @param {Facts | FactSheet} facts
+ * @param {WalkMemory} [memory]  a `Weighted` pick counts its draw in it
  * @returns {number | undefined}
  */
-export function nextLine(graph, from, facts) {
-  return firstLine(graph, graph.vertex(from)?.outputs ?? [], facts, 0);
+export function nextLine(graph, from, facts, memory = newMemory()) {
+  return firstLine(graph, graph.vertex(from)?.outputs ?? [], withWalk(graph, facts, memory), memory, 0);
 }
 
 /**
  * @param {DialogueGraph} graph
  * @param {ReadonlyArray<number>} outputs
- * @param {Facts | FactSheet} facts
+ * @param {Facts} facts
+ * @param {WalkMemory} memory
  * @param {number} depth
  * @returns {number | undefined}
  */
-function firstLine(graph, outputs, facts, depth) {
+function firstLine(graph, outputs, facts, memory, depth) {
   for (const out of outputs) {
     const v = graph.vertex(out);
-    if (!v || !conditionHolds(v, facts)) continue;
-    if (v.kind === 'line') return out;
-    if (v.kind === 'branch' && depth < MAX_TRANSPARENT_DEPTH) {
-      const line = firstLine(graph, v.outputs, facts, depth + 1);
+    if (!v) continue;
+    if (v.kind === 'line') {
+      if (lineHolds(v, facts)) return out;
+    } else if (v.kind === 'branch' && v.group !== null) {
+      // A group's pick is final: its fallback, or nothing (the conversation ends there).
+      return pick(graph, v, v.group, facts, memory);
+    } else if (v.kind === 'branch' && depth < MAX_TRANSPARENT_DEPTH && conditionHolds(v, facts)) {
+      const line = firstLine(graph, v.outputs, facts, memory, depth + 1);
       if (line !== undefined) return line;
     }
   }
   return undefined;
+}
+
+/**
+ * A group's next line (PROTOCOL.md section 10.1): among the candidates that hold, by the rule;
+ * the fallback when none holds (its conditions and `Once` not tested).
+ * @param {DialogueGraph} graph
+ * @param {Vertex} branch
+ * @param {GroupRule} rule
+ * @param {Facts} facts
+ * @param {WalkMemory} memory
+ * @returns {number | undefined}
+ */
+function pick(graph, branch, rule, facts, memory) {
+  /** @type {{ v: Vertex, weight: number }[]} */
+  const holding = [];
+  branch.outputs.forEach((id, i) => {
+    const v = graph.vertex(id);
+    if (v && v.kind === 'line' && lineHolds(v, facts)) holding.push({ v, weight: rule.weights[i] ?? 1 });
+  });
+  if (holding.length === 0) return rule.fallback ?? undefined;
+  switch (rule.pick) {
+    case 'First':
+      return holding[0].v.id;
+    case 'MostSpecific': {
+      let best = holding[0];
+      for (const c of holding) if (c.v.tests > best.v.tests) best = c;
+      return best.v.id;
+    }
+    case 'LeastRecent': {
+      // Never shown first; else the oldest last showing (this walk's are the most recent).
+      /** @param {Vertex} v @returns {[number, bigint]} */
+      const recency = (v) => {
+        const here = memory.shown.get(v.id);
+        if (here !== undefined) return [2, BigInt(here)];
+        const seen = facts.lastSeen?.(v.name);
+        if (seen !== undefined) return [1, BigInt(seen)];
+        // Seen before with no time kept: as if at time 0 (the reference's rule).
+        return Number(facts.visits?.(v.name) ?? 0) > 0 ? [1, 0n] : [0, 0n];
+      };
+      let best = holding[0];
+      let bestAt = recency(best.v);
+      for (const c of holding) {
+        const at = recency(c.v);
+        if (at[0] < bestAt[0] || (at[0] === bestAt[0] && at[1] < bestAt[1])) {
+          best = c;
+          bestAt = at;
+        }
+      }
+      return best.v.id;
+    }
+    case 'Weighted': {
+      const total = holding.reduce((n, c) => n + c.weight, 0);
+      const r = draw(facts.seed?.() ?? '0', memory.draws) % BigInt(total);
+      memory.draws++;
+      let running = 0n;
+      for (const c of holding) {
+        running += BigInt(c.weight);
+        if (running > r) return c.v.id;
+      }
+      return holding[holding.length - 1].v.id;
+    }
+  }
 }
 
 /**
@@ -101,6 +246,33 @@ export class Walk {
     /** A quest check was chosen or shown and its jump has not come yet. */
     this.awaitingJump = false;
     this.closed = false;
+    /** Visits, showing order and draws of this walk (PROTOCOL.md section 10.1). @type {WalkMemory} */
+    this.memory = newMemory();
+  }
+
+  /**
+   * The facts conditions read in this walk: `facts` with this walk's visits added.
+   * @param {Facts | FactSheet} facts
+   * @returns {Facts}
+   */
+  factsFor(facts) {
+    return withWalk(this.graph, facts, this.memory);
+  }
+
+  /**
+   * The visit counts this walk added, by vertex name: each line shown, each response picked.
+   * @returns {Record<string, number>}
+   */
+  counted() {
+    /** @type {Record<string, number>} */
+    const out = {};
+    for (const [id, n] of [...this.memory.visits].sort(([a], [b]) => a - b)) out[/** @type {Vertex} */ (this.graph.vertex(id)).name] = n;
+    return out;
+  }
+
+  /** One more visit of `v` in this walk. @param {number} v */
+  count(v) {
+    this.memory.visits.set(v, (this.memory.visits.get(v) ?? 0) + 1);
   }
 
   /**
@@ -131,7 +303,25 @@ export class Walk {
    */
   choices(line, facts) {
     if (this.awaitingJump) return [];
-    return this.shownResponses(line).filter((r) => conditionHolds(/** @type {Vertex} */ (this.graph.vertex(r)), facts));
+    const f = this.factsFor(facts);
+    return this.shownResponses(line).filter((r) => responseHolds(/** @type {Vertex} */ (this.graph.vertex(r)), f));
+  }
+
+  /**
+   * The responses under `line` shown greyed out now, in priority order: in R, with `Disabled`,
+   * not a once response already picked, and whose `Conditions` fail against `facts`. None while
+   * a quest check awaits its jump.
+   * @param {number} line
+   * @param {Facts | FactSheet} facts
+   * @returns {number[]}
+   */
+  greyed(line, facts) {
+    if (this.awaitingJump) return [];
+    const f = this.factsFor(facts);
+    return this.shownResponses(line).filter((r) => {
+      const v = /** @type {Vertex} */ (this.graph.vertex(r));
+      return v.disabled !== null && !spent(v, f) && !conditionHolds(v, f);
+    });
   }
 
   /**
@@ -169,6 +359,7 @@ export class Walk {
   choose(response, facts) {
     const v = this.checkChoose(response, facts);
     this.arm(v);
+    this.count(response);
     if (v.awaitsJump) {
       this.awaitingJump = true;
       return { kind: 'await_jump' };
@@ -187,7 +378,12 @@ export class Walk {
     if (!this.reachable.has(response)) throw new WalkRefusal('not_reachable', 'the player has not been shown this', v.name);
     if (v.kind !== 'response') throw new WalkRefusal('not_a_response', 'not a response', v.name);
     if (this.awaitingJump) throw new WalkRefusal('awaits_jump', "waiting for the server's jump after a quest check", v.name);
-    if (!conditionHolds(v, facts)) throw new WalkRefusal('condition_failed', "the response's conditions do not hold", v.name);
+    const f = this.factsFor(facts);
+    if (spent(v, f)) throw new WalkRefusal('condition_failed', 'a once response already picked', v.name);
+    if (!conditionHolds(v, f)) {
+      if (v.disabled !== null) throw new WalkRefusal('response_disabled', `the response is greyed out: ${v.disabled}`, v.name);
+      throw new WalkRefusal('condition_failed', "the response's conditions do not hold", v.name);
+    }
     return v;
   }
 
@@ -214,7 +410,7 @@ export class Walk {
    */
   shownAndHolds(response, facts) {
     const v = this.graph.vertex(response);
-    return v !== undefined && this.reachable.has(response) && conditionHolds(v, facts);
+    return v !== undefined && this.reachable.has(response) && responseHolds(v, this.factsFor(facts));
   }
 
   /**
@@ -229,6 +425,7 @@ export class Walk {
   groupChoose(response, facts) {
     const v = this.decided(response);
     if (this.shownAndHolds(response, facts)) this.arm(v);
+    if (this.reachable.has(response)) this.count(response);
     if (v.awaitsJump) {
       this.awaitingJump = true;
       return { kind: 'await_jump' };
@@ -252,6 +449,8 @@ export class Walk {
     const v = this.decided(response);
     if (node !== undefined) this.checkLine(node);
     if (this.shownAndHolds(response, facts)) this.arm(v);
+    // A decision counts as a pick for the participants who were shown the response.
+    if (this.reachable.has(response)) this.count(response);
     if (node !== undefined) {
       this.show(/** @type {Vertex} */ (this.graph.vertex(node)), facts);
       return { kind: 'line', line: node };
@@ -376,20 +575,29 @@ export class Walk {
 
   /** Shows the line after `from`, if any. @param {number} from @param {Facts | FactSheet} facts @returns {Shown} */
   follow(from, facts) {
-    const line = nextLine(this.graph, from, facts);
+    const line = nextLine(this.graph, from, facts, this.memory);
     if (line === undefined) return { kind: 'end' };
     this.show(/** @type {Vertex} */ (this.graph.vertex(line)), facts);
     return { kind: 'line', line };
   }
 
-  /** A line and its visible responses join R; its actions are armed. @param {Vertex} line @param {Facts | FactSheet} facts */
+  /**
+   * The line counts one visit; then it and its visible responses join R (those that hold, and
+   * those with `Disabled` that do not: greyed; never a once response already picked); its
+   * actions are armed. Its responses see the count with this showing, when shown and when
+   * picked alike. @param {Vertex} line @param {Facts | FactSheet} facts
+   */
   show(line, facts) {
+    this.count(line.id);
+    this.memory.shown.set(line.id, ++this.memory.sequence);
+    const f = this.factsFor(facts);
     this.reachable.add(line.id);
     this.arm(line);
     if (line.awaitsJump) this.awaitingJump = true;
     for (const r of line.outputs) {
       const v = this.graph.vertex(r);
-      if (v && v.kind === 'response' && conditionHolds(v, facts)) this.reachable.add(r);
+      if (!v || v.kind !== 'response' || spent(v, f)) continue;
+      if (v.disabled !== null || conditionHolds(v, f)) this.reachable.add(r);
     }
   }
 
@@ -400,8 +608,18 @@ export class Walk {
 }
 
 /**
- * What the client has on screen.
- * @typedef {{ kind: "line", line: Vertex, choices: Vertex[], canAdvance: boolean }
+ * A response shown greyed out (`Disabled`): the player sees it and its reason, and cannot pick
+ * it while its `Conditions` fail (`response_disabled`).
+ * @typedef {object} Greyed
+ * @property {Vertex} response  the response (its `name`, its `text`)
+ * @property {string} reason  the `Disabled` text, in the player's locale (rich text)
+ * @property {string | null} reasonLineId  the reason's stable line id (`DisabledLineId`)
+ */
+
+/**
+ * What the client has on screen: a line with its choices (to pick) and its greyed-out
+ * responses (to show, not to pick), both in the line's response order.
+ * @typedef {{ kind: "line", line: Vertex, choices: Vertex[], greyed: Greyed[], canAdvance: boolean }
  *   | { kind: "waiting_for_jump" } | { kind: "ended" }} Screen
  */
 
@@ -524,7 +742,7 @@ export class ClientWalk {
   get screen() {
     if (this.state === 'line') {
       const line = /** @type {Vertex} */ (this.graph.vertex(this.lineId));
-      return { kind: 'line', line, choices: this.choiceVertices(), canAdvance: this.canAdvance };
+      return { kind: 'line', line, choices: this.choiceVertices(), greyed: this.greyedResponses(), canAdvance: this.canAdvance };
     }
     return this.state === 'waiting_for_jump' ? { kind: 'waiting_for_jump' } : { kind: 'ended' };
   }
@@ -547,6 +765,33 @@ export class ClientWalk {
   /** The names of the responses under the current line (`<node>_r<i>`). */
   get choices() {
     return this.choiceVertices().map((v) => v.name);
+  }
+
+  /**
+   * The responses under the current line shown greyed out, with their reasons, in priority
+   * order: shown, not picked (`response_disabled`), and no obstacle to advancing. One becomes a
+   * choice once its `Conditions` hold. @returns {Greyed[]}
+   */
+  greyedResponses() {
+    if (this.state !== 'line') return [];
+    return this.walk.greyed(this.lineId, this.facts).map((r) => {
+      const v = /** @type {Vertex} */ (this.graph.vertex(r));
+      return { response: v, reason: /** @type {string} */ (v.disabled), reasonLineId: v.disabledLineId };
+    });
+  }
+
+  /** The greyed-out responses under the current line: `{ response: name, reason }`, in order. */
+  get greyed() {
+    return this.greyedResponses().map((g) => ({ response: g.response.name, reason: g.reason }));
+  }
+
+  /**
+   * The visit counts this conversation added so far, by vertex name: each line shown, each
+   * response picked (PROTOCOL.md section 10.1).
+   * @returns {Record<string, number>}
+   */
+  get counted() {
+    return this.walk.counted();
   }
 
   /**

@@ -1,5 +1,6 @@
 // Runs every vector of the language-neutral conformance files (conformance/README.md) against
-// this client: payloads, text, conditions, client walks, ballots and shared walks. The server
+// this client: payloads, text, conditions, client walks, ballots, shared walks and writing
+// power (variables, visits, once, groups, greyed-out responses). The server
 // verdicts need a server and are replayed by e2e.test.js.
 //
 // A missing file fails (it is how the Rust side regenerates them:
@@ -132,20 +133,33 @@ test('conditions.json: every case against the one fact sheet', (t) => {
   report(t, 'conditions.json', vectors.cases.length, failures);
 });
 
-/** The screen as the vectors write it. */
-function screenJson(walk) {
+/**
+ * The screen as the vectors write it; `greyed` (writing_power.json) adds the greyed-out
+ * responses with their reasons.
+ */
+function screenJson(walk, { greyed = false } = {}) {
   const s = walk.screen;
   if (s.kind === 'line') {
-    return { line: s.line.name, text: s.line.text, choices: s.choices.map((c) => c.name), can_advance: s.canAdvance };
+    const screen = { line: s.line.name, text: s.line.text, choices: s.choices.map((c) => c.name), can_advance: s.canAdvance };
+    if (greyed) screen.greyed = s.greyed.map((g) => ({ response: g.response.name, text: g.reason }));
+    return screen;
   }
   return s.kind === 'waiting_for_jump' ? { waiting_for_jump: true } : { ended: true };
 }
 
 test('client_walk.json: every scenario, step by step', (t) => {
-  const vectors = load('client_walk.json');
+  replayWalks(t, 'client_walk.json', load('client_walk.json'));
+});
+
+/**
+ * Replays the client-walk scenarios of `file` (`client_walk.json`, or the scenarios of
+ * `writing_power.json` with `greyed` screens and the `counted` visits at the end).
+ */
+function replayWalks(t, file, vectors, { writingPower = false } = {}) {
   // `{ conversations: { name: canonical JSON }, scenarios }`; each scenario names its conversation.
   const { conversations, scenarios } = vectors;
-  assert.ok(Array.isArray(scenarios) && conversations && typeof conversations === 'object', 'client_walk.json: expected { conversations, scenarios }');
+  assert.ok(Array.isArray(scenarios) && conversations && typeof conversations === 'object', `${file}: expected { conversations, scenarios }`);
+  const screenOf = (walk) => screenJson(walk, { greyed: writingPower });
   const failures = [];
   let steps = 0;
   /** The codes the steps are refused with, and how often. @type {Map<string, number>} */
@@ -163,7 +177,7 @@ test('client_walk.json: every scenario, step by step', (t) => {
       const opened = ClientWalk.open(graph, sc.entry, sc.facts);
       walk = opened.walk;
       if (!same(opened.sends, sc.open.sends)) failures.push(`${sc.name}: open sends ${JSON.stringify(sc.open.sends)}, got ${JSON.stringify(opened.sends)}`);
-      if (!same(screenJson(walk), sc.open.screen)) failures.push(`${sc.name}: open screen ${JSON.stringify(sc.open.screen)}, got ${JSON.stringify(screenJson(walk))}`);
+      if (!same(screenOf(walk), sc.open.screen)) failures.push(`${sc.name}: open screen ${JSON.stringify(sc.open.screen)}, got ${JSON.stringify(screenOf(walk))}`);
     } catch (e) {
       failures.push(`${sc.name}: open threw ${e}`);
       continue;
@@ -193,12 +207,33 @@ test('client_walk.json: every scenario, step by step', (t) => {
         if (refused !== step.refused) failures.push(`${name}: expected refused ${step.refused}, got ${refused ?? 'accepted'}`);
       } else if (refused !== undefined) {
         failures.push(`${name}: refused ${refused}, expected screen ${JSON.stringify(step.screen)}`);
-      } else if (!same(screenJson(walk), step.screen)) {
-        failures.push(`${name}: screen ${JSON.stringify(step.screen)}, got ${JSON.stringify(screenJson(walk))}`);
+      } else if (!same(screenOf(walk), step.screen)) {
+        failures.push(`${name}: screen ${JSON.stringify(step.screen)}, got ${JSON.stringify(screenOf(walk))}`);
       }
     }
+    if (writingPower && !same(walk.counted, sc.counted)) {
+      failures.push(`${sc.name}: counted ${JSON.stringify(sc.counted)}, got ${JSON.stringify(walk.counted)}`);
+    }
   }
-  report(t, 'client_walk.json', scenarios.length, failures, `scenarios over ${Object.keys(conversations).length} conversations, ${steps} steps; refused: ${[...refusals].map(([c, n]) => `${c} ${n}`).join(', ')}`);
+  report(t, file, scenarios.length, failures, `scenarios over ${Object.keys(conversations).length} conversations, ${steps} steps; refused: ${[...refusals].map(([c, n]) => `${c} ${n}`).join(', ')}`);
+}
+
+test('writing_power.json: every condition and every scenario, step by step', (t) => {
+  const vectors = load('writing_power.json');
+  const failures = [];
+  vectors.conditions.forEach((c, i) => {
+    const name = `conditions[${i}] ${c.why}: ${JSON.stringify(c.condition)}`;
+    try {
+      const holds = evaluate(parseCondition(c.condition), c.facts ?? vectors.facts);
+      if (c.error) failures.push(`${name}: expected a parse error, evaluated to ${holds}`);
+      else if (holds !== c.holds) failures.push(`${name}: expected ${c.holds}, got ${holds}`);
+    } catch (e) {
+      if (!(e instanceof ConditionError)) failures.push(`${name}: threw a non-ConditionError ${e}`);
+      else if (!c.error) failures.push(`${name}: expected ${c.holds}, got error ${e.message}`);
+    }
+  });
+  report(t, 'writing_power.json conditions', vectors.conditions.length, failures);
+  replayWalks(t, 'writing_power.json scenarios', vectors, { writingPower: true });
 });
 
 test('ballots.json: every draw and every ballot decided', (t) => {

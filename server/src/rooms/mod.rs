@@ -389,8 +389,9 @@ impl Rooms {
             .unwrap_or_else(std::sync::PoisonError::into_inner) = seed;
     }
 
-    /// The seed a ballot opened now takes: the fixed one if any, else the caller's.
-    fn seed(&self, drawn: u64) -> u64 {
+    /// The seed a ballot (or a conversation's `Weighted` group) opened now takes: the fixed one
+    /// if any, else the caller's.
+    pub fn seed(&self, drawn: u64) -> u64 {
         self.fixed_seed
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)

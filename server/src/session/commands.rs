@@ -248,7 +248,7 @@ impl SessionCore {
         };
         // A conversation with a `Weighted` group draws from a seed of its own (PROTOCOL.md 10.1).
         let seed = if graph.has_weighted() {
-            super::shared::new_seed()
+            self.app.rooms.seed(super::shared::new_seed())
         } else {
             0
         };
