@@ -90,7 +90,12 @@ fn writing_power(c: &mut Criterion) {
             ("Nets".to_owned(), VarValue::Int(4)),
         ]
         .into(),
-        visits: [("Hub".to_owned(), 3), ("A".to_owned(), 2), ("B".to_owned(), 1)].into(),
+        visits: [
+            ("Hub".to_owned(), 3),
+            ("A".to_owned(), 2),
+            ("B".to_owned(), 1),
+        ]
+        .into(),
         last_seen: [("A".to_owned(), 9), ("B".to_owned(), 4)].into(),
         opens: 2,
         seed: Some(7),

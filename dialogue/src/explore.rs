@@ -6,9 +6,24 @@
 //! available, active with no progress, active with every objective done, and just completed
 //! (what it unlocks available), the quests before it completed (so prerequisites hold the way a
 //! player meets them); and each met last, every quest that does not need it completed first
-//! (so a line that reads another giver's quest beside an offer is walked). Each is walked three
-//! ways: with no tag or counter condition holding, rich (`coins >= 100` holds), and tagged and
-//! rich (`has(PostReveal)` holds too), so both sides of each are taken.
+//! (so a line that reads another giver's quest beside an offer is walked). Each is walked five
+//! ways, so both sides of each tag, counter, variable and visit condition are taken:
+//!
+//! - a newcomer: no tag or counter condition holds, `opens` is 0, nothing was seen before, and
+//!   every story variable has its `Default`;
+//! - rich: every counter is high (`coins >= 100` and `opens >= 1` hold), and each story
+//!   variable has a value some `SetVariable` gives it (one state per value, for a variable the
+//!   content sets to several);
+//! - tagged and rich: `has(PostReveal)` holds too;
+//! - returning: tagged and rich, with every line shown (and response picked) many times before
+//!   (`visited(...)` holds, every `Once` line and response is spent), the variables at their
+//!   defaults;
+//! - returning, with the variables set as for rich.
+//!
+//! Within a walk, visits follow the walk's own counting (a `Once` line shown in it is passed over
+//! after), and a `SetVariable` the path runs gives the variable its value for the rest of the
+//! path: a line's when it is shown, a response's once the player moves past it, as the server
+//! applies them.
 //!
 //! For each NPC the entries are the ones the server can pick: the resolver's, untracked and with
 //! each quest some `TrackQuest` action can track; and during each tutorial stage, the stage's
@@ -16,7 +31,11 @@
 //! cutscene quest opens no conversation (the server accepts the quest and plays the scene), so
 //! nothing is walked from it. From an entry every choice is taken, every line advanced past,
 //! and a quest check's jump followed to both its targets, exhaustively: the walk never shows a
-//! line twice in one run, so it ends.
+//! line twice in one run, so it ends. Where the next line is a line group's pick that depends on
+//! what the player saw before or on the seed (`LeastRecent`, `Weighted`), or on facts the states
+//! cannot all produce (`MostSpecific`: a candidate wins when the more specific ones fail), every
+//! candidate that holds is taken as the next line in turn; a `First` group (a list) takes the
+//! first that holds, as the walk does.
 //!
 //! What it reports, one finding each: NPC lines never reached, responses never offered,
 //! actions never armed, quests never completed (no `CompleteQuest` for them ever armed, and no
@@ -25,17 +44,24 @@
 //! is one line, as the string tables count it, reached if any NPC opens on it.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
 
 use banter_protocol::{Action, QuestStatus, VarValue};
 
-use crate::condition::{Counter, Facts};
+use crate::condition::{Counter, Facts, VarRef};
 use crate::content::{Content, NpcDef, QuestDef};
 use crate::graph::{ActionIndex, DialogueGraph, Vertex, VertexId, VertexKind};
+use crate::model::Pick;
 use crate::resolver::{cutscene_offer, resolve_entry};
-use crate::walk::{Shown, Walk};
+use crate::walk::{Counted, Shown, Walk};
 
-/// A player's facts for exploring: quest statuses and progress, and whether every tag and
-/// counter condition holds (`rich`) or none does.
+/// How often a returning player ([`ExploreState::seen`]) was shown every line before: enough
+/// for any `visits(...) >= n` a writer means.
+pub const SEEN_VISITS: u32 = 1_000_000;
+
+/// A player's facts for exploring: quest statuses and progress, whether every tag and counter
+/// condition holds (`rich`) or none does, whether every line was seen before, and the story
+/// variables.
 #[derive(Clone, Debug)]
 pub struct ExploreState {
     pub label: String,
@@ -43,9 +69,12 @@ pub struct ExploreState {
     pub progress: BTreeMap<(String, String), u32>,
     /// Every `has(...)` holds.
     pub tagged: bool,
-    /// Every counter is high (`coins >= 100` holds), or zero.
+    /// Every counter is high (`coins >= 100` holds, `opens` too), or zero.
     pub rich: bool,
-    /// Story variables the walk set (`SetVariable`); others read as absent.
+    /// Every line was shown, and every response picked, [`SEEN_VISITS`] times before; or none.
+    pub seen: bool,
+    /// The story variables at the start of a walk: every declared one (its default, or a value
+    /// some `SetVariable` gives it); a walk path's own `SetVariable`s change its copy.
     pub vars: BTreeMap<String, VarValue>,
 }
 
@@ -68,11 +97,93 @@ impl Facts for ExploreState {
     fn counter(&self, _counter: Counter) -> i64 {
         if self.rich { 1_000_000 } else { 0 }
     }
-    fn variable(&self, name: &str) -> Option<&VarValue> {
-        self.vars.get(name)
+    fn variable(&self, name: &str) -> Option<VarRef<'_>> {
+        self.vars.get(name).map(VarRef::of)
     }
     fn visits(&self, _vertex: &str) -> u32 {
-        0
+        if self.seen { SEEN_VISITS } else { 0 }
+    }
+}
+
+/// A state's facts on one walk path: its story variables as the path set them.
+struct PathFacts<'a> {
+    state: &'a ExploreState,
+    vars: &'a BTreeMap<String, VarValue>,
+}
+
+impl Facts for PathFacts<'_> {
+    fn quest_status(&self, quest: &str) -> QuestStatus {
+        self.state.quest_status(quest)
+    }
+    fn objective_progress(&self, quest: &str, objective: &str) -> u32 {
+        self.state.objective_progress(quest, objective)
+    }
+    fn has(&self, name: &str) -> bool {
+        self.state.has(name)
+    }
+    fn counter(&self, counter: Counter) -> i64 {
+        self.state.counter(counter)
+    }
+    fn variable(&self, name: &str) -> Option<VarRef<'_>> {
+        self.vars.get(name).map(VarRef::of)
+    }
+    fn visits(&self, vertex: &str) -> u32 {
+        self.state.visits(vertex)
+    }
+}
+
+/// A path's facts with a walk's own visits added (and one more of `picked`, a response the step
+/// being taken picks): what the walk's next-line rule reads.
+struct Counting<'a> {
+    facts: &'a PathFacts<'a>,
+    graph: &'a DialogueGraph,
+    counted: &'a [Counted],
+    picked: Option<VertexId>,
+}
+
+impl Counting<'_> {
+    fn count(&self, v: VertexId) -> u32 {
+        let stored = self
+            .graph
+            .vertex(v)
+            .map_or(0, |x| self.facts.visits(&x.name));
+        let walked = self
+            .counted
+            .binary_search_by_key(&v, |c| c.vertex)
+            .map_or(0, |at| self.counted[at].count);
+        stored
+            .saturating_add(walked)
+            .saturating_add(u32::from(self.picked == Some(v)))
+    }
+
+    /// `v`'s `Conditions` hold and it is not a `Once` already counted.
+    fn holds(&self, v: VertexId) -> bool {
+        let spent = self.graph.vertex(v).is_some_and(|x| x.once) && self.count(v) > 0;
+        !spent && self.graph.condition(v).is_none_or(|c| c.eval(self))
+    }
+}
+
+impl Facts for Counting<'_> {
+    fn quest_status(&self, quest: &str) -> QuestStatus {
+        self.facts.quest_status(quest)
+    }
+    fn objective_progress(&self, quest: &str, objective: &str) -> u32 {
+        self.facts.objective_progress(quest, objective)
+    }
+    fn has(&self, name: &str) -> bool {
+        self.facts.has(name)
+    }
+    fn counter(&self, counter: Counter) -> i64 {
+        self.facts.counter(counter)
+    }
+    fn variable(&self, name: &str) -> Option<VarRef<'_>> {
+        self.facts.variable(name)
+    }
+    fn visits(&self, vertex: &str) -> u32 {
+        match self.graph.find(vertex) {
+            Some(v) => self.count(v),
+            None => self.facts.visits(vertex),
+        }
     }
 }
 
@@ -142,19 +253,53 @@ pub fn states(content: &Content) -> Vec<ExploreState> {
             })
             .collect()
     };
+    let defaults: BTreeMap<String, VarValue> = content
+        .variables
+        .declared
+        .iter()
+        .map(|(name, d)| (name.clone(), d.default.clone()))
+        .collect();
+    let set = variables_set(content);
+    let sets = set.len();
     let mut push = |label: String, quests, progress: BTreeMap<(String, String), u32>| {
-        for (tagged, rich, how) in [
-            (false, false, ""),
-            (false, true, ", rich"),
-            (true, true, ", tagged and rich"),
-        ] {
+        let mut ways = vec![(false, false, false, &defaults, String::new())];
+        for (k, vars) in set.iter().enumerate() {
+            let which = if sets > 1 {
+                format!(" (variables set #{})", k + 1)
+            } else {
+                String::new()
+            };
+            ways.push((false, true, false, vars, format!(", rich{which}")));
+            ways.push((true, true, false, vars, format!(", tagged and rich{which}")));
+        }
+        ways.push((true, true, true, &defaults, ", returning".to_owned()));
+        for (k, vars) in set
+            .iter()
+            .enumerate()
+            .filter(|(_, vars)| **vars != defaults)
+        {
+            let which = if sets > 1 {
+                format!(" #{}", k + 1)
+            } else {
+                String::new()
+            };
+            ways.push((
+                true,
+                true,
+                true,
+                vars,
+                format!(", returning, variables set{which}"),
+            ));
+        }
+        for (tagged, rich, seen, vars, how) in ways {
             out.push(ExploreState {
                 label: format!("{label}{how}"),
                 quests: Clone::clone(&quests),
                 progress: progress.clone(),
                 tagged,
                 rich,
-                vars: BTreeMap::new(),
+                seen,
+                vars: vars.clone(),
             });
         }
     };
@@ -214,6 +359,43 @@ pub fn states(content: &Content) -> Vec<ExploreState> {
         );
     }
     out
+}
+
+/// The story variables as the content's `SetVariable`s leave them: for each `k` below the most
+/// values any one variable is set to, every declared variable at the `k`-th value it is set to
+/// (in content order; its last for one set to fewer, its default for one never set). At least
+/// one: the defaults, for content without variables.
+fn variables_set(content: &Content) -> Vec<BTreeMap<String, VarValue>> {
+    let declared = &content.variables.declared;
+    let mut values: BTreeMap<&str, Vec<VarValue>> = BTreeMap::new();
+    for graph in content.conversations.values() {
+        for authored in graph.all_actions() {
+            if let Action::SetVariable { variable, value } = &authored.action
+                && let Some(d) = declared.get(variable.as_str())
+                && let Some(value) = d.ty.parse(value)
+            {
+                let list = values.entry(variable.as_str()).or_default();
+                if !list.contains(&value) {
+                    list.push(value);
+                }
+            }
+        }
+    }
+    let most = values.values().map(Vec::len).max().unwrap_or(1);
+    (0..most)
+        .map(|k| {
+            declared
+                .iter()
+                .map(|(name, d)| {
+                    let value = values
+                        .get(name.as_str())
+                        .and_then(|list| list.get(k).or(list.last()))
+                        .unwrap_or(&d.default);
+                    (name.clone(), value.clone())
+                })
+                .collect()
+        })
+        .collect()
 }
 
 /// Progress with every objective of `quest` at its target.
@@ -338,14 +520,19 @@ fn walk_all(
     state: &ExploreState,
     seen: &mut Seen,
 ) {
-    let Ok((walk, shown)) = Walk::open(graph, entry, state) else {
+    let start = Rc::new(state.vars.clone());
+    let facts = PathFacts {
+        state,
+        vars: &start,
+    };
+    let Ok((walk, shown)) = Walk::open(graph, entry, &facts) else {
         return;
     };
     let mut shown_in_run: BTreeSet<VertexId> = BTreeSet::new();
-    let mut stack = vec![(walk, shown)];
+    let mut stack = vec![(walk, shown, start)];
     // A bound on the work per run for content far larger than any conversation.
     let mut budget = 100_000usize;
-    while let Some((walk, shown)) = stack.pop() {
+    while let Some((walk, shown, vars)) = stack.pop() {
         budget = budget.saturating_sub(1);
         if budget == 0 {
             break;
@@ -364,17 +551,20 @@ fn walk_all(
         let Some(vertex) = graph.vertex(line) else {
             continue;
         };
+        // The line's own `SetVariable`s run as it is shown: the player's next step reads them.
+        let vars = run_set_variables(graph, line, state, vars);
+        let facts = PathFacts { state, vars: &vars };
         if vertex.awaits_jump {
             // The server's answer to a quest check: both ways.
             for target in check_targets(graph, line) {
                 let mut next = walk.clone();
-                if let Ok(shown) = next.jump_to(graph, target, state) {
-                    stack.push((next, shown));
+                if let Ok(shown) = next.jump_to(graph, target, &facts) {
+                    stack.push((next, shown, vars.clone()));
                 }
             }
             continue;
         }
-        let choices: Vec<VertexId> = walk.choices(graph, line, state).collect();
+        let choices: Vec<VertexId> = walk.choices(graph, line, &facts).collect();
         let has_responses = graph.outputs(line).iter().any(|o| {
             graph
                 .vertex(*o)
@@ -388,36 +578,177 @@ fn walk_all(
                 continue;
             }
             let mut next = walk.clone();
-            if let Ok(shown) = next.advance(graph, line, state) {
-                stack.push((next, shown));
+            if let Ok(shown) = next.advance(graph, line, &facts) {
+                // Every other line the step could show: a group's other candidates.
+                for other in other_picks(graph, &walk, line, None, &facts, shown) {
+                    let mut alt = walk.clone();
+                    if alt.follow_advanced(graph, Some(other), &facts).is_ok() {
+                        stack.push((alt, Shown::Line(other), vars.clone()));
+                    }
+                }
+                stack.push((next, shown, vars.clone()));
             }
             continue;
         }
         for response in choices {
             seen.offered.insert((key.clone(), response));
             let mut next = walk.clone();
-            match next.choose(graph, response, state) {
-                Ok(Shown::AwaitJump) => {
-                    for (index, _) in graph.actions(response) {
-                        seen.armed.insert((key.clone(), index));
-                    }
+            let Ok(shown) = next.choose(graph, response, &facts) else {
+                continue;
+            };
+            for (index, _) in graph.actions(response) {
+                seen.armed.insert((key.clone(), index));
+            }
+            // The response's `SetVariable`s run once the player moves past it: the next line
+            // was picked before, and its responses read them.
+            let after = run_set_variables(graph, response, state, vars.clone());
+            match shown {
+                Shown::AwaitJump => {
+                    let facts = PathFacts {
+                        state,
+                        vars: &after,
+                    };
                     for target in check_targets(graph, response) {
-                        let mut after = next.clone();
-                        if let Ok(shown) = after.jump_to(graph, target, state) {
-                            stack.push((after, shown));
+                        let mut jumped = next.clone();
+                        if let Ok(shown) = jumped.jump_to(graph, target, &facts) {
+                            stack.push((jumped, shown, after.clone()));
                         }
                     }
                 }
-                Ok(shown) => {
-                    for (index, _) in graph.actions(response) {
-                        seen.armed.insert((key.clone(), index));
+                shown => {
+                    for other in other_picks(graph, &walk, response, Some(response), &facts, shown)
+                    {
+                        let mut alt = walk.clone();
+                        if alt
+                            .follow_chosen(graph, response, Some(other), &facts)
+                            .is_ok()
+                        {
+                            stack.push((alt, Shown::Line(other), after.clone()));
+                        }
                     }
-                    stack.push((next, shown));
+                    stack.push((next, shown, after));
                 }
-                Err(_) => {}
             }
         }
     }
+}
+
+/// `vars` with the `SetVariable`s authored on `v` applied (a value not of the variable's
+/// declared type, which `check-content` refuses, is left out).
+fn run_set_variables(
+    graph: &DialogueGraph,
+    v: VertexId,
+    state: &ExploreState,
+    vars: Rc<BTreeMap<String, VarValue>>,
+) -> Rc<BTreeMap<String, VarValue>> {
+    let mut vars = vars;
+    for (_, authored) in graph.actions(v) {
+        let Action::SetVariable { variable, value } = &authored.action else {
+            continue;
+        };
+        let Some(ty) = state.vars.get(variable).map(crate::condition::VarType::of) else {
+            continue;
+        };
+        if let Some(value) = ty.parse(value)
+            && vars.get(variable) != Some(&value)
+        {
+            Rc::make_mut(&mut vars).insert(variable.clone(), value);
+        }
+    }
+    vars
+}
+
+/// The lines other than `shown` that the step from `from` (a line advanced past, or the
+/// response `picked`) could show for another player: when the next line is a line group's pick
+/// that depends on what was seen before or on the seed (`LeastRecent`, `Weighted`), or on facts
+/// no state isolates (`MostSpecific`), every other candidate that holds. `walk` is the walk
+/// before the step.
+fn other_picks(
+    graph: &DialogueGraph,
+    walk: &Walk,
+    from: VertexId,
+    picked: Option<VertexId>,
+    facts: &PathFacts<'_>,
+    shown: Shown,
+) -> Vec<VertexId> {
+    let counting = Counting {
+        facts,
+        graph,
+        counted: walk.counted(),
+        picked,
+    };
+    match group_in_play(graph, graph.outputs(from), &counting, 0) {
+        Some(Next::Group(candidates)) => candidates
+            .into_iter()
+            .filter(|&c| Shown::Line(c) != shown)
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// What the walk's next-line rule settles on, as [`group_in_play`] sees it.
+enum Next {
+    /// One line, whatever the player saw before: a plain line, a `First` group's pick, a
+    /// group's `Fallback`.
+    Line,
+    /// A line group's candidates that hold, any of which its pick may take.
+    Group(Vec<VertexId>),
+}
+
+/// As deep as the walk looks through transparent vertices for the next line.
+const MAX_TRANSPARENT_DEPTH: usize = 8;
+
+/// What the walk's next-line rule settles on among `outputs` (tried in priority order, as the
+/// walk tries them): the holding candidates of a line group whose pick is not [`Pick::First`],
+/// or one line; `None` when nothing is shown.
+fn group_in_play(
+    graph: &DialogueGraph,
+    outputs: &[VertexId],
+    facts: &Counting<'_>,
+    depth: usize,
+) -> Option<Next> {
+    for &out in outputs {
+        let Some(v) = graph.vertex(out) else { continue };
+        if graph.condition(out).is_some_and(|c| !c.eval(facts)) {
+            continue;
+        }
+        match (v.kind, graph.group(out)) {
+            (VertexKind::Prompt, _) if facts.holds(out) => return Some(Next::Line),
+            (VertexKind::Branch, Some(group)) => {
+                let holding: Vec<VertexId> = graph
+                    .outputs(out)
+                    .iter()
+                    .copied()
+                    .filter(|&c| {
+                        graph
+                            .vertex(c)
+                            .is_some_and(|x| x.kind == VertexKind::Prompt)
+                            && facts.holds(c)
+                    })
+                    .collect();
+                if !holding.is_empty() {
+                    return Some(if group.pick == Pick::First {
+                        Next::Line
+                    } else {
+                        Next::Group(holding)
+                    });
+                }
+                if group.fallback.is_some() {
+                    return Some(Next::Line);
+                }
+            }
+            (VertexKind::Branch | VertexKind::Condition | VertexKind::Action, _)
+                if depth < MAX_TRANSPARENT_DEPTH =>
+            {
+                if let found @ Some(_) = group_in_play(graph, graph.outputs(out), facts, depth + 1)
+                {
+                    return found;
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// The success and failure nodes of the quest checks on `v`.

@@ -7,13 +7,17 @@
 //! the file's formatting (as Yarn Spinner's line tagger does); [`check_lines`] refuses a line
 //! without an id and an id used at two places.
 //!
+//! A greyed-out response's reason (`Disabled`) is a line of its own, keyed by its own id
+//! (`DisabledLineId`): tagged, indexed, translated and checked exactly as a response's `Text`
+//! and `LineId` are.
+//!
 //! Line ids carry text only, never structure: nothing in the walk, the payloads or the
 //! reachable set reads them.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
-use crate::canonical::{FIRST_NODE, LINE_ID, SHARED, SPEAKER};
+use crate::canonical::{DISABLED_LINE_ID, FIRST_NODE, LINE_ID, SHARED, SPEAKER};
 use crate::content::Content;
 use crate::diagnostic::{Diagnostic, Problem};
 use crate::model::{Conversation, Exit};
@@ -23,6 +27,10 @@ pub const ID_PREFIX: &str = "line:";
 
 /// The prefix of a bark line's id in string tables: `bark:` and its catalog id.
 pub const BARK_PREFIX: &str = "bark:";
+
+/// The [`Line::speaker`] of a response's greyed-out reason (`Disabled`): text the player reads
+/// on a greyed button, that nobody says.
+pub const GREYED_OUT: &str = "Player (greyed-out reason)";
 
 /// FNV-1a, 64 bits: stable across machines and releases (unlike `std`'s hasher), and enough to
 /// name lines; ids are checked for clashes where they are made.
@@ -60,20 +68,34 @@ pub fn source_hash(text: &str) -> String {
 }
 
 /// Where a line is written: the file its final version came from, its node, and for a
-/// response its 1-based index.
+/// response its 1-based index (and whether the line is that response's greyed-out reason).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct LineSite {
     pub file: String,
     pub node: String,
     pub response: Option<usize>,
+    /// The response's `Disabled` reason, not its `Text` (only with `response`).
+    pub disabled: bool,
 }
 
 impl LineSite {
-    /// The field a diagnostic names: `LineId` or `Responses[i].LineId`.
+    /// The field a diagnostic names: `LineId`, `Responses[i].LineId` or
+    /// `Responses[i].DisabledLineId`.
     pub fn field(&self) -> String {
-        match self.response {
-            None => LINE_ID.to_owned(),
-            Some(i) => format!("Responses[{i}].{LINE_ID}"),
+        match (self.response, self.disabled) {
+            (None, _) => LINE_ID.to_owned(),
+            (Some(i), false) => format!("Responses[{i}].{LINE_ID}"),
+            (Some(i), true) => format!("Responses[{i}].{DISABLED_LINE_ID}"),
+        }
+    }
+
+    /// Where a string table says the line is written (`#:`): `file:node`, `file:node:response
+    /// i`, or `file:node:response i:disabled` for a greyed-out reason.
+    pub fn reference(&self) -> String {
+        match (self.response, self.disabled) {
+            (None, _) => format!("{}:{}", self.file, self.node),
+            (Some(i), false) => format!("{}:{}:response {i}", self.file, self.node),
+            (Some(i), true) => format!("{}:{}:response {i}:disabled", self.file, self.node),
         }
     }
 }
@@ -83,13 +105,15 @@ impl LineSite {
 pub struct Line {
     pub id: String,
     pub text: String,
-    /// Who says it: the conversation's speaker for an NPC line, `Player` for a response.
+    /// Who says it: the conversation's speaker for an NPC line, `Player` for a response,
+    /// [`GREYED_OUT`] for a response's greyed-out reason (shown, never said).
     pub speaker: String,
     pub site: LineSite,
     /// The conversation it first appears in.
     pub conversation: String,
-    /// For a response, the NPC line it answers; for an NPC line, the first line found that
-    /// leads to it, if any (context for a translator, not structure).
+    /// For a response, the NPC line it answers; for a greyed-out reason, the response it
+    /// explains; for an NPC line, the first line found that leads to it, if any (context for a
+    /// translator, not structure).
     pub previous: Option<String>,
     /// The line id of `previous`, to read it in another locale (a recording script does).
     pub previous_id: Option<String>,
@@ -278,10 +302,13 @@ struct Visit<'c> {
     node: &'c str,
     /// 1-based, for a response.
     response: Option<usize>,
+    /// The response's greyed-out reason, not its text.
+    disabled: bool,
     id: Option<&'c str>,
     text: &'c str,
     speaker: &'c str,
-    /// For a response, the line it answers, and that line's id.
+    /// For a response, the line it answers, and that line's id; for a greyed-out reason, the
+    /// response it explains, and that response's id.
     node_text: &'c str,
     node_line: Option<&'c str>,
     direction: Option<&'c str>,
@@ -293,12 +320,14 @@ impl Visit<'_> {
             file: files.relative(self.origin),
             node: self.node.to_owned(),
             response: self.response,
+            disabled: self.disabled,
         }
     }
 }
 
 /// Every line with text in a fixed order, numbered: conversations by name, their nodes by
-/// name, each node's line then its responses; then the bark lines (`bark_ids` parallel to
+/// name, each node's line then its responses (each response's text, then its greyed-out
+/// reason); then the bark lines (`bark_ids` parallel to
 /// `content.bark_lines`). Both walks of [`LineIndex::with_lines_where`] number alike.
 fn walk_lines<'c>(
     content: &'c Content,
@@ -326,6 +355,7 @@ fn walk_lines<'c>(
                 origin,
                 node: node_name,
                 response,
+                disabled: false,
                 id,
                 text,
                 speaker,
@@ -359,6 +389,23 @@ fn walk_lines<'c>(
                             ),
                         );
                     }
+                    if let Some(reason) = response.disabled.as_deref().filter(|r| !r.is_empty()) {
+                        visit(
+                            next(&mut seq),
+                            Visit {
+                                disabled: true,
+                                node_text: &response.text,
+                                node_line: response.line.as_deref(),
+                                ..at(
+                                    Some(i + 1),
+                                    response.disabled_line.as_deref(),
+                                    reason,
+                                    GREYED_OUT,
+                                    None,
+                                )
+                            },
+                        );
+                    }
                 }
             }
         }
@@ -377,6 +424,7 @@ fn walk_lines<'c>(
                 origin: crate::content::BARK_CATALOG,
                 node: bark,
                 response: None,
+                disabled: false,
                 id: Some(id),
                 text,
                 speaker: "Player (bark)",
@@ -396,7 +444,7 @@ fn leads_to(conversation: &Conversation) -> LeadsTo<'_> {
     let mut before: LeadsTo<'_> = HashMap::new();
     for node in conversation.nodes.values() {
         if let Exit::Next(next) = &node.exit {
-            for target in next.targets() {
+            for target in next.all_targets() {
                 before
                     .entry(target.as_str())
                     .or_insert((node.line.as_deref(), node.text.as_str()));
@@ -404,7 +452,7 @@ fn leads_to(conversation: &Conversation) -> LeadsTo<'_> {
         }
         if let Exit::Responses(responses) = &node.exit {
             for response in responses {
-                for target in response.next.iter().flat_map(|n| n.targets()) {
+                for target in response.next.iter().flat_map(|n| n.all_targets()) {
                     before
                         .entry(target.as_str())
                         .or_insert((response.line.as_deref(), response.text.as_str()));
@@ -519,9 +567,12 @@ impl Format {
 }
 
 /// Adds a `LineId` to every node and response of `text` that has non-empty `Text` and no
-/// `LineId`, keeping everything else byte for byte. New ids are derived from `file`, the node
-/// and the response's index, and never one in `taken` (which gains them). Returns the new text
-/// and how many ids were added; a file with nothing to add comes back unchanged.
+/// `LineId`, and a `DisabledLineId` to every response with a non-empty `Disabled` reason and no
+/// `DisabledLineId` (right after the reason, on a line of its own when the reason is on one),
+/// keeping everything else byte for byte. New ids are derived from `file`, the node and the
+/// response's index (and `disabled` for a reason), and never one in `taken` (which gains them).
+/// Returns the new text and how many ids were added; a file with nothing to add comes back
+/// unchanged.
 pub fn tag_file(
     file: &str,
     text: &str,
@@ -533,12 +584,19 @@ pub fn tag_file(
         offset,
         reason,
     })?;
-    let mut wanted: Vec<(usize, Vec<String>)> = Vec::new();
+    // Where each new id goes, by the offset it is inserted at, and the parts it is made from.
+    let mut wanted: Vec<(usize, Place, Vec<String>)> = Vec::new();
     for (node, object, response) in line_objects(&root, text, format) {
+        let mut parts = vec![file.to_owned(), node];
+        parts.extend(response.map(|i| format!("r{i}")));
         if needs_id(text, object) {
-            let mut parts = vec![file.to_owned(), node];
-            parts.extend(response.map(|i| format!("r{i}")));
-            wanted.push((object.start, parts));
+            wanted.push((object.start + 1, Place::Open(object.start), parts.clone()));
+        }
+        if response.is_some()
+            && let Some((key, reason)) = needs_disabled_id(text, object)
+        {
+            parts.push("disabled".to_owned());
+            wanted.push((reason.end, Place::After(key.start), parts));
         }
     }
     if wanted.is_empty() {
@@ -547,13 +605,26 @@ pub fn tag_file(
     let count = wanted.len();
     let mut out = text.to_owned();
     // From the end, so earlier offsets stay right.
-    wanted.sort_by_key(|(start, _)| std::cmp::Reverse(*start));
-    for (start, parts) in wanted {
+    wanted.sort_by_key(|(at, _, _)| std::cmp::Reverse(*at));
+    for (at, place, parts) in wanted {
         let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
         let id = unique_id(&parts, taken);
-        out.insert_str(start + 1, &insertion(text, start, &id));
+        let inserted = match place {
+            Place::Open(open) => insertion(text, open, &id),
+            Place::After(key) => insertion_after(text, key, DISABLED_LINE_ID, &id),
+        };
+        out.insert_str(at, &inserted);
     }
     Ok((out, count))
+}
+
+/// Where [`tag_file`] writes a new id.
+#[derive(Clone, Copy)]
+enum Place {
+    /// A `LineId`, first in the object whose `{` is at this offset.
+    Open(usize),
+    /// A `DisabledLineId`, after the member (the `Disabled` reason) whose key starts here.
+    After(usize),
 }
 
 /// The line id [`derive_id`] makes from `parts`, unless `taken` has it: then the parts with a
@@ -572,14 +643,18 @@ pub(crate) fn unique_id(parts: &[&str], taken: &mut HashSet<String>) -> String {
     id
 }
 
-/// Every `LineId` written in `text` (a file that does not parse has none).
+/// Every `LineId` and `DisabledLineId` written in `text` (a file that does not parse has none).
 pub fn ids_in(text: &str, format: Format) -> Vec<String> {
     let Ok(root) = scan::parse(text) else {
         return Vec::new();
     };
     line_objects(&root, text, format)
         .into_iter()
-        .filter_map(|(_, object, _)| object.member(text, LINE_ID))
+        .flat_map(|(_, object, _)| {
+            [LINE_ID, DISABLED_LINE_ID]
+                .into_iter()
+                .filter_map(|key| object.member(text, key))
+        })
         .map(|id| scan::string_at(text, id))
         .collect()
 }
@@ -642,6 +717,37 @@ fn needs_id(text: &str, value: &scan::Value) -> bool {
             .is_some_and(|t| matches!(t.kind, scan::Kind::String) && t.end - t.start > 2)
 }
 
+/// A response object with a non-empty `Disabled` reason and no `DisabledLineId`: the reason's
+/// key and value.
+fn needs_disabled_id<'v>(
+    text: &str,
+    value: &'v scan::Value,
+) -> Option<(&'v scan::Value, &'v scan::Value)> {
+    if value.member(text, DISABLED_LINE_ID).is_some() {
+        return None;
+    }
+    value.entry(text, "Disabled").filter(|(_, reason)| {
+        matches!(reason.kind, scan::Kind::String) && reason.end - reason.start > 2
+    })
+}
+
+/// What goes right after a member whose key starts at `key`: `, "<member>": "<id>"`, on a line
+/// of its own, indented like the key, when the key starts its line; on the same line otherwise.
+fn insertion_after(text: &str, key: usize, member: &str, id: &str) -> String {
+    let line_start = text[..key].rfind('\n').map_or(0, |i| i + 1);
+    let indent = &text[line_start..key];
+    if line_start > 0 && indent.bytes().all(|b| b == b' ' || b == b'\t') {
+        let newline = if text[..line_start].ends_with("\r\n") {
+            "\r\n"
+        } else {
+            "\n"
+        };
+        format!(",{newline}{indent}\"{member}\": \"{id}\"")
+    } else {
+        format!(", \"{member}\": \"{id}\"")
+    }
+}
+
 /// What goes right after the object's `{`: on a line of its own, indented like the member
 /// after it, when the object spans lines; inline otherwise.
 fn insertion(text: &str, open: usize, id: &str) -> String {
@@ -688,13 +794,18 @@ mod scan {
     impl Value {
         /// The member named `key`, if this is an object that has one.
         pub fn member<'v>(&'v self, text: &str, key: &str) -> Option<&'v Value> {
+            self.entry(text, key).map(|(_, v)| v)
+        }
+
+        /// The member named `key`, key and value, if this is an object that has one.
+        pub fn entry<'v>(&'v self, text: &str, key: &str) -> Option<(&'v Value, &'v Value)> {
             let Kind::Object(members) = &self.kind else {
                 return None;
             };
             members
                 .iter()
                 .find(|(k, _)| string_at(text, k) == key)
-                .map(|(_, v)| v)
+                .map(|(k, v)| (k, v))
         }
     }
 

@@ -65,7 +65,10 @@ impl Variables {
         let bytes = match std::fs::read(&path) {
             Ok(bytes) => bytes,
             Err(e) => {
-                diagnostics.push(Diagnostic::error(display, Problem::Unreadable(e.to_string())));
+                diagnostics.push(Diagnostic::error(
+                    display,
+                    Problem::Unreadable(e.to_string()),
+                ));
                 return Variables::default();
             }
         };
@@ -156,9 +159,8 @@ impl Variables {
         for (name, text) in &definitions {
             let at = format!("Derived.{name}");
             match Condition::parse(text) {
-                Err(e) => diagnostics.push(
-                    Diagnostic::error(file, Problem::BadCondition(e.to_string())).field(at),
-                ),
+                Err(e) => diagnostics
+                    .push(Diagnostic::error(file, Problem::BadCondition(e.to_string())).field(at)),
                 Ok(condition) => {
                     let mut named = Vec::new();
                     condition.visit_references(&mut |r| {
@@ -262,9 +264,7 @@ fn declaration(decl: &Json) -> Result<Declared, String> {
                     VarType::ALL
                         .into_iter()
                         .find(|t| t.name() == name)
-                        .ok_or_else(|| {
-                            format!("unknown type `{name}` (bool, int or string)")
-                        })?,
+                        .ok_or_else(|| format!("unknown type `{name}` (bool, int or string)"))?,
                 );
             }
             "Default" => default = Some(value),
@@ -449,7 +449,10 @@ mod tests {
             "unknown type `float`",
             "undeclared variable `Nope`",
         ] {
-            assert!(text.iter().any(|t| t.contains(needle)), "{needle}: {text:#?}");
+            assert!(
+                text.iter().any(|t| t.contains(needle)),
+                "{needle}: {text:#?}"
+            );
         }
     }
 }

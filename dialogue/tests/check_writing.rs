@@ -27,7 +27,13 @@ fn game(tag: &str, extra: &str) -> TempContent {
 
 fn error_on(c: &TempContent, node: &str, field: &str, problem: impl Fn(&Problem) -> bool) {
     let diagnostics = c.diagnostics();
-    let d = expect_one(&diagnostics, Severity::Error, &c.file(TALK), Some(node), problem);
+    let d = expect_one(
+        &diagnostics,
+        Severity::Error,
+        &c.file(TALK),
+        Some(node),
+        problem,
+    );
     assert_eq!(d.field.as_deref(), Some(field), "{d}");
     assert!(!check::is_clean(&diagnostics));
 }
@@ -46,7 +52,11 @@ fn every_feature_used_well_is_clean() {
             { "Text": "Leave.", "NextNode": "Bye" } ] }"#,
     );
     let (_, diagnostics) = c.load();
-    let errors: Vec<_> = diagnostics.iter().filter(|d| d.is_error()).cloned().collect();
+    let errors: Vec<_> = diagnostics
+        .iter()
+        .filter(|d| d.is_error())
+        .cloned()
+        .collect();
     assert!(errors.is_empty(), "{}", render(&errors));
 }
 
@@ -56,16 +66,22 @@ fn an_undeclared_variable_is_refused_in_a_condition_and_in_a_set() {
         "writing-undeclared",
         r#""Idle": { "Text": "Hm.", "Conditions": "$Gold > 3" }"#,
     );
-    error_on(&c, "Idle", "Conditions", |p| {
-        matches!(p, Problem::UndeclaredVariable(v) if v == "Gold")
-    });
+    error_on(
+        &c,
+        "Idle",
+        "Conditions",
+        |p| matches!(p, Problem::UndeclaredVariable(v) if v == "Gold"),
+    );
     let c = game(
         "writing-undeclared-set",
         r#""Idle": { "Text": "Hm.", "Actions": [ { "Type": "SetVariable", "Variable": "Gold", "Value": "1" } ] }"#,
     );
-    error_on(&c, "Idle", "Actions[1]", |p| {
-        matches!(p, Problem::UndeclaredVariable(v) if v == "Gold")
-    });
+    error_on(
+        &c,
+        "Idle",
+        "Actions[1]",
+        |p| matches!(p, Problem::UndeclaredVariable(v) if v == "Gold"),
+    );
 }
 
 #[test]
@@ -88,9 +104,12 @@ fn a_type_error_is_refused_in_a_condition_and_in_a_set() {
         "writing-type-set",
         r#""Idle": { "Text": "Hm.", "Responses": [ { "Text": "Ok.", "Actions": [ { "Type": "SetVariable", "Variable": "Nets", "Value": "lots" } ] } ] }"#,
     );
-    error_on(&c, "Idle", "Responses[1].Actions[1]", |p| {
-        matches!(p, Problem::VariableType(m) if m.contains("`lots`"))
-    });
+    error_on(
+        &c,
+        "Idle",
+        "Responses[1].Actions[1]",
+        |p| matches!(p, Problem::VariableType(m) if m.contains("`lots`")),
+    );
 }
 
 #[test]
@@ -120,9 +139,12 @@ fn a_write_to_a_read_only_fact_is_refused() {
                 r#""Idle": {{ "Text": "Hm.", "Actions": [ {{ "Type": "SetVariable", "Variable": "{variable}", "Value": "true" }} ] }}"#
             ),
         );
-        error_on(&c, "Idle", "Actions[1]", |p| {
-            matches!(p, Problem::ReadOnlyFact(v) if v == variable)
-        });
+        error_on(
+            &c,
+            "Idle",
+            "Actions[1]",
+            |p| matches!(p, Problem::ReadOnlyFact(v) if v == variable),
+        );
     }
 }
 
@@ -137,7 +159,9 @@ fn a_group_that_can_never_hold_is_refused_unless_it_falls_back() {
             r#"{nodes} "Idle": {{ "Text": "Hm.", "NextNode": {{ "Pick": "MostSpecific", "Among": ["A", "B", "C"] }} }}"#
         ),
     );
-    error_on(&c, "Idle", "NextNode", |p| matches!(p, Problem::EmptyGroup(_)));
+    error_on(&c, "Idle", "NextNode", |p| {
+        matches!(p, Problem::EmptyGroup(_))
+    });
     let c = game(
         "writing-empty-group-fallback",
         &format!(
@@ -160,7 +184,9 @@ fn a_line_of_greyed_out_buttons_only_is_a_soft_lock() {
             { "Text": "Buy.", "Conditions": "coins >= 100", "Disabled": "Needs 100 coins.", "NextNode": "Bye" },
             { "Text": "Thanks.", "Once": true, "NextNode": "Bye" } ] }"#,
     );
-    error_on(&c, "Idle", "Responses", |p| matches!(p, Problem::SoftLock(_)));
+    error_on(&c, "Idle", "Responses", |p| {
+        matches!(p, Problem::SoftLock(_))
+    });
     // Conditions that cover every case are no lock.
     let c = game(
         "writing-soft-lock-covered",
@@ -182,14 +208,20 @@ fn visits_of_an_unknown_line_and_weights_without_weighted_are_refused() {
         "writing-visits",
         r#""Idle": { "Text": "Hm.", "Conditions": "visited(Nowhere)" }"#,
     );
-    error_on(&c, "Idle", "Conditions", |p| {
-        matches!(p, Problem::UnknownVisited(v) if v == "Nowhere")
-    });
+    error_on(
+        &c,
+        "Idle",
+        "Conditions",
+        |p| matches!(p, Problem::UnknownVisited(v) if v == "Nowhere"),
+    );
     let c = game(
         "writing-weight",
         r#""Idle": { "Text": "Hm.", "NextNode": { "Pick": "First", "Among": [ { "Node": "Bye", "Weight": 2 } ] } }"#,
     );
-    error_on(&c, "Idle", "NextNode", |p| {
-        matches!(p, Problem::BadGroup(m) if m.contains("Weight"))
-    });
+    error_on(
+        &c,
+        "Idle",
+        "NextNode",
+        |p| matches!(p, Problem::BadGroup(m) if m.contains("Weight")),
+    );
 }

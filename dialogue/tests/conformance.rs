@@ -3235,9 +3235,15 @@ fn power_sheet(
     FactSheet {
         coins,
         has: vec!["Dialogue.Talking".to_owned()],
-        vars: vars.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect(),
+        vars: vars
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), v.clone()))
+            .collect(),
         visits: visits.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect(),
-        last_seen: last_seen.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect(),
+        last_seen: last_seen
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), *v))
+            .collect(),
         opens,
         seed: Some(seed),
         ..FactSheet::default()
@@ -3252,7 +3258,8 @@ fn power_scenario(name: &str, sheet: &FactSheet, inputs: Vec<(Value, Option<Fact
     let mut out = Vec::new();
     let entry = graph.find("Door").expect("entry");
     let mut walk = ClientWalk::open(&graph, entry, sheet, &mut out).expect("opens");
-    let open = json!({ "sends": wire(&graph, &mut out), "screen": power_screen(&graph, &walk, sheet) });
+    let open =
+        json!({ "sends": wire(&graph, &mut out), "screen": power_screen(&graph, &walk, sheet) });
     let mut facts = sheet.clone();
     let mut steps = Vec::new();
     for (input, changed) in inputs {
@@ -3434,17 +3441,29 @@ fn power_condition_vectors() -> Vec<Value> {
         ("!visited(Nowhere)", "never shown"),
         ("opens == 4", "opens from the sheet"),
         ("opens > visits(Greet)", "opens is a value like a counter"),
-        ("has(opens) || !has(visits)", "the keywords are names inside has(...)"),
-        ("$Met==true", "error: a bool variable is not a value, and true is not a value"),
+        (
+            "has(opens) || !has(visits)",
+            "the keywords are names inside has(...)",
+        ),
+        (
+            "$Met==true",
+            "error: a bool variable is not a value, and true is not a value",
+        ),
         ("$ Met", "error: no space after $"),
         ("$", "error: $ alone"),
         ("$1x", "error: a variable name starts with a letter or _"),
         (r#"$Mood == "sun"#, "error: an unterminated string"),
-        (r#"$Mood == "a\"b""#, "error: no escapes: the backslash is refused"),
+        (
+            r#"$Mood == "a\"b""#,
+            "error: no escapes: the backslash is refused",
+        ),
         (r#"$Mood == 'sunny'"#, "error: strings are double-quoted"),
         (r#""a" "#, "error: a string alone is not a condition"),
         ("visits() > 1", "error: visits names a line"),
-        ("visited(Greet) > 1", "error: visited is a condition, not a value"),
+        (
+            "visited(Greet) > 1",
+            "error: visited is a condition, not a value",
+        ),
         ("visits(Greet)", "error: visits is a value, not a condition"),
         ("opens", "error: opens is a value"),
         (

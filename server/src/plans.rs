@@ -1215,10 +1215,15 @@ impl Player {
                     .greyed(&open.graph, &self.facts)
                     .map(|(r, reason)| (vertex_name(&open.graph, r), reason.to_owned()))
                     .collect();
-                if greyed.iter().any(|(name, reason)| picks(pick, name, reason)) {
+                if greyed
+                    .iter()
+                    .any(|(name, reason)| picks(pick, name, reason))
+                {
                     Ok(())
                 } else {
-                    Err(format!("expected {pick} greyed out, the player sees {greyed:?}"))
+                    Err(format!(
+                        "expected {pick} greyed out, the player sees {greyed:?}"
+                    ))
                 }
             }
             Step::ExpectVar { name, value } => {

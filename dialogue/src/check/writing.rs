@@ -46,7 +46,10 @@ impl ConversationCheck<'_, '_> {
             if let Exit::Responses(r) = &node.exit {
                 responses = r;
                 for (i, response) in r.iter().enumerate() {
-                    check_condition(&response.conditions, format!("Responses[{}].Conditions", i + 1));
+                    check_condition(
+                        &response.conditions,
+                        format!("Responses[{}].Conditions", i + 1),
+                    );
                 }
             }
             for (j, action) in node.actions.iter().enumerate() {
@@ -57,7 +60,10 @@ impl ConversationCheck<'_, '_> {
             for (i, response) in responses.iter().enumerate() {
                 for (j, action) in response.actions.iter().enumerate() {
                     if let Some(problem) = self.set_variable_problem(action) {
-                        found.push(at(problem, format!("Responses[{}].Actions[{}]", i + 1, j + 1)));
+                        found.push(at(
+                            problem,
+                            format!("Responses[{}].Actions[{}]", i + 1, j + 1),
+                        ));
                     }
                 }
             }
@@ -89,9 +95,11 @@ impl ConversationCheck<'_, '_> {
                 problems.push(Problem::UndeclaredVariable(v.to_owned()));
             }
             crate::condition::Reference::Visits(v) => {
-                let known = self.graph.find(v).and_then(|id| self.graph.vertex(id)).is_some_and(
-                    |x| matches!(x.kind, VertexKind::Prompt | VertexKind::Response),
-                );
+                let known = self
+                    .graph
+                    .find(v)
+                    .and_then(|id| self.graph.vertex(id))
+                    .is_some_and(|x| matches!(x.kind, VertexKind::Prompt | VertexKind::Response));
                 if !known {
                     problems.push(Problem::UnknownVisited(v.to_owned()));
                 }
@@ -182,7 +190,11 @@ fn soft_lock(responses: &[Response]) -> Option<Problem> {
     let each: Option<Vec<Condition>> = responses
         .iter()
         .filter(|r| !r.once)
-        .map(|r| r.conditions.as_deref().and_then(|c| Condition::parse(c).ok()))
+        .map(|r| {
+            r.conditions
+                .as_deref()
+                .and_then(|c| Condition::parse(c).ok())
+        })
         .collect();
     if each.is_some_and(|cs| Condition::Any(cs).provably_true()) {
         return None;

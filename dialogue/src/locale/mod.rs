@@ -2,10 +2,10 @@
 //! conversations.
 //!
 //! A translation carries text, never structure. [`localize`] replaces the `Text` of each line and
-//! response that has a translation and changes nothing else, so a conversation walked in any
-//! locale has the same nodes, exits, conditions, actions and payloads as the source: the server's
-//! authority never depends on the language (it walks the source graph), and a translator cannot
-//! break a walk.
+//! response, and the `Disabled` reason of each greyed-out response, that has a translation and
+//! changes nothing else, so a conversation walked in any locale has the same nodes, exits,
+//! conditions, actions and payloads as the source: the server's authority never depends on the
+//! language (it walks the source graph), and a translator cannot break a walk.
 //!
 //! - **Locales** are BCP 47 tags ([`Locale`]). A player's text comes from the first table of its
 //!   fallback chain that has the line (`pt-BR`, then `pt`, then the source).
@@ -300,7 +300,8 @@ pub fn attach_voice(
 /// in `locale` (its translation, else the source; the pseudo-locale's for [`PSEUDO`]), with its
 /// id, speaker, the line before it (in `locale` too), the writer's direction, the locale and
 /// the clip path the game will look for. Responses and barks are left out unless
-/// `with_player` (the protagonist is voiced too).
+/// `with_player` (the protagonist is voiced too); a greyed-out response's reason is read on a
+/// button, never said, and is always left out.
 pub fn recording_script(
     index: &crate::lines::LineIndex,
     locales: &Locales,
@@ -311,6 +312,9 @@ pub fn recording_script(
     let mut lines: Vec<&crate::lines::Line> = index.lines.values().collect();
     lines.sort_by(|a, b| a.site.cmp(&b.site).then_with(|| a.id.cmp(&b.id)));
     for line in lines {
+        if line.site.disabled {
+            continue;
+        }
         let spoken_by_player =
             line.site.response.is_some() || line.id.starts_with(crate::lines::BARK_PREFIX);
         if spoken_by_player && !with_player {
@@ -352,8 +356,9 @@ fn csv_field(value: &str) -> String {
     }
 }
 
-/// `conversation` with each line's and response's text replaced by `translate(line id, source
-/// text)` where that gives one; nothing else changes.
+/// `conversation` with each line's and response's text, and each greyed-out response's reason
+/// (`Disabled`, by its `DisabledLineId`), replaced by `translate(line id, source text)` where
+/// that gives one; nothing else changes.
 pub fn localize(
     conversation: &Conversation,
     translate: impl Fn(Option<&str>, &str) -> Option<String>,
@@ -367,6 +372,11 @@ pub fn localize(
             for response in responses {
                 if let Some(text) = translate(response.line.as_deref(), &response.text) {
                     response.text = text;
+                }
+                if let Some(reason) = &response.disabled
+                    && let Some(text) = translate(response.disabled_line.as_deref(), reason)
+                {
+                    response.disabled = Some(text);
                 }
             }
         }

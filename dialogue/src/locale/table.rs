@@ -244,7 +244,8 @@ pub fn read(file: &str, locale: Locale, text: &str) -> Result<StringTable, Table
     })
 }
 
-/// The limit a line is held to, from the settings, by kind.
+/// The limit a line is held to, from the settings, by kind: a response's, for its text and its
+/// greyed-out reason alike (both are shown on its button).
 pub fn max_length_of(line: &Line, settings: &LocaleSettings) -> Option<usize> {
     match line.site.response {
         Some(_) => settings.max_length.response,
@@ -396,10 +397,7 @@ pub fn export(
         if exported.fuzzy {
             flags.add_flag("fuzzy");
         }
-        let source = match line.site.response {
-            Some(i) => format!("{}:{}:response {i}", line.site.file, line.site.node),
-            None => format!("{}:{}", line.site.file, line.site.node),
-        };
+        let source = line.site.reference();
         catalog.append_or_update(
             Message::build_singular()
                 .with_translator_comments(previous.map(|e| e.comments.clone()).unwrap_or_default())
@@ -446,6 +444,7 @@ mod tests {
                 file: "dialogue/base/Pim.json".into(),
                 node: "Pim_Hello".into(),
                 response,
+                disabled: false,
             },
             conversation: "Pim".into(),
             previous: None,
