@@ -478,7 +478,17 @@ impl Content {
             content.add_quests(&path, quests);
         }
 
-        content.variables = crate::variables::Variables::load(root, &mut diagnostics);
+        // `variables.json` (optional): read here, the one file reader, parsed by `variables.rs`.
+        let variables = root.join(crate::variables::VARIABLES_FILE);
+        if variables.is_file()
+            && let Some(bytes) = read_bytes(&variables, &mut diagnostics)
+        {
+            content.variables = crate::variables::Variables::parse(
+                &variables.display().to_string(),
+                &bytes,
+                &mut diagnostics,
+            );
+        }
         let dialogue = root.join("dialogue");
         let mut files: BTreeMap<Layer, BTreeMap<String, ConversationFile>> = BTreeMap::new();
         for layer in Layer::ALL {

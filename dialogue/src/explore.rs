@@ -926,7 +926,25 @@ mod tests {
         lockout: Option<&str>,
         tutorial: Option<&str>,
     ) -> Content {
+        content_with_variables("{}", quests, npcs, conversations, lockout, tutorial)
+    }
+
+    /// [`content`] with a `variables.json`, whose derived variables are written into the
+    /// conditions as the loader writes them.
+    fn content_with_variables(
+        variables: &str,
+        quests: &str,
+        npcs: &[(&str, &str)],
+        conversations: &[(&str, &str)],
+        lockout: Option<&str>,
+        tutorial: Option<&str>,
+    ) -> Content {
         let mut diagnostics = Vec::new();
+        let variables = crate::variables::Variables::parse(
+            "variables.json",
+            variables.as_bytes(),
+            &mut diagnostics,
+        );
         let parse = |file: &str, json: &str, diagnostics: &mut Vec<_>| {
             parse_conversation_with_limit(file, json.as_bytes(), u64::MAX, diagnostics)
                 .expect("a conversation")
@@ -950,6 +968,7 @@ mod tests {
             },
             tutorial: tutorial
                 .map(|json| serde_json::from_str::<TutorialDef>(json).expect("tutorial")),
+            variables,
             ..Content::default()
         };
         if let Some(lockout) = &lockout {
@@ -958,7 +977,8 @@ mod tests {
         for (name, json) in conversations {
             let base = parse(&format!("base/{name}.json"), json, &mut diagnostics);
             let layers: Vec<(Layer, &_)> = lockout.iter().map(|l| (Layer::Lockout, l)).collect();
-            let merged = merge(name, &base, &layers, &mut diagnostics);
+            let mut merged = merge(name, &base, &layers, &mut diagnostics);
+            content.variables.inline_into(&mut merged);
             let graph = DialogueGraph::build(&merged, &mut diagnostics);
             content
                 .conversations
@@ -1212,5 +1232,137 @@ mod tests {
         );
         // A: AllDone and the quest's three lines; B: Hi; the lockout's two lines, once each.
         assert_eq!((found.lines_reached, found.lines), (6, 7));
+    }
+
+    /// A chatty NPC that gives no quests (it opens on its `FirstNode`, `Hub`): a story that
+    /// sets a variable the next line reads, a once tip before a plain line, an idle group by
+    /// recency, a weighted group, storylets by specificity and a greyed-out option.
+    const CHATTY: &str = r#"{ "FirstNode": "Hub", "Speaker": "Chatty",
+        "Hub": { "Text": "Well?", "Responses": [
+            { "Text": "A story.", "NextNode": "Story" },
+            { "Text": "Any tips?", "NextNode": ["Tip", "Plain"] },
+            { "Text": "Idle talk.",
+              "NextNode": { "Pick": "LeastRecent", "Among": ["Gulls", "Tide", "Oars"] } },
+            { "Text": "Roll.",
+              "NextNode": { "Pick": "Weighted", "Among": ["Heads", { "Node": "Tails", "Weight": 3 }] } },
+            { "Text": "Storylets.",
+              "NextNode": { "Pick": "MostSpecific", "Among": ["Special", "General", "Never"],
+                            "Fallback": "Nothing" } },
+            { "Text": "Listen.", "Conditions": "$Heard", "Disabled": "Hear the story first.",
+              "NextNode": "Listened" } ] },
+        "Story": { "Text": "Once upon a tide.", "NextNode": ["Knows", "Stranger"],
+                   "Actions": [ { "Type": "SetVariable", "Variable": "Heard", "Value": "true" } ] },
+        "Knows": { "Text": "Now you know.", "Conditions": "$Heard", "Close": true },
+        "Stranger": { "Text": "You never listen.", "Close": true },
+        "Tip": { "Text": "A tip, once.", "Once": true, "Close": true },
+        "Plain": { "Text": "No more tips.", "Close": true },
+        "Gulls": { "Text": "Gulls.", "Close": true },
+        "Tide": { "Text": "Tide.", "Close": true },
+        "Oars": { "Text": "Oars.", "Close": true },
+        "Heads": { "Text": "Heads.", "Close": true },
+        "Tails": { "Text": "Tails.", "Close": true },
+        "Special": { "Text": "For regulars.", "Once": true, "Conditions": "$Regular && has(Hat)",
+                     "Close": true },
+        "General": { "Text": "For anyone.", "Once": true, "Close": true },
+        "Never": { "Text": "Never told.", "Conditions": "false", "Close": true },
+        "Nothing": { "Text": "No stories left.", "Close": true },
+        "Listened": { "Text": "Hush.", "Close": true }
+    }"#;
+
+    const CHATTY_VARIABLES: &str = r#"{ "Variables": { "Heard": { "Type": "bool", "Default": false } },
+        "Derived": { "Regular": "opens >= 2 && $Heard" } }"#;
+
+    fn chatty() -> Content {
+        content_with_variables(
+            CHATTY_VARIABLES,
+            "[]",
+            &[("chatty", "Chatty")],
+            &[("Chatty", CHATTY)],
+            None,
+            None,
+        )
+    }
+
+    /// The lines one walk from `Hub` reaches in `state`, by name.
+    fn reached(content: &Content, state: &ExploreState) -> BTreeSet<String> {
+        let graph = content.conversation("Chatty").expect("Chatty");
+        let mut seen = Seen::default();
+        let hub = graph.find("Hub").expect("Hub");
+        walk_all("Chatty", graph, hub, state, &mut seen);
+        seen.lines
+            .iter()
+            .filter_map(|(_, v)| graph.vertex(*v).map(|v| v.name.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn variables_visits_and_every_group_candidate_are_explored() {
+        let content = chatty();
+        let states = states(&content);
+        let labels: Vec<&str> = states.iter().map(|s| s.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            [
+                "a new player",
+                "a new player, rich",
+                "a new player, tagged and rich",
+                "a new player, returning",
+                "a new player, returning, variables set",
+                "every quest completed",
+                "every quest completed, rich",
+                "every quest completed, tagged and rich",
+                "every quest completed, returning",
+                "every quest completed, returning, variables set",
+            ]
+        );
+        // Every variable is seeded: its default for a newcomer, the value a SetVariable gives
+        // it for the rich.
+        let newcomer = &states[0];
+        assert_eq!(newcomer.vars.get("Heard"), Some(&VarValue::Bool(false)));
+        assert_eq!(states[1].vars.get("Heard"), Some(&VarValue::Bool(true)));
+        assert!(!states[2].seen && states[3].seen);
+
+        let first = reached(&content, newcomer);
+        // The story's SetVariable holds for the rest of the path: its next line reads it.
+        assert!(
+            first.contains("Knows") && !first.contains("Stranger"),
+            "{first:?}"
+        );
+        // Nothing seen before: the once tip; every idle and weighted candidate is a possible
+        // next line, whatever the player saw before or the seed.
+        for name in ["Tip", "Gulls", "Tide", "Oars", "Heads", "Tails", "General"] {
+            assert!(first.contains(name), "{name}: {first:?}");
+        }
+        assert!(
+            !first.contains("Plain") && !first.contains("Special"),
+            "{first:?}"
+        );
+        // The greyed-out option is not a choice while its conditions fail.
+        assert!(!first.contains("Listened"), "{first:?}");
+        // The most specific storylet holds for a rich, tagged player who heard the story; one
+        // who saw every line before has spent the once ones and gets the fallback.
+        let tagged = reached(&content, &states[2]);
+        assert!(
+            tagged.contains("Special") && tagged.contains("General"),
+            "{tagged:?}"
+        );
+        assert!(tagged.contains("Listened"), "{tagged:?}");
+        let returning = reached(&content, &states[3]);
+        assert!(
+            returning.contains("Plain") && returning.contains("Nothing"),
+            "{returning:?}"
+        );
+        assert!(!returning.contains("Tip") && !returning.contains("General"));
+
+        // Over every state: only the candidate that never holds and the line no path sets
+        // the variable away from are unreached.
+        let found = explore(&content);
+        assert_eq!(
+            messages(&found),
+            [
+                "conversation Chatty: node `Never` is never reached in any quest state",
+                "conversation Chatty: node `Stranger` is never reached in any quest state",
+            ]
+        );
     }
 }

@@ -1065,6 +1065,79 @@ mod tests {
     }
 
     #[test]
+    fn a_greyed_out_reason_gets_its_own_id_next_to_it() {
+        let file = r#"{
+  "FirstNode": "Dock",
+  "Dock": {
+    "LineId": "line:dock",
+    "Text": "What'll it be?",
+    "Responses": [
+      {
+        "Text": "Row me out.",
+        "Conditions": "coins >= 100",
+        "Disabled": "Needs 100 coins."
+      },
+      { "LineId": "line:given", "Text": "Bye.", "Disabled": "Not yet.", "Conditions": "false" },
+      { "LineId": "line:kept", "Text": "Hm.", "Disabled": "Kept.", "DisabledLineId": "line:reason" }
+    ]
+  }
+}
+"#;
+        let mut taken = HashSet::from(["line:reason".to_owned()]);
+        let (tagged, added) = tag_file("Dock.json", file, Format::Canonical, &mut taken)
+            .expect("the test input is valid");
+        // The first response's text and reason, the second's reason.
+        assert_eq!(added, 3, "{tagged}");
+        let ids = ids_in(&tagged, Format::Canonical);
+        assert_eq!(ids.len(), 7, "{ids:?}");
+        assert!(ids.contains(&"line:reason".to_owned()));
+        // The reason's id sits right after it, on its own line when the reason is on one.
+        let reason = derive_id(&["Dock.json", "Dock", "r1", "disabled"]);
+        assert!(
+            tagged.contains(&format!(
+                "\"Disabled\": \"Needs 100 coins.\",\n        \"DisabledLineId\": \"{reason}\"\n"
+            )),
+            "{tagged}"
+        );
+        let inline = derive_id(&["Dock.json", "Dock", "r2", "disabled"]);
+        assert!(
+            tagged.contains(&format!(
+                "\"Disabled\": \"Not yet.\", \"DisabledLineId\": \"{inline}\", \"Conditions\""
+            )),
+            "{tagged}"
+        );
+        // Only insertions, and the result parses with every reason keyed.
+        let mut diagnostics = Vec::new();
+        let parsed =
+            crate::canonical::parse_conversation("Dock.json", tagged.as_bytes(), &mut diagnostics)
+                .expect("the tagged file parses");
+        assert!(diagnostics.is_empty(), "{diagnostics:?}");
+        let crate::model::NodeEntry::Whole(dock) = &parsed.nodes["Dock"] else {
+            panic!("whole node");
+        };
+        let Exit::Responses(responses) = &dock.exit else {
+            panic!("responses");
+        };
+        let reasons: Vec<Option<&str>> = responses
+            .iter()
+            .map(|r| r.disabled_line.as_deref())
+            .collect();
+        assert_eq!(
+            reasons,
+            [
+                Some(reason.as_str()),
+                Some(inline.as_str()),
+                Some("line:reason")
+            ]
+        );
+        assert!(responses[0].line.is_some());
+        // Tagged again: nothing to add.
+        let (again, none) = tag_file("Dock.json", &tagged, Format::Canonical, &mut taken)
+            .expect("the tagged file is valid");
+        assert_eq!((again.as_str(), none), (tagged.as_str(), 0));
+    }
+
+    #[test]
     fn a_malformed_file_is_refused_with_where() {
         for bad in ["{", "{\"a\": }", "[1 2]", "\"open", "{\"a\": 1} x"] {
             let err = tag_file("bad.json", bad, Format::Canonical, &mut HashSet::new());

@@ -13,7 +13,6 @@
 //! `false`, so the content still builds (and is refused for the error).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
 
 use banter_protocol::VarValue;
 
@@ -53,26 +52,6 @@ impl Variables {
             Some(d) => Some(d.ty),
             None => self.derived.contains_key(name).then_some(VarType::Bool),
         }
-    }
-
-    /// Reads `variables.json` from `root`; without one there are no variables.
-    pub fn load(root: &Path, diagnostics: &mut Vec<Diagnostic>) -> Variables {
-        let path = root.join(VARIABLES_FILE);
-        if !path.exists() {
-            return Variables::default();
-        }
-        let display = path.display().to_string();
-        let bytes = match std::fs::read(&path) {
-            Ok(bytes) => bytes,
-            Err(e) => {
-                diagnostics.push(Diagnostic::error(
-                    display,
-                    Problem::Unreadable(e.to_string()),
-                ));
-                return Variables::default();
-            }
-        };
-        Variables::parse(&display, &bytes, diagnostics)
     }
 
     /// Parses a `variables.json`'s bytes; `file` names it in diagnostics.

@@ -138,6 +138,95 @@ fn every_action_type_is_used_and_the_quests_have_their_shapes() {
 }
 
 #[test]
+fn wren_after_the_ferry_uses_every_writing_power() {
+    use banter_dialogue::condition::{Reference, VarType};
+    use banter_dialogue::model::{Next, Pick};
+    use banter_protocol::Action;
+    let content = sample();
+    // Story variables of every type, and a derived one, written into the conditions.
+    let vars = &content.variables;
+    let types: BTreeSet<&str> = vars.declared.values().map(|d| d.ty.name()).collect();
+    assert_eq!(types.len(), VarType::ALL.len(), "{types:?}");
+    assert!(!vars.derived.is_empty());
+    let wren = &content.merged["Wren"];
+    let graph = &content.conversations["Wren"];
+    let conditions: Vec<&str> = wren
+        .nodes
+        .values()
+        .flat_map(|n| {
+            let responses = match &n.exit {
+                Exit::Responses(r) => r.iter().filter_map(|r| r.conditions.as_deref()).collect(),
+                _ => Vec::new(),
+            };
+            n.conditions.as_deref().into_iter().chain(responses)
+        })
+        .collect();
+    assert!(
+        vars.derived
+            .values()
+            .any(|d| conditions.iter().any(|c| c.contains(&format!("({d})")))),
+        "a derived variable is read: {conditions:?}"
+    );
+    // A SetVariable whose variable a condition reads.
+    let set: BTreeSet<&str> = graph
+        .all_actions()
+        .iter()
+        .filter_map(|a| match &a.action {
+            Action::SetVariable { variable, .. } => Some(variable.as_str()),
+            _ => None,
+        })
+        .collect();
+    let mut read = BTreeSet::new();
+    let mut visits = 0;
+    for text in &conditions {
+        let condition = banter_dialogue::Condition::parse(text).expect("parses");
+        condition.visit_references(&mut |r| match r {
+            Reference::Variable(v) => {
+                read.insert(v.to_owned());
+            }
+            Reference::Visits(_) => visits += 1,
+            _ => {}
+        });
+    }
+    assert!(
+        set.iter().all(|v| read.contains(*v)),
+        "{set:?} read in {read:?}"
+    );
+    // A greeting that changes on a second visit.
+    assert!(visits > 0, "visited(...) is read");
+    // Once, on a line and on a response; a greyed-out response with its reason's id.
+    assert!(wren.nodes.values().any(|n| n.once));
+    let responses: Vec<&banter_dialogue::model::Response> = wren
+        .nodes
+        .values()
+        .filter_map(|n| match &n.exit {
+            Exit::Responses(r) => Some(r),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    assert!(responses.iter().any(|r| r.once));
+    assert!(
+        responses
+            .iter()
+            .any(|r| r.disabled.is_some() && r.disabled_line.is_some() && r.conditions.is_some())
+    );
+    // An idle group by recency, and storylets by specificity.
+    let picks: BTreeSet<&str> = responses
+        .iter()
+        .filter_map(|r| match &r.next {
+            Some(Next::Group(g)) => Some(g.pick.name()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        picks.contains(Pick::LeastRecent.name()) && picks.contains(Pick::MostSpecific.name()),
+        "{picks:?}"
+    );
+    assert_eq!(graph.groups().len(), 2);
+}
+
+#[test]
 fn the_quest_check_loop_comes_back_to_the_check_node() {
     let content = sample();
     let quest = content.quest("CopperSnappers").expect("CopperSnappers");

@@ -21,11 +21,13 @@ fn locale(tag: &str) -> Locale {
     Locale::parse(tag).expect("a valid tag")
 }
 
-/// Every `Text` field removed, recursively: what is left is structure.
+/// Every `Text` field and greyed-out reason (`Disabled`) removed, recursively: what is left is
+/// structure.
 fn without_text(value: &mut serde_json::Value) {
     match value {
         serde_json::Value::Object(map) => {
             map.remove("Text");
+            map.remove("Disabled");
             map.values_mut().for_each(without_text);
         }
         serde_json::Value::Array(items) => items.iter_mut().for_each(without_text),
@@ -693,9 +695,12 @@ fn the_recording_script_gives_the_line_before_and_the_direction_in_the_locale() 
             "the player is not voiced"
         );
     }
-    // With the protagonist voiced: responses (after the line they answer) and barks.
+    // With the protagonist voiced: responses (after the line they answer) and barks; never a
+    // greyed-out reason, which is read on a button and said by nobody.
     let script = locale::recording_script(&index, &content.locales, &locale("ja"), true);
-    assert_eq!(script.lines().count(), index.lines.len() + 1);
+    let greyed = index.lines.values().filter(|l| l.site.disabled).count();
+    assert!(greyed > 0, "the sample greys out a response");
+    assert_eq!(script.lines().count(), index.lines.len() - greyed + 1);
     let response = row_of(&script, &hello_ines).expect("a response row");
     let hello = ja.translation(&pim_line("Pim_Hello")).expect("translated");
     assert!(
@@ -724,4 +729,130 @@ fn the_pseudo_example_in_the_protocol_is_what_the_code_writes() {
     let rest = &protocol[at + "` becomes `".len()..];
     let shown = &rest[..rest.find('`').expect("its end")];
     assert_eq!(locale::pseudo(source), shown);
+}
+
+/// The sample's greyed-out response: Wren's "Let's go and listen to the shoals.", whose
+/// `Disabled` reason is a line of its own, keyed by its `DisabledLineId`.
+fn wren_reason() -> (String, String, String) {
+    let text = std::fs::read_to_string(sample_content().join("dialogue/base/Wren.json"))
+        .expect("Wren.json");
+    let value: serde_json::Value = serde_json::from_str(&text).expect("json");
+    let response = value["Wren_Dock"]["Responses"]
+        .as_array()
+        .expect("responses")
+        .iter()
+        .find(|r| r.get("Disabled").is_some())
+        .expect("a greyed-out response");
+    let field = |key: &str| response[key].as_str().expect(key).to_owned();
+    (field("DisabledLineId"), field("Disabled"), field("LineId"))
+}
+
+#[test]
+fn a_greyed_out_reason_is_indexed_extracted_and_translated_like_a_response() {
+    let (content, diagnostics) = check::load_and_check(&sample_content());
+    assert!(diagnostics.is_empty(), "{}", render(&diagnostics));
+    let (id, reason, response_id) = wren_reason();
+
+    // Indexed as a line of its own, at the response, with the response it explains as context.
+    let index = LineIndex::new(&content);
+    let line = &index.lines[&id];
+    assert_eq!(line.text, reason);
+    assert!(
+        line.site.disabled && line.site.response.is_some(),
+        "{line:?}"
+    );
+    assert_eq!(line.site.field(), "Responses[3].DisabledLineId");
+    assert_eq!(line.speaker, banter_dialogue::lines::GREYED_OUT);
+    assert_eq!(line.previous_id.as_deref(), Some(response_id.as_str()));
+
+    // Extracted into every table with its comments, and translated there.
+    for tag in ["ja", "ar"] {
+        let po = std::fs::read_to_string(table_path(&sample_content(), tag)).expect("table");
+        let block = entry_block(&po, &id);
+        for expected in [
+            format!("#. speaker: {}", banter_dialogue::lines::GREYED_OUT),
+            "#. node: Wren_Dock (conversation Wren)".to_owned(),
+            "#. previous: Let's go and listen to the shoals.".to_owned(),
+            "#. max-length: 60 (default)".to_owned(),
+            format!("#. source-hash: {}", source_hash(&reason)),
+            "#: dialogue/base/Wren.json:Wren_Dock:response 3:disabled".to_owned(),
+            format!("msgid \"{reason}\""),
+        ] {
+            assert!(block.contains(&expected), "{tag}: {expected}\n{block}");
+        }
+        assert!(
+            content.locales.tables[&locale(tag)]
+                .translation(&id)
+                .is_some(),
+            "{tag} translates the reason"
+        );
+    }
+
+    // Localized where `opened.content` is made: the reason in the locale, nothing else changed.
+    let ja = &content.locales.tables[&locale("ja")];
+    let merged = &content.merged["Wren"];
+    for (tag, expected) in [
+        ("ja", ja.translation(&id).expect("translated").to_owned()),
+        (locale::PSEUDO, locale::pseudo(&reason)),
+    ] {
+        let localized = content
+            .locales
+            .localize(merged, &locale(tag))
+            .expect("a table");
+        let banter_dialogue::Exit::Responses(responses) = &localized.nodes["Wren_Dock"].exit else {
+            panic!("responses");
+        };
+        let greyed = &responses[2];
+        assert_eq!(greyed.disabled.as_deref(), Some(expected.as_str()), "{tag}");
+        assert_eq!(greyed.disabled_line.as_deref(), Some(id.as_str()), "{tag}");
+        assert_eq!(greyed.conditions.as_deref(), Some("$HeardShoalSong"));
+        let json = canonical::to_json(&localized);
+        assert!(json.contains(&expected) && !json.contains(&reason), "{tag}");
+    }
+    // Said by nobody: never in a recording script, even with the player voiced.
+    let script = locale::recording_script(&index, &content.locales, &locale("ja"), true);
+    assert!(!script.contains(&id), "{script}");
+}
+
+#[test]
+fn a_greyed_out_reason_without_its_id_or_with_a_taken_one_is_an_error_at_its_place() {
+    let (id, _, response_id) = wren_reason();
+    let wren = "dialogue/base/Wren.json";
+
+    let missing = sample_copy("reason-missing");
+    missing.edit(
+        wren,
+        &format!(",\n        \"DisabledLineId\": \"{id}\""),
+        "",
+    );
+    let diagnostics = missing.diagnostics();
+    let found: Vec<_> = diagnostics
+        .iter()
+        .filter(|d| matches!(d.problem, Problem::MissingLineId))
+        .collect();
+    assert_eq!(found.len(), 1, "{}", render(&diagnostics));
+    assert_eq!(found[0].node.as_deref(), Some("Wren_Dock"));
+    assert_eq!(
+        found[0].field.as_deref(),
+        Some("Responses[3].DisabledLineId")
+    );
+    assert_eq!(found[0].file, missing.file(wren));
+
+    // The reason keyed by its response's id: one line id at two places.
+    let taken = sample_copy("reason-duplicate");
+    taken.edit(
+        wren,
+        &format!("\"DisabledLineId\": \"{id}\""),
+        &format!("\"DisabledLineId\": \"{response_id}\""),
+    );
+    let diagnostics = taken.diagnostics();
+    let found: Vec<_> = diagnostics
+        .iter()
+        .filter(|d| matches!(&d.problem, Problem::DuplicateLineId { id, .. } if *id == response_id))
+        .collect();
+    assert_eq!(found.len(), 1, "{}", render(&diagnostics));
+    assert_eq!(
+        found[0].field.as_deref(),
+        Some("Responses[3].DisabledLineId")
+    );
 }

@@ -358,8 +358,9 @@ fn per_conversation_state_is_small() {
         .expect("chosen");
     walk.advance(&g, id(&g, "Accepted"), &NoFacts)
         .expect("advance");
-    // A whole accept flow: a handful of vertices and two armings.
-    assert!(walk.footprint() <= 160, "{} bytes", walk.footprint());
+    // A whole accept flow: a handful of vertices, two armings and the visits it counted
+    // (issue 36 added the counts, the showing sequence, the draws and the seed: 208 bytes).
+    assert!(walk.footprint() <= 224, "{} bytes", walk.footprint());
 }
 
 #[test]

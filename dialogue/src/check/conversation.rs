@@ -425,6 +425,10 @@ impl ConversationCheck<'_, '_> {
                 continue;
             }
             stack.extend(graph.outputs(id).iter().filter(|o| !seen[o.index()]));
+            // A line group's `Fallback` is reached when no candidate holds.
+            if let Some(fallback) = graph.group(id).and_then(|g| g.fallback) {
+                stack.push(fallback);
+            }
             if graph.vertex(id).is_some_and(|v| v.awaits_jump) {
                 for (_, authored) in graph.actions(id) {
                     if let Action::CheckQuest {
