@@ -51,9 +51,8 @@ use banter_protocol::{Action, QuestStatus, VarValue};
 use crate::condition::{Counter, Facts, VarRef};
 use crate::content::{Content, NpcDef, QuestDef};
 use crate::graph::{ActionIndex, DialogueGraph, Vertex, VertexId, VertexKind};
-use crate::model::Pick;
 use crate::resolver::{cutscene_offer, resolve_entry};
-use crate::walk::{Counted, Shown, Walk};
+use crate::walk::{Shown, Walk};
 
 /// How often a returning player ([`ExploreState::seen`]) was shown every line before: enough
 /// for any `visits(...) >= n` a writer means.
@@ -129,61 +128,6 @@ impl Facts for PathFacts<'_> {
     }
     fn visits(&self, vertex: &str) -> u32 {
         self.state.visits(vertex)
-    }
-}
-
-/// A path's facts with a walk's own visits added (and one more of `picked`, a response the step
-/// being taken picks): what the walk's next-line rule reads.
-struct Counting<'a> {
-    facts: &'a PathFacts<'a>,
-    graph: &'a DialogueGraph,
-    counted: &'a [Counted],
-    picked: Option<VertexId>,
-}
-
-impl Counting<'_> {
-    fn count(&self, v: VertexId) -> u32 {
-        let stored = self
-            .graph
-            .vertex(v)
-            .map_or(0, |x| self.facts.visits(&x.name));
-        let walked = self
-            .counted
-            .binary_search_by_key(&v, |c| c.vertex)
-            .map_or(0, |at| self.counted[at].count);
-        stored
-            .saturating_add(walked)
-            .saturating_add(u32::from(self.picked == Some(v)))
-    }
-
-    /// `v`'s `Conditions` hold and it is not a `Once` already counted.
-    fn holds(&self, v: VertexId) -> bool {
-        let spent = self.graph.vertex(v).is_some_and(|x| x.once) && self.count(v) > 0;
-        !spent && self.graph.condition(v).is_none_or(|c| c.eval(self))
-    }
-}
-
-impl Facts for Counting<'_> {
-    fn quest_status(&self, quest: &str) -> QuestStatus {
-        self.facts.quest_status(quest)
-    }
-    fn objective_progress(&self, quest: &str, objective: &str) -> u32 {
-        self.facts.objective_progress(quest, objective)
-    }
-    fn has(&self, name: &str) -> bool {
-        self.facts.has(name)
-    }
-    fn counter(&self, counter: Counter) -> i64 {
-        self.facts.counter(counter)
-    }
-    fn variable(&self, name: &str) -> Option<VarRef<'_>> {
-        self.facts.variable(name)
-    }
-    fn visits(&self, vertex: &str) -> u32 {
-        match self.graph.find(vertex) {
-            Some(v) => self.count(v),
-            None => self.facts.visits(vertex),
-        }
     }
 }
 
@@ -671,84 +615,10 @@ fn other_picks(
     facts: &PathFacts<'_>,
     shown: Shown,
 ) -> Vec<VertexId> {
-    let counting = Counting {
-        facts,
-        graph,
-        counted: walk.counted(),
-        picked,
-    };
-    match group_in_play(graph, graph.outputs(from), &counting, 0) {
-        Some(Next::Group(candidates)) => candidates
-            .into_iter()
-            .filter(|&c| Shown::Line(c) != shown)
-            .collect(),
-        _ => Vec::new(),
-    }
-}
-
-/// What the walk's next-line rule settles on, as [`group_in_play`] sees it.
-enum Next {
-    /// One line, whatever the player saw before: a plain line, a `First` group's pick, a
-    /// group's `Fallback`.
-    Line,
-    /// A line group's candidates that hold, any of which its pick may take.
-    Group(Vec<VertexId>),
-}
-
-/// As deep as the walk looks through transparent vertices for the next line.
-const MAX_TRANSPARENT_DEPTH: usize = 8;
-
-/// What the walk's next-line rule settles on among `outputs` (tried in priority order, as the
-/// walk tries them): the holding candidates of a line group whose pick is not [`Pick::First`],
-/// or one line; `None` when nothing is shown.
-fn group_in_play(
-    graph: &DialogueGraph,
-    outputs: &[VertexId],
-    facts: &Counting<'_>,
-    depth: usize,
-) -> Option<Next> {
-    for &out in outputs {
-        let Some(v) = graph.vertex(out) else { continue };
-        if graph.condition(out).is_some_and(|c| !c.eval(facts)) {
-            continue;
-        }
-        match (v.kind, graph.group(out)) {
-            (VertexKind::Prompt, _) if facts.holds(out) => return Some(Next::Line),
-            (VertexKind::Branch, Some(group)) => {
-                let holding: Vec<VertexId> = graph
-                    .outputs(out)
-                    .iter()
-                    .copied()
-                    .filter(|&c| {
-                        graph
-                            .vertex(c)
-                            .is_some_and(|x| x.kind == VertexKind::Prompt)
-                            && facts.holds(c)
-                    })
-                    .collect();
-                if !holding.is_empty() {
-                    return Some(if group.pick == Pick::First {
-                        Next::Line
-                    } else {
-                        Next::Group(holding)
-                    });
-                }
-                if group.fallback.is_some() {
-                    return Some(Next::Line);
-                }
-            }
-            (VertexKind::Branch | VertexKind::Condition | VertexKind::Action, _)
-                if depth < MAX_TRANSPARENT_DEPTH =>
-            {
-                if let found @ Some(_) = group_in_play(graph, graph.outputs(out), facts, depth + 1)
-                {
-                    return found;
-                }
-            }
-            _ => {}
-        }
-    }
-    None
+    walk.group_candidates(graph, from, picked, facts)
+        .into_iter()
+        .filter(|&c| Shown::Line(c) != shown)
+        .collect()
 }
 
 /// The success and failure nodes of the quest checks on `v`.

@@ -140,6 +140,8 @@ pub struct DialogueGraph {
     choices: Vec<(VertexId, ChoiceRule)>,
     /// Each line group's rule, by its Branch vertex, ascending.
     groups: Vec<(VertexId, LineGroup)>,
+    /// What [`DialogueGraph::visit_reads`] answers, found once when the graph is built.
+    visit_reads: Box<[(VertexId, bool)]>,
 }
 
 /// A line group's rule, on the Branch vertex whose outputs are its candidates.
@@ -287,8 +289,13 @@ impl DialogueGraph {
 
     /// The vertices whose visit counts this conversation reads, ascending: named by `visits`
     /// or `visited`, marked `Once`, or a `LeastRecent` candidate; and whether each is a
-    /// `LeastRecent` candidate (whose last showing the walk reads too).
-    pub fn visit_reads(&self) -> Vec<(VertexId, bool)> {
+    /// `LeastRecent` candidate (whose last showing the walk reads too). What an `opened`
+    /// sheet's `visits` and `last_seen` carry.
+    pub fn visit_reads(&self) -> &[(VertexId, bool)] {
+        &self.visit_reads
+    }
+
+    fn find_visit_reads(&self) -> Vec<(VertexId, bool)> {
         let mut reads: Vec<(VertexId, bool)> = Vec::new();
         for (id, v) in self.vertices() {
             if v.once {
@@ -700,6 +707,7 @@ impl<'a> Builder<'a> {
             shared: conversation.shared.as_ref().map(|s| s.rule()),
             choices: Vec::new(),
             groups: Vec::new(),
+            visit_reads: Box::default(),
             vertices: Vec::with_capacity(sizes.vertices),
             edges: Vec::with_capacity(sizes.edges),
             actions: Vec::with_capacity(sizes.actions),
@@ -808,6 +816,7 @@ impl<'a> Builder<'a> {
             self.graph.vertices[id.index()].once = node.once;
         }
         self.resolve_fallbacks();
+        self.graph.visit_reads = self.graph.find_visit_reads().into_boxed_slice();
         self.graph
     }
 

@@ -358,6 +358,31 @@ impl Walk {
         self.seed
     }
 
+    /// The lines a step from `from` (a line advanced past, or a response: `picked`, counted as
+    /// the step would count it) could show next when the next-line rule settles on a line
+    /// group whose pick depends on more than its order (`MostSpecific`, `LeastRecent`,
+    /// `Weighted`): every candidate that holds now, in order. Empty otherwise. For tools that
+    /// explore every pick (`test-content --explore`); the walk itself picks one.
+    pub fn group_candidates(
+        &self,
+        graph: &DialogueGraph,
+        from: VertexId,
+        picked: Option<VertexId>,
+        facts: &dyn Facts,
+    ) -> Vec<VertexId> {
+        let mut walk = self.clone();
+        if let Some(response) = picked {
+            walk.count(response);
+        }
+        let seen = walk.seen(graph, facts);
+        match seen.settle(graph.outputs(from), 0) {
+            Some(Settled::Group(branch, group)) if group.pick != Pick::First => {
+                seen.holding(graph.outputs(branch)).collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+
     /// True if the player has been shown `v`.
     pub fn is_reachable(&self, v: VertexId) -> bool {
         self.reachable.binary_search(&v).is_ok()
@@ -872,49 +897,72 @@ pub fn next_line(graph: &DialogueGraph, from: VertexId, facts: &dyn Facts) -> Op
 /// nested transparent vertices from recursing without end.
 const MAX_TRANSPARENT_DEPTH: usize = 8;
 
-impl Seen<'_> {
-    /// The first of `outputs` that holds, by priority: a line, or what a Branch leads to (a
-    /// group's pick). Also whether a `Weighted` pick used a draw.
-    fn next_line(&self, outputs: &[VertexId], depth: usize) -> (Option<VertexId>, bool) {
+/// Where the next-line rule settles among a vertex's outputs: one line, or a line group that
+/// will pick (it has a candidate that holds, or a `Fallback`).
+enum Settled<'g> {
+    Line(VertexId),
+    Group(VertexId, &'g LineGroup),
+}
+
+impl<'g> Seen<'g> {
+    /// The first of `outputs` that settles, by priority: a line that holds, or a line group
+    /// with something to show, passing through other Branch (and Condition) vertices.
+    fn settle(&self, outputs: &[VertexId], depth: usize) -> Option<Settled<'g>> {
         let graph = self.graph;
         for &out in outputs {
             let Some(v) = graph.vertex(out) else { continue };
             if graph.condition(out).is_some_and(|c| !c.eval(self)) {
                 continue;
             }
-            match v.kind {
-                VertexKind::Prompt if !self.spent(out) => return (Some(out), false),
-                VertexKind::Branch if graph.group(out).is_some() => {
-                    if let Some(group) = graph.group(out) {
-                        let (line, drew) = self.pick(graph.outputs(out), group);
-                        if line.is_some() || drew {
-                            return (line, drew);
-                        }
+            match (v.kind, graph.group(out)) {
+                (VertexKind::Prompt, _) if !self.spent(out) => return Some(Settled::Line(out)),
+                (VertexKind::Branch, Some(group)) => {
+                    let mut holding = self.holding(graph.outputs(out));
+                    if holding.next().is_some() || group.fallback.is_some() {
+                        return Some(Settled::Group(out, group));
                     }
                 }
-                VertexKind::Branch | VertexKind::Condition | VertexKind::Action
+                (VertexKind::Branch | VertexKind::Condition | VertexKind::Action, _)
                     if depth < MAX_TRANSPARENT_DEPTH =>
                 {
-                    if let (Some(line), drew) = self.next_line(graph.outputs(out), depth + 1) {
-                        return (Some(line), drew);
+                    if let found @ Some(_) = self.settle(graph.outputs(out), depth + 1) {
+                        return found;
                     }
                 }
                 _ => {}
             }
         }
-        (None, false)
+        None
+    }
+
+    /// The first of `outputs` that holds, by priority: a line, or a line group's pick. Also
+    /// whether a `Weighted` pick used a draw.
+    fn next_line(&self, outputs: &[VertexId], depth: usize) -> (Option<VertexId>, bool) {
+        match self.settle(outputs, depth) {
+            Some(Settled::Line(line)) => (Some(line), false),
+            Some(Settled::Group(branch, group)) => self.pick(self.graph.outputs(branch), group),
+            None => (None, false),
+        }
+    }
+
+    /// The candidates among `candidates` that hold: lines whose `Conditions` hold that are not
+    /// a `Once` already shown, in order.
+    fn holding<'a>(
+        &'a self,
+        candidates: &'a [VertexId],
+    ) -> impl Iterator<Item = VertexId> + Clone + 'a {
+        candidates.iter().copied().filter(|&c| {
+            self.graph
+                .vertex(c)
+                .is_some_and(|v| v.kind == VertexKind::Prompt)
+                && self.holds(c)
+        })
     }
 
     /// A line group's pick among `candidates` (PROTOCOL.md 10.1), its `Fallback` when none
     /// holds; and whether a `Weighted` pick used a draw.
     fn pick(&self, candidates: &[VertexId], group: &LineGroup) -> (Option<VertexId>, bool) {
-        let holds = |c: VertexId| {
-            self.graph
-                .vertex(c)
-                .is_some_and(|v| v.kind == VertexKind::Prompt)
-                && self.holds(c)
-        };
-        let mut holding = candidates.iter().copied().filter(|&c| holds(c));
+        let mut holding = self.holding(candidates);
         let (picked, drew) = match group.pick {
             Pick::First => (holding.next(), false),
             Pick::MostSpecific => {

@@ -1257,27 +1257,7 @@ fn scripted_scenario(
 ) -> Value {
     let (graph, diagnostics) = build_conversation(conversation, json_text);
     assert!(diagnostics.iter().all(|d| !d.is_error()), "{diagnostics:?}");
-    let mut out = Vec::new();
-    let entry_id = graph.find(entry).expect("entry");
-    let mut walk = ClientWalk::open(&graph, entry_id, sheet, &mut out).expect("opens");
-    let open = json!({ "sends": wire(&graph, &mut out), "screen": screen(&graph, &walk, sheet) });
-    let mut facts = sheet.clone();
-    let mut steps = Vec::new();
-    for (input, changed) in inputs {
-        if let Some(changed) = &changed {
-            facts = changed.clone();
-        }
-        let result = give(&graph, &mut walk, &input, &facts, &mut out);
-        steps.push(step_json(
-            &graph,
-            &walk,
-            &mut out,
-            changed.as_ref(),
-            input,
-            result,
-            &facts,
-        ));
-    }
+    let (open, steps, _) = play_scripted(&graph, entry, sheet, inputs, screen);
     json!({
         "name": name,
         "conversation": conversation,
@@ -1286,6 +1266,39 @@ fn scripted_scenario(
         "open": open,
         "steps": steps,
     })
+}
+
+/// Opens on `entry` and gives each input (its facts first, if it changes them): the `open` and
+/// each step as the vectors write them, every screen drawn by `show`, and the walk after.
+fn play_scripted(
+    graph: &DialogueGraph,
+    entry: &str,
+    sheet: &FactSheet,
+    inputs: Vec<(Value, Option<FactSheet>)>,
+    show: fn(&DialogueGraph, &ClientWalk, &FactSheet) -> Value,
+) -> (Value, Vec<Value>, ClientWalk) {
+    let mut out = Vec::new();
+    let entry_id = graph.find(entry).expect("entry");
+    let mut walk = ClientWalk::open(graph, entry_id, sheet, &mut out).expect("opens");
+    let open = json!({ "sends": wire(graph, &mut out), "screen": show(graph, &walk, sheet) });
+    let mut facts = sheet.clone();
+    let mut steps = Vec::new();
+    for (input, changed) in inputs {
+        if let Some(changed) = &changed {
+            facts = changed.clone();
+        }
+        let result = give(graph, &mut walk, &input, &facts, &mut out);
+        let mut step = json!({ "input": input, "sends": wire(graph, &mut out) });
+        if let Some(changed) = &changed {
+            step["facts"] = json!(changed);
+        }
+        match result {
+            Ok(()) => step["screen"] = show(graph, &walk, &facts),
+            Err(e) => step["refused"] = json!(walk_code(&e)),
+        }
+        steps.push(step);
+    }
+    (open, steps, walk)
 }
 
 /// The rules the sample content never needs, step by step over [`RULES`].
@@ -3255,28 +3268,7 @@ fn power_sheet(
 fn power_scenario(name: &str, sheet: &FactSheet, inputs: Vec<(Value, Option<FactSheet>)>) -> Value {
     let (graph, diagnostics) = build_conversation("Power", POWER);
     assert!(diagnostics.iter().all(|d| !d.is_error()), "{diagnostics:?}");
-    let mut out = Vec::new();
-    let entry = graph.find("Door").expect("entry");
-    let mut walk = ClientWalk::open(&graph, entry, sheet, &mut out).expect("opens");
-    let open =
-        json!({ "sends": wire(&graph, &mut out), "screen": power_screen(&graph, &walk, sheet) });
-    let mut facts = sheet.clone();
-    let mut steps = Vec::new();
-    for (input, changed) in inputs {
-        if let Some(changed) = &changed {
-            facts = changed.clone();
-        }
-        let result = give(&graph, &mut walk, &input, &facts, &mut out);
-        let mut step = json!({ "input": input, "sends": wire(&graph, &mut out) });
-        if let Some(changed) = &changed {
-            step["facts"] = json!(changed);
-        }
-        match result {
-            Ok(()) => step["screen"] = power_screen(&graph, &walk, &facts),
-            Err(e) => step["refused"] = json!(walk_code(&e)),
-        }
-        steps.push(step);
-    }
+    let (open, steps, walk) = play_scripted(&graph, "Door", sheet, inputs, power_screen);
     let counted: serde_json::Map<String, Value> = walk
         .walk()
         .counted()

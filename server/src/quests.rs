@@ -184,10 +184,16 @@ impl ServerFacts<'_> {
         let mut named: BTreeSet<&str> = self.record.quests.keys().map(String::as_str).collect();
         for (vertex, _) in graph.vertices() {
             if let Some(condition) = graph.condition(vertex) {
-                condition.visit_references(&mut |reference| {
-                    if let Reference::Quest(quest) = reference {
+                condition.visit_references(&mut |reference| match reference {
+                    Reference::Quest(quest) => {
                         named.insert(quest);
                     }
+                    Reference::Variable(name) if !sheet.vars.contains_key(name) => {
+                        if let Some(value) = self.variable(name) {
+                            sheet.vars.insert(name.to_owned(), value.to_value());
+                        }
+                    }
+                    _ => {}
                 });
             }
         }
@@ -213,22 +219,11 @@ impl ServerFacts<'_> {
         sheet
     }
 
-    /// The sheet's variables, visits, `opens` (PROTOCOL.md 10.1): only what `graph` reads.
+    /// The sheet's visits and `opens` (PROTOCOL.md 10.1): only what `graph` reads. (Its
+    /// variables are found with the quests, in the one pass over the conditions.)
     fn writing_facts(&self, graph: &DialogueGraph, sheet: &mut FactSheet) {
-        for (vertex, _) in graph.vertices() {
-            if let Some(condition) = graph.condition(vertex) {
-                condition.visit_references(&mut |reference| {
-                    if let Reference::Variable(name) = reference
-                        && !sheet.vars.contains_key(name)
-                        && let Some(value) = self.variable(name)
-                    {
-                        sheet.vars.insert(name.to_owned(), value.to_value());
-                    }
-                });
-            }
-        }
         let stored = self.record.visits.get(self.conversation);
-        for (vertex, recency) in graph.visit_reads() {
+        for &(vertex, recency) in graph.visit_reads() {
             let Some(v) = graph.vertex(vertex) else {
                 continue;
             };

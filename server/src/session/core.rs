@@ -493,11 +493,12 @@ impl SessionCore {
                 continue;
             };
             let last = base.saturating_add(u64::from(counted.last));
-            let stored = visits.nodes.entry(vertex.name.to_string()).or_default();
+            let node = vertex.name.to_string();
+            let stored = visits.nodes.entry(node.clone()).or_default();
             stored.count = stored.count.saturating_add(counted.count);
             stored.last = stored.last.max(last);
             deltas.push(VisitDelta {
-                node: vertex.name.to_string(),
+                node,
                 added: counted.count,
                 last,
             });

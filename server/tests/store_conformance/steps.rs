@@ -46,7 +46,7 @@ fn advance(quest: &str, objective: &str, amount: u32, target: u32) -> ObjectiveA
 }
 
 /// How many audit rows carry `key`.
-async fn rows_with_key(store: &dyn Store, player: &str, key: &str) -> usize {
+pub(super) async fn rows_with_key(store: &dyn Store, player: &str, key: &str) -> usize {
     store
         .audit_for_player(player, 1000)
         .await

@@ -57,16 +57,7 @@ fn visited(opens: u32, nodes: &[(&str, u32, u64)]) -> ConversationVisits {
     }
 }
 
-/// How many audit rows carry `key`.
-async fn rows_with_key(store: &dyn Store, player: &str, key: &str) -> usize {
-    store
-        .audit_for_player(player, 1000)
-        .await
-        .expect("audit")
-        .iter()
-        .filter(|e| e.step_key.as_deref() == Some(key))
-        .count()
-}
+use super::steps::rows_with_key;
 
 async fn a_fresh_player_has_no_variables_and_no_visits(db: &TestDb) {
     let store = db.open().await;
