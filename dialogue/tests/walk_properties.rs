@@ -83,14 +83,20 @@ fn action_json(kind: u8, n: usize) -> String {
     }
 }
 
+/// A generated response: its target, its actions, its condition, whether it is once-only.
+type GenResponse = (Option<usize>, Vec<u8>, Option<usize>, bool);
+
 /// A raw description of a generated conversation, turned into canonical JSON.
 #[derive(Clone, Debug)]
 struct GenNode {
     exit: u8,
     targets: Vec<usize>,
-    responses: Vec<(Option<usize>, Vec<u8>, Option<usize>)>,
+    responses: Vec<GenResponse>,
     actions: Vec<u8>,
     condition: Option<usize>,
+    /// `"Once": true` (docs/CONTENT.md "Once"): a spent line is passed over, a spent response
+    /// hidden, and neither arms again.
+    once: bool,
 }
 
 fn gen_node() -> impl Strategy<Value = GenNode> {
@@ -102,19 +108,24 @@ fn gen_node() -> impl Strategy<Value = GenNode> {
                 prop::option::of(0usize..64),
                 prop::collection::vec(any::<u8>(), 0..2),
                 prop::option::weighted(0.3, 0usize..CONDITIONS.len()),
+                prop::bool::weighted(0.2),
             ),
             1..4,
         ),
         prop::collection::vec(any::<u8>(), 0..2),
         prop::option::weighted(0.2, 0usize..CONDITIONS.len()),
+        prop::bool::weighted(0.2),
     )
-        .prop_map(|(exit, targets, responses, actions, condition)| GenNode {
-            exit,
-            targets,
-            responses,
-            actions,
-            condition,
-        })
+        .prop_map(
+            |(exit, targets, responses, actions, condition, once)| GenNode {
+                exit,
+                targets,
+                responses,
+                actions,
+                condition,
+                once,
+            },
+        )
 }
 
 fn to_json(nodes: &[GenNode]) -> String {
@@ -134,6 +145,9 @@ fn to_json(nodes: &[GenNode]) -> String {
         if let Some(c) = node.condition.filter(|_| i != 0) {
             fields.push(format!("\"Conditions\":\"{}\"", CONDITIONS[c]));
         }
+        if node.once {
+            fields.push("\"Once\":true".to_owned());
+        }
         match node.exit {
             0 => {}
             1 => fields.push("\"Close\":true".to_owned()),
@@ -149,7 +163,7 @@ fn to_json(nodes: &[GenNode]) -> String {
                     .responses
                     .iter()
                     .enumerate()
-                    .map(|(j, (next, acts, cond))| {
+                    .map(|(j, (next, acts, cond, once))| {
                         let mut r = vec![format!("\"Text\":\"answer {j}\"")];
                         if let Some(t) = next {
                             r.push(format!("\"NextNode\":{}", name(*t)));
@@ -159,6 +173,9 @@ fn to_json(nodes: &[GenNode]) -> String {
                         }
                         if let Some(c) = cond {
                             r.push(format!("\"Conditions\":\"{}\"", CONDITIONS[*c]));
+                        }
+                        if *once {
+                            r.push("\"Once\":true".to_owned());
                         }
                         format!("{{{}}}", r.join(","))
                     })
@@ -579,6 +596,12 @@ fn model_arm(g: &DialogueGraph, v: VertexId, model: &mut HashMap<ActionIndex, u8
     }
 }
 
+/// A once response this walk already counted: no longer a choice, and it arms nothing.
+fn spent(g: &DialogueGraph, walk: &Walk, r: VertexId) -> bool {
+    g.vertex(r).is_some_and(|v| v.once)
+        && walk.counted().iter().any(|c| c.vertex == r && c.count > 0)
+}
+
 /// `walk`'s counters are the model's, and every action armed on a response was armed on a
 /// response the player was shown.
 fn armings_match(
@@ -683,6 +706,7 @@ fn a_followers_walk_follows_every_group_step_and_arms_only_what_it_was_shown() {
                                 Shown::AwaitJump | Shown::End => None,
                             };
                             let mine = follower.is_reachable(r)
+                                && !spent(g, &follower, r)
                                 && g.condition(r).is_none_or(|c| c.eval(&own_facts));
                             follower
                                 .follow_chosen(g, r, node, &own_facts)
@@ -779,7 +803,9 @@ fn a_followers_walk_refuses_what_cannot_follow_and_changes_nothing_when_it_does(
                 let decided_on_a_shown_line =
                     |r: VertexId| g.line_of(r).is_some_and(|l| before.is_reachable(l));
                 let mine = |r: VertexId| {
-                    before.is_reachable(r) && g.condition(r).is_none_or(|c| c.eval(&facts))
+                    before.is_reachable(r)
+                        && !spent(g, &before, r)
+                        && g.condition(r).is_none_or(|c| c.eval(&facts))
                 };
                 let result = match step {
                     Followed::Chosen(r, node) => {

@@ -432,6 +432,7 @@ async fn end_session(app: &SharedApp, carried: Carried, parks: bool, hands_on: b
     if parks {
         core.park(now).await;
     }
+    core.end().await;
     drop(core);
     life::finish(app, &player, session, true).await;
 }

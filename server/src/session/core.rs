@@ -145,6 +145,9 @@ pub struct SessionCore {
     pub(super) party: Option<banter_protocol::PartyView>,
     /// Live invitations into parties, for the `welcome`.
     pub(super) invites: Vec<banter_protocol::InviteView>,
+    /// Visits counted by conversations that ended, not yet in the store (written before the
+    /// answer to the message that ended them goes out: [`SessionCore::store_visits`]).
+    pub(super) unstored_visits: Vec<(String, Vec<VisitDelta>)>,
 }
 
 impl Drop for SessionCore {
@@ -154,10 +157,27 @@ impl Drop for SessionCore {
         // A shared conversation loses this participant (PROTOCOL.md section 17.4).
         self.leave_shared(banter_protocol::LeftReason::Dropped, self.last_seen);
         // A conversation still open (not closed, not parked) ends with the connection.
-        if let Some(mut open) = self.conversation.take() {
-            open.tally_end(&self.app.analytics, Ending::Disconnected, self.last_seen);
-            self.keep_visits(&open);
+        self.end_open_conversation();
+        // A session dropped without `finish` (a panic unwinding, a test): the visits go to the
+        // store in the background.
+        let unstored = std::mem::take(&mut self.unstored_visits);
+        if unstored.is_empty() {
+            return;
         }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (store, player) = (self.app.store.clone(), self.player.clone());
+        runtime.spawn(async move {
+            for (conversation, deltas) in unstored {
+                if let Err(e) = store
+                    .record_visits(&player, &conversation, 1, &deltas)
+                    .await
+                {
+                    tracing::warn!(%player, %conversation, error = %e, "visits not stored");
+                }
+            }
+        });
     }
 }
 
@@ -200,6 +220,7 @@ impl SessionCore {
             engine_placed: false,
             party: None,
             invites: Vec::new(),
+            unstored_visits: Vec::new(),
         };
         core.restore_cutscene();
         core
@@ -328,6 +349,9 @@ impl SessionCore {
                 let error = self.refusal(id, kind, refusal);
                 self.out.push(error);
             }
+        }
+        if !self.unstored_visits.is_empty() {
+            self.store_visits().await;
         }
         std::mem::take(&mut self.out)
     }
@@ -481,8 +505,8 @@ impl SessionCore {
 impl SessionCore {
     /// Adds what an ending conversation counted to the player's visits (PROTOCOL.md 10.1): its
     /// opening, and every line shown and response picked, each last showing after every one
-    /// stored. In the session's record at once (the next conversation reads it), and in the
-    /// store in the background (a failure is logged: counts are not worth failing a close for).
+    /// stored. In the session's record at once (the next conversation reads it), and queued for
+    /// the store ([`SessionCore::store_visits`]).
     pub(super) fn keep_visits(&mut self, open: &OpenConversation) {
         let visits = self.record.visits.entry(open.name.clone()).or_default();
         let base = visits.nodes.values().map(|v| v.last).max().unwrap_or(0);
@@ -503,19 +527,42 @@ impl SessionCore {
                 last,
             });
         }
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let store = self.app.store.clone();
-        let (player, conversation) = (self.player.clone(), open.name.clone());
-        runtime.spawn(async move {
-            if let Err(e) = store
-                .record_visits(&player, &conversation, 1, &deltas)
+        self.unstored_visits.push((open.name.clone(), deltas));
+    }
+
+    /// Writes the visits of the conversations that ended. Awaited before the answer that ended
+    /// them goes out and before a session is finished, so a client told `closed` (or whose
+    /// connection closed) finds the counts on any instance. A failure is logged: counts are not
+    /// worth failing a close for.
+    pub async fn store_visits(&mut self) {
+        for (conversation, deltas) in std::mem::take(&mut self.unstored_visits) {
+            if let Err(e) = self
+                .app
+                .store
+                .record_visits(&self.player, &conversation, 1, &deltas)
                 .await
             {
-                tracing::warn!(%player, %conversation, error = %e, "visits not stored");
+                tracing::warn!(player = %self.player, %conversation, error = %e, "visits not stored");
             }
-        });
+        }
+    }
+
+    /// The end of the session for a conversation still open (not closed, not parked): it ends
+    /// `disconnected`, and its visits are queued.
+    fn end_open_conversation(&mut self) {
+        if let Some(mut open) = self.conversation.take() {
+            open.tally_end(&self.app.analytics, Ending::Disconnected, self.last_seen);
+            self.keep_visits(&open);
+        }
+    }
+
+    /// The session's last words with the store: a conversation still open ends, and every
+    /// visit counted is written. Called by the carrier after `park` (which takes the
+    /// conversation it parks), before the session is finished.
+    pub async fn end(&mut self) {
+        self.leave_shared(banter_protocol::LeftReason::Dropped, self.last_seen);
+        self.end_open_conversation();
+        self.store_visits().await;
     }
 }
 

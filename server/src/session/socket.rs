@@ -111,6 +111,7 @@ pub async fn run(
                 // The one place a connection's end is timed: the core reads no clock.
                 Box::pin(core.park(life::now(&app))).await;
             }
+            core.end().await;
             end
         }
     };

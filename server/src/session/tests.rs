@@ -1448,3 +1448,40 @@ async fn set_locale_answers_the_locale_served() {
         );
     }
 }
+
+#[tokio::test]
+async fn visits_are_stored_before_closed_goes_out_and_a_new_session_reads_them() {
+    let (app, _db) = app_on("session-core", sample_content()).await;
+    let opens_in = |answer: &[ServerMessage]| match answer {
+        [ServerMessage::Opened { facts, .. }] => facts.opens,
+        other => panic!("expected opened, got {other:?}"),
+    };
+    let mut first = Player::new(&app, "regular", 1).await;
+    let entry = first.open("Grandpa Fennick", FENNICK).await;
+    let close = first.close();
+    first.ok(close).await;
+    // `closed` is out: the counts are already in the store, for any instance to read.
+    let stored = app.store.load_player("regular").await.expect("load");
+    let fennick = &stored.visits["Fennick"];
+    assert_eq!(fennick.opens, 1);
+    assert_eq!(fennick.nodes[&entry].count, 1, "{fennick:?}");
+
+    // The same session reads its own count at once.
+    first.after(Duration::from_secs(5));
+    let talk = first.talk("Grandpa Fennick");
+    assert_eq!(opens_in(&first.ok(talk).await), 1);
+    // The connection ends with the conversation open: `end` stores it too.
+    first.core.end().await;
+    drop(first);
+
+    // A new session (a restart, another instance: a core loaded from the store).
+    // Its clock is later than the first session's last talk (the cooldown is the player's).
+    let mut next = Player::new(&app, "regular", 2).await;
+    next.after(Duration::from_secs(60));
+    let spawn = next.move_to(FENNICK);
+    next.ok(spawn).await;
+    let talk = next.talk("Grandpa Fennick");
+    assert_eq!(opens_in(&next.ok(talk).await), 2);
+    let stored = app.store.load_player("regular").await.expect("load");
+    assert_eq!(stored.visits["Fennick"].nodes[&entry].count, 2);
+}
