@@ -153,6 +153,8 @@ async function talk(npc) {
   }
   // A shared conversation was taken up by the `message` listener (startShared).
   if (opened.shared) return;
+  // A group's decision from an earlier shared conversation is not this one's.
+  clearDecision();
   $('speaker').textContent = opened.speaker ?? npc.name;
   state.graph = buildGraph(opened.content, opened.conversation);
   state.conversation = opened.conversation;
@@ -581,7 +583,7 @@ function showDecision() {
   const d = shared?.decision;
   const el = $('decision');
   if (!shared || !d) {
-    el.textContent = '';
+    clearDecision();
     return;
   }
   const text = shared.walk.graph.find(d.response)?.text ?? d.response;
@@ -590,6 +592,13 @@ function showDecision() {
   el.dataset.line = d.line;
   const rolls = d.rolls?.length ? ` Rolls: ${d.rolls.map((r) => `${r.player === me() ? 'you' : r.player} rolled ${r.roll}`).join(', ')} (seed ${d.seed}).` : '';
   el.textContent = `Decided: “${text}” by ${d.by.replace('_', ' ')}.${rolls}`;
+}
+
+/** Shows no decision. */
+function clearDecision() {
+  const el = $('decision');
+  el.textContent = '';
+  for (const key of ['by', 'response', 'line']) delete el.dataset[key];
 }
 
 /** The player votes. @param {string} response */

@@ -3,7 +3,8 @@
 // conversation's graph with the walk's marks, one draws what players did on it, one abandons a
 // quest from the quest log, switches language in game and reloads content from the page, and
 // one plays a party quest in two pages at once (two players: a party formed from the page, the
-// ferry's shared conversation walked together, both voting); each saves screenshots in
+// ferry's shared conversation walked together, both voting; then one, back at the dock alone,
+// finds an option greyed out with its reason); each saves screenshots in
 // screenshots/.
 //
 // The server is the binary built from this checkout (BANTER_SERVER_BIN, default
@@ -228,6 +229,31 @@ async function logIn(page, npc) {
 }
 
 /**
+ * Talks to `npc` (on the map) until the conversation opens on `entry`: a talk refused for the
+ * cooldown between conversations (PROTOCOL.md, `talk_cooldown`, retryable) is sent again once
+ * its refusal is shown.
+ * @param {import('playwright-core').Page} page
+ * @param {string} npc
+ * @param {string} entry
+ */
+async function talkAgain(page, npc, entry) {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const refusals = await page.locator('#effects .error').count();
+    await page.click(`#map [data-npc="${npc}"]`);
+    const opened = await Promise.race([
+      page.waitForSelector(`#line[data-node="${entry}"]`).then(() => true),
+      page
+        .waitForFunction((n) => document.querySelectorAll('#effects .error').length > n, refusals)
+        .then(() => false),
+    ]);
+    if (opened) return;
+    const refusal = (await page.locator('#effects .error').last().textContent()) ?? '';
+    assert.match(refusal, /must pass between conversations/, `talk refused: ${refusal}`);
+  }
+  assert.fail(`the conversation with ${npc} did not open on ${entry}`);
+}
+
+/**
  * Waits until both pages show `selector`.
  * @param {import('playwright-core').Page[]} pages
  * @param {string} selector
@@ -332,6 +358,39 @@ test('a party of two plays the ferry together, in two pages at once', { timeout:
   await b.click('#party-leave');
   await b.waitForSelector('#party-status[data-party=""]');
   await a.waitForFunction((who) => document.querySelector(`#party-members [data-member="${who}"]`) === null, idB);
+
+  // A, alone again, comes back to Wren's dock after the crossing: the story-only option is shown
+  // greyed with its reason (PROTOCOL.md 10.1), and picking it is refused by the walk as the
+  // server would refuse it (`response_disabled`), so nothing is sent.
+  await a.click('#party-leave');
+  await a.waitForSelector('#party-status[data-party=""]');
+  await talkAgain(a, 'wren', 'AllDone');
+  for (const next of ['Wren_Welcome', 'Wren_Dock']) {
+    await a.waitForSelector('#continue:not([hidden])');
+    await a.click('#continue');
+    await a.waitForSelector(`#line[data-node="${next}"]`);
+  }
+  const greyed = a.locator('#choices button.greyed[data-response="Wren_Dock_r3"]');
+  await greyed.waitFor();
+  assert.equal(await greyed.getAttribute('aria-disabled'), 'true');
+  assert.equal(await greyed.locator('.reason').textContent(), 'Ask Wren for a story of the shoals first.');
+  // The greyed option keeps its place among the choices (the line's response order).
+  const order = await a.locator('#choices button').evaluateAll((bs) => bs.map((b) => b.getAttribute('data-response')));
+  assert.deepEqual(order.slice(0, 3), ['Wren_Dock_r1', 'Wren_Dock_r2', 'Wren_Dock_r3']);
+  const refusalsBefore = await a.locator('#effects .error').count();
+  // aria-disabled: Playwright will not click it unforced; a player's click still reaches it.
+  await greyed.click({ force: true });
+  await a.waitForFunction((n) => document.querySelectorAll('#effects .error').length > n, refusalsBefore);
+  assert.match(
+    (await a.locator('#effects .error').last().textContent()) ?? '',
+    /"Wren_Dock_r3": the response is greyed out: Ask Wren for a story of the shoals first\./,
+  );
+  // Still on the dock, with the same choices: the refusal changed nothing.
+  await a.waitForSelector('#line[data-node="Wren_Dock"]');
+  assert.equal(await a.locator('#choices button.greyed').count(), 1);
+  // The ferry's decision belonged to the shared conversation, not to this one.
+  assert.equal(await a.locator('#decision[data-line]').count(), 0);
+  await a.screenshot({ path: join(shots, 'greyed-option.png'), fullPage: true });
   assert.deepEqual(leader.problems, []);
   assert.deepEqual(member.problems, []);
   await a.close();
