@@ -1,13 +1,20 @@
 //! The socket task: frames in, frames out. Everything between is the frame layer (`frames.rs`)
 //! and the command layer (`core.rs`); this file only moves what they decide, and owns the
 //! session's life: load and claim the player, serve, say goodbye, park, release.
+//!
+//! One task reads and writes the socket ([`Connection`]): answers wait in the session's
+//! [`Outbox`] and go into the socket while the task waits for the next frame, flushed once
+//! when no frame is left to read, as the bench's echo does. No writer task, no channel, no
+//! cross-thread wake-up per message.
 
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
 use banter_protocol::{ByeReason, ServerMessage};
-use futures_util::stream::{Peekable, SplitSink, SplitStream};
-use futures_util::{FutureExt, SinkExt, Stream, StreamExt};
+use futures_util::stream::Peekable;
+use futures_util::{FutureExt, Sink, SinkExt, Stream, StreamExt};
 use tokio::time::Instant;
 
 use super::core::{Now, SessionCore};
@@ -16,7 +23,7 @@ use super::life::{self, Carrier, Deliver};
 use super::refusal::Refusal;
 use crate::app::SharedApp;
 use crate::hub::{Control, ControlQueue};
-use crate::outbox::{Outbox, OutboxReceiver};
+use crate::outbox::Outbox;
 
 /// How long a session that said goodbye keeps reading, for the client's Close.
 const LINGER: Duration = Duration::from_secs(1);
@@ -65,23 +72,24 @@ pub async fn run(
         Deliver::Session(control.clone()),
         Carrier::Direct,
     );
-    let (sink, stream) = socket.split();
-    let mut stream = stream.peekable();
-    let (out, out_rx) = Outbox::new(
-        app.config.limits.outgoing_queue,
-        app.config.limits.outgoing_queue_bytes,
-    );
-    let writer = tokio::spawn(write_frames(sink, out_rx));
+    let mut conn = Connection {
+        socket: socket.peekable(),
+        outbox: Outbox::new(
+            app.config.limits.outgoing_queue,
+            app.config.limits.outgoing_queue_bytes,
+        ),
+        unflushed: false,
+    };
 
     // Boxed, as the park below: run once, their store futures need not be reserved in the task
     // for the whole session.
-    let started = Box::pin(start(&app, &player, id, &mut stream)).await;
+    let started = Box::pin(start(&app, &player, id, &mut conn.socket)).await;
     // Started (or not): the store work of a session start is done.
     drop(starting);
     let claimed = matches!(started, Ok(Started::Session(_)));
     let end = match started {
         Err(refusal) => {
-            let _ = out.try_send(text(&refusal.to_message(None)));
+            let _ = conn.outbox.try_send(text(&refusal.to_message(None)));
             End::Dropped
         }
         Ok(Started::Left) => End::ClientClosed,
@@ -90,7 +98,7 @@ pub async fn run(
             core.set_locale(locale);
             let mut session = Socket {
                 app: app.clone(),
-                out: out.clone(),
+                conn: &mut conn,
                 frames: FrameCheck::new(&app.config.limits, app.now()),
                 last_seen: Instant::now(),
             };
@@ -98,9 +106,7 @@ pub async fn run(
                 tracing::warn!(%player, error = %e, "party not read for the welcome");
             }
             let end = if session.send(&core.welcome()) {
-                session
-                    .serve(&mut core, &mut stream, &control, token_expires)
-                    .await
+                session.serve(&mut core, &control, token_expires).await
             } else {
                 End::TooSlow
             };
@@ -117,25 +123,30 @@ pub async fn run(
     };
 
     let said_bye = matches!(end, End::Bye(..));
-    match end {
+    let goodbye = match end {
         End::Bye(reason, message) => {
-            let _ = out.try_send(text(&ServerMessage::Bye {
+            let _ = conn.outbox.try_send(text(&ServerMessage::Bye {
                 reason,
                 message: message.into(),
             }));
-            let _ = out.try_send(Message::Close(Some(CloseFrame {
+            let _ = conn.outbox.try_send(Message::Close(Some(CloseFrame {
                 code: 1000,
                 reason: Utf8Bytes::from_static(message),
             })));
+            true
         }
         End::ClientClosed | End::Dropped => {
-            let _ = out.try_send(Message::Close(None));
+            let _ = conn.outbox.try_send(Message::Close(None));
+            true
         }
-        End::TooSlow => writer.abort(),
+        // Nothing more can be written to a client that stopped reading.
+        End::TooSlow => false,
+    };
+    if goodbye {
+        // What is queued goes out and the socket closes; a stuck peer cannot hold it long.
+        let _ = tokio::time::timeout(Duration::from_secs(5), conn.finish()).await;
     }
-    drop(out);
-    // The writer ends when the queue is drained and closed; a stuck peer cannot hold it long.
-    let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
+    let stream = &mut conn.socket;
     if said_bye {
         // Read what the client still sends until it answers our Close, briefly. Closing with
         // unread data in the socket makes the kernel reset the connection, and a reset throws
@@ -199,55 +210,96 @@ where
     )
 }
 
-/// Drains the outgoing queue into the socket. Everything already queued when the writer wakes
-/// (an effect and its ack, the answers to pipelined requests) goes out in one write: frames are
-/// fed into the WebSocket's write buffer and flushed once, instead of a syscall per message.
-async fn write_frames(mut sink: SplitSink<WebSocket, Message>, mut queue: OutboxReceiver) {
-    'drain: while let Some(message) = queue.recv().await {
-        let mut closing = matches!(message, Message::Close(_));
-        if sink.feed(message).await.is_err() {
-            break;
+/// The session's WebSocket and what waits to go into it, read and written by the session's
+/// own task.
+struct Connection {
+    socket: Peekable<WebSocket>,
+    outbox: Outbox,
+    /// Frames are in the WebSocket's write buffer that no flush has sent yet.
+    unflushed: bool,
+}
+
+impl Connection {
+    /// Moves what the outbox holds into the WebSocket's write buffer (which writes to the
+    /// socket by itself past its size), as far as the socket takes it. `Ready(Err)`: broken.
+    fn poll_feed(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), axum::Error>> {
+        while !self.outbox.is_empty() {
+            ready!(Pin::new(&mut self.socket).poll_ready(cx))?;
+            let Some(message) = self.outbox.pop() else {
+                break;
+            };
+            Pin::new(&mut self.socket).start_send(message)?;
+            self.unflushed = true;
         }
-        while !closing {
-            let Some(next) = queue.try_recv() else { break };
-            closing = matches!(next, Message::Close(_));
-            if sink.feed(next).await.is_err() {
-                break 'drain;
+        Poll::Ready(Ok(()))
+    }
+
+    /// Feeds the outbox and flushes what was fed.
+    fn poll_write(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), axum::Error>> {
+        ready!(self.poll_feed(cx))?;
+        if self.unflushed {
+            ready!(Pin::new(&mut self.socket).poll_flush(cx))?;
+            self.unflushed = false;
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    /// The next frame; `None` when the connection ended or broke. While it waits, queued
+    /// answers go out: fed at once, flushed only when no frame is waiting to be read, so the
+    /// answers to frames that arrived together leave in one write (as the echo's do).
+    async fn next_frame(&mut self) -> Option<Message> {
+        std::future::poll_fn(|cx| {
+            if let Poll::Ready(Err(_)) = self.poll_feed(cx) {
+                return Poll::Ready(None);
             }
-        }
-        if sink.flush().await.is_err() || closing {
-            break;
+            match Pin::new(&mut self.socket).poll_next(cx) {
+                Poll::Ready(Some(Ok(frame))) => return Poll::Ready(Some(frame)),
+                Poll::Ready(Some(Err(_)) | None) => return Poll::Ready(None),
+                Poll::Pending => {}
+            }
+            match self.poll_write(cx) {
+                Poll::Ready(Err(_)) => Poll::Ready(None),
+                _ => Poll::Pending,
+            }
+        })
+        .await
+    }
+
+    /// Writes everything queued (the goodbye included), then closes the socket.
+    async fn finish(&mut self) {
+        if std::future::poll_fn(|cx| self.poll_write(cx)).await.is_ok() {
+            let _ = self.socket.close().await;
         }
     }
-    let _ = sink.close().await;
 }
 
 fn text(message: &ServerMessage) -> Message {
     Message::Text(serde_json::to_string(message).unwrap_or_default().into())
 }
 
-/// The connection's side of a session: the outgoing queue, the frame checks, liveness.
-struct Socket {
+/// The connection's side of a session: the connection, the frame checks, liveness.
+struct Socket<'c> {
     app: SharedApp,
-    out: Outbox,
+    conn: &'c mut Connection,
     frames: FrameCheck,
     last_seen: Instant,
 }
 
-impl Socket {
+impl Socket<'_> {
     /// Queues a message; false if the client stopped reading and the queue is full.
-    fn send(&self, message: &ServerMessage) -> bool {
-        self.out.try_send(text(message)).is_ok()
+    fn send(&mut self, message: &ServerMessage) -> bool {
+        self.conn.outbox.try_send(text(message)).is_ok()
     }
 
     /// Queues a step's messages together (see [`Outbox::try_send_all`]); the end of the
     /// session if the client stopped reading.
-    fn send_all(&self, messages: &[ServerMessage]) -> Option<End> {
+    fn send_all(&mut self, messages: &[ServerMessage]) -> Option<End> {
         let queued = match messages {
             // Most steps answer with their `ack` alone: no list to build.
             [one] => self.send(one),
             _ => self
-                .out
+                .conn
+                .outbox
                 .try_send_all(messages.iter().map(text).collect())
                 .is_ok(),
         };
@@ -257,7 +309,6 @@ impl Socket {
     async fn serve(
         &mut self,
         core: &mut SessionCore,
-        stream: &mut Peekable<SplitStream<WebSocket>>,
         control: &ControlQueue,
         token_expires: u64,
     ) -> End {
@@ -300,8 +351,8 @@ impl Socket {
                 _ = &mut expiry => {
                     return End::Bye(ByeReason::TokenExpired, "the token expired; log in again");
                 }
-                frame = stream.next() => {
-                    let Some(Ok(frame)) = frame else { return End::Dropped };
+                frame = self.conn.next_frame() => {
+                    let Some(frame) = frame else { return End::Dropped };
                     self.last_seen = Instant::now();
                     if let Some(end) = self.on_frame(core, frame).await {
                         return end;
@@ -311,7 +362,7 @@ impl Socket {
                     if self.last_seen.elapsed() > limits.idle_timeout {
                         return End::Bye(ByeReason::Timeout, "no answer to pings");
                     }
-                    if self.out.try_send(Message::Ping(Default::default())).is_err() {
+                    if self.conn.outbox.try_send(Message::Ping(Default::default())).is_err() {
                         return End::TooSlow;
                     }
                 }
