@@ -98,6 +98,11 @@ impl App {
         self.uptime.now()
     }
 
+    /// The server time at `instant`, for a caller that read the clock already.
+    pub fn uptime_at(&self, instant: tokio::time::Instant) -> std::time::Duration {
+        self.uptime.at(instant)
+    }
+
     pub fn next_session_id(&self) -> u64 {
         self.next_session.fetch_add(1, Ordering::Relaxed)
     }

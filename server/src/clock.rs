@@ -27,6 +27,11 @@ impl Uptime {
     pub fn now(&self) -> Duration {
         self.started.elapsed()
     }
+
+    /// The uptime at `instant` (read by the caller, who needs the reading for more than this).
+    pub fn at(&self, instant: tokio::time::Instant) -> Duration {
+        instant.saturating_duration_since(self.started)
+    }
 }
 
 /// Seconds since the Unix epoch, for token expiry.

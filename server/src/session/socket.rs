@@ -321,6 +321,12 @@ impl Socket<'_> {
         let mut ping =
             tokio::time::interval_at(Instant::now() + limits.ping_interval, limits.ping_interval);
         let shutdown = self.app.shutdown.clone();
+        // Made once and kept across frames, not per frame: each registers a waiter under a
+        // lock when first polled and takes it out when dropped (BENCHMARKS.md, issue 37).
+        let cancelled = shutdown.cancelled();
+        tokio::pin!(cancelled);
+        let next_control = control.recv();
+        tokio::pin!(next_control);
         loop {
             tokio::select! {
                 // In this order: a session the store's claim replaced stops before it handles
@@ -328,7 +334,9 @@ impl Socket<'_> {
                 // and a client that never stops sending cannot starve shutdown or expiry (pings
                 // after frames, so a frame already in never loses to the idle check).
                 biased;
-                control = control.recv() => match control {
+                received = &mut next_control => {
+                    next_control.set(control.recv());
+                    match received {
                     Control::Replaced => {
                         return End::Bye(ByeReason::Replaced, "the player connected again elsewhere");
                     }
@@ -344,8 +352,9 @@ impl Socket<'_> {
                             return end;
                         }
                     }
+                    }
                 },
-                _ = shutdown.cancelled() => {
+                () = &mut cancelled => {
                     return End::Bye(ByeReason::Shutdown, "the server is shutting down");
                 }
                 _ = &mut expiry => {
@@ -353,8 +362,11 @@ impl Socket<'_> {
                 }
                 frame = self.conn.next_frame() => {
                     let Some(frame) = frame else { return End::Dropped };
-                    self.last_seen = Instant::now();
-                    if let Some(end) = self.on_frame(core, frame).await {
+                    // The one monotonic reading per frame: liveness, the server time and
+                    // the handling histogram's start.
+                    let arrived = Instant::now();
+                    self.last_seen = arrived;
+                    if let Some(end) = self.on_frame(core, frame, arrived).await {
                         return end;
                     }
                 }
@@ -371,8 +383,13 @@ impl Socket<'_> {
     }
 
     /// One frame through the frame layer and, if it is a message, the command layer.
-    async fn on_frame(&mut self, core: &mut SessionCore, frame: Message) -> Option<End> {
-        let now = self.app.now();
+    async fn on_frame(
+        &mut self,
+        core: &mut SessionCore,
+        frame: Message,
+        arrived: Instant,
+    ) -> Option<End> {
+        let now = self.app.uptime_at(arrived);
         match self.frames.check(frame, now) {
             Checked::Ignore => None,
             Checked::Closed => Some(End::ClientClosed),
@@ -390,7 +407,6 @@ impl Socket<'_> {
                 self.send_all(std::slice::from_ref(&answer))
             }
             Checked::Message(message) => {
-                let started = std::time::Instant::now();
                 let now = Now {
                     mono: now,
                     unix_ms: crate::clock::unix_millis(),
@@ -399,7 +415,7 @@ impl Socket<'_> {
                 // allocated while a message is handled, not reserved in every idle session's
                 // task (BENCHMARKS.md, memory per session).
                 let messages = Box::pin(core.handle(message, now)).await;
-                self.app.metrics.handled(started.elapsed());
+                self.app.metrics.handled(arrived.elapsed());
                 self.send_all(&messages)
             }
         }
