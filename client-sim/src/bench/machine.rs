@@ -13,6 +13,12 @@ pub struct Machine {
     pub kernel: String,
     /// CPUs this client process may run on (`taskset` shows here).
     pub client_cpus: usize,
+    /// The CPUs the server may run on (`Cpus_allowed_list` of `--server-pid`), when given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_cpus: Option<String>,
+    /// Whether the server or this client is held to fewer CPUs than the machine has: the
+    /// figures were taken pinned (issue 37: measure as users run it, unpinned by default).
+    pub pinned: bool,
 }
 
 impl Machine {
@@ -44,15 +50,65 @@ impl Machine {
                 .trim()
                 .to_owned(),
             client_cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            server_cpus: None,
+            pinned: false,
         }
+        .pinning(None)
+    }
+
+    /// [`Machine::probe`], with the CPUs the server at `server_pid` may run on.
+    pub fn probe_with_server(server_pid: Option<u32>) -> Machine {
+        Machine::probe().pinning(server_pid)
+    }
+
+    fn pinning(mut self, server_pid: Option<u32>) -> Machine {
+        self.server_cpus = server_pid.and_then(cpus_allowed);
+        let server_pinned = self
+            .server_cpus
+            .as_deref()
+            .is_some_and(|list| cpu_count(list) < self.cores);
+        self.pinned = server_pinned || self.client_cpus < self.cores;
+        self
     }
 
     pub fn line(&self) -> String {
+        let server = self
+            .server_cpus
+            .as_deref()
+            .map(|list| format!(", server on CPU(s) {list}"))
+            .unwrap_or_default();
         format!(
-            "machine: {} ({} cores, {} GiB, Linux {}); client on {} CPU(s)",
-            self.cpu_model, self.cores, self.memory_gib, self.kernel, self.client_cpus
+            "machine: {} ({} cores, {} GiB, Linux {}); client on {} CPU(s){server}; {}",
+            self.cpu_model,
+            self.cores,
+            self.memory_gib,
+            self.kernel,
+            self.client_cpus,
+            if self.pinned { "PINNED" } else { "unpinned" }
         )
     }
+}
+
+/// The CPUs a process may run on, as Linux lists them (`0-1`, `1`, `0,2-3`).
+fn cpus_allowed(pid: u32) -> Option<String> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let list = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?;
+    Some(list.trim().to_owned())
+}
+
+/// How many CPUs a list like `0,2-3` names (0 for what it cannot read).
+fn cpu_count(list: &str) -> usize {
+    list.split(',')
+        .map(|part| match part.trim().split_once('-') {
+            Some((a, b)) => match (a.parse::<usize>(), b.parse::<usize>()) {
+                (Ok(a), Ok(b)) if b >= a => b - a + 1,
+                _ => 0,
+            },
+            None => usize::from(part.trim().parse::<usize>().is_ok()),
+        })
+        .sum()
 }
 
 /// A process's CPU time so far (user + system), from `/proc/<pid>/stat`.
@@ -89,5 +145,18 @@ mod tests {
         assert!(rss_kib(me).is_some_and(|k| k > 0));
         assert!(cpu_time(me).is_some());
         assert!(!Machine::probe().line().is_empty());
+        // This process as the "server": its own CPUs are read from /proc.
+        let machine = Machine::probe_with_server(Some(me));
+        assert!(machine.server_cpus.is_some());
+        assert!(machine.line().contains("server on CPU(s)"));
+    }
+
+    #[test]
+    fn cpu_lists_are_counted_as_linux_writes_them() {
+        assert_eq!(cpu_count("0-1"), 2);
+        assert_eq!(cpu_count("1"), 1);
+        assert_eq!(cpu_count("0,2-3"), 3);
+        assert_eq!(cpu_count(""), 0);
+        assert_eq!(cpu_count("3-1"), 0);
     }
 }

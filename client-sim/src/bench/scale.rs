@@ -182,7 +182,7 @@ pub async fn scale(options: ScaleOptions, progress: bool) -> Result<ScaleReport>
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let (connected_tx, mut connected_rx) = mpsc::unbounded_channel();
     let mut report = ScaleReport {
-        machine: Machine::probe(),
+        machine: Machine::probe_with_server(options.server_pid),
         sessions_requested: options.sessions,
         interval_seconds: options.interval.as_secs_f64(),
         server_rss_before_kib: options.server_pid.and_then(rss_kib),

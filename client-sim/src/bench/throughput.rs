@@ -266,7 +266,7 @@ pub async fn throughput(options: ThroughputOptions) -> Result<ThroughputReport> 
     };
 
     let mut report = ThroughputReport {
-        machine: Machine::probe(),
+        machine: Machine::probe_with_server(options.server_pid),
         connections: options.connections,
         depth: options.depth,
         seconds_per_phase: options.seconds,
