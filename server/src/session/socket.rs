@@ -265,6 +265,25 @@ impl Connection {
         .await
     }
 
+    /// Runs `work` (a message's handling), writing what is queued while it waits (on the
+    /// store): the answers to earlier frames are not held back behind a slow step. A step that
+    /// finishes at its first poll, as most do, costs no write of its own.
+    async fn writing_while<T>(&mut self, work: impl Future<Output = T>) -> T {
+        // Boxed: the command's future (store steps included, about 2.5 KiB) is then allocated
+        // while a message is handled, not reserved in every idle session's task
+        // (BENCHMARKS.md, memory per session).
+        let mut work = Box::pin(work);
+        std::future::poll_fn(|cx| {
+            if let Poll::Ready(done) = work.as_mut().poll(cx) {
+                return Poll::Ready(done);
+            }
+            // A broken socket is found by the next read; the work finishes either way.
+            let _ = self.poll_write(cx);
+            Poll::Pending
+        })
+        .await
+    }
+
     /// Writes everything queued (the goodbye included), then closes the socket.
     async fn finish(&mut self) {
         if std::future::poll_fn(|cx| self.poll_write(cx)).await.is_ok() {
@@ -414,7 +433,7 @@ impl Socket<'_> {
                 // Boxed: the command's future (store steps included, about 2.5 KiB) is then
                 // allocated while a message is handled, not reserved in every idle session's
                 // task (BENCHMARKS.md, memory per session).
-                let messages = Box::pin(core.handle(message, now)).await;
+                let messages = self.conn.writing_while(core.handle(message, now)).await;
                 self.app.metrics.handled(arrived.elapsed());
                 self.send_all(&messages)
             }
