@@ -89,13 +89,16 @@ impl Machine {
     }
 }
 
+/// The value of `field` (`VmRSS:`, `Cpus_allowed_list:`) in `/proc/<pid>/status`, trimmed.
+fn status_field(pid: u32, field: &str) -> Option<String> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let value = status.lines().find_map(|l| l.strip_prefix(field))?;
+    Some(value.trim().to_owned())
+}
+
 /// The CPUs a process may run on, as Linux lists them (`0-1`, `1`, `0,2-3`).
 fn cpus_allowed(pid: u32) -> Option<String> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let list = status
-        .lines()
-        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?;
-    Some(list.trim().to_owned())
+    status_field(pid, "Cpus_allowed_list:")
 }
 
 /// How many CPUs a list like `0,2-3` names (0 for what it cannot read).
@@ -125,10 +128,7 @@ pub fn cpu_time(pid: u32) -> Option<Duration> {
 
 /// A process's resident set size in KiB, from `/proc/<pid>/status`.
 pub fn rss_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))?
+    status_field(pid, "VmRSS:")?
         .split_whitespace()
         .next()?
         .parse()

@@ -168,16 +168,7 @@ impl Drop for SessionCore {
             return;
         };
         let (store, player) = (self.app.store.clone(), self.player.clone());
-        runtime.spawn(async move {
-            for (conversation, deltas) in unstored {
-                if let Err(e) = store
-                    .record_visits(&player, &conversation, 1, &deltas)
-                    .await
-                {
-                    tracing::warn!(%player, %conversation, error = %e, "visits not stored");
-                }
-            }
-        });
+        runtime.spawn(async move { write_visits(&*store, &player, unstored).await });
     }
 }
 
@@ -535,16 +526,8 @@ impl SessionCore {
     /// connection closed) finds the counts on any instance. A failure is logged: counts are not
     /// worth failing a close for.
     pub async fn store_visits(&mut self) {
-        for (conversation, deltas) in std::mem::take(&mut self.unstored_visits) {
-            if let Err(e) = self
-                .app
-                .store
-                .record_visits(&self.player, &conversation, 1, &deltas)
-                .await
-            {
-                tracing::warn!(player = %self.player, %conversation, error = %e, "visits not stored");
-            }
-        }
+        let unstored = std::mem::take(&mut self.unstored_visits);
+        write_visits(&*self.app.store, &self.player, unstored).await;
     }
 
     /// The end of the session for a conversation still open (not closed, not parked): it ends
@@ -563,6 +546,19 @@ impl SessionCore {
         self.leave_shared(banter_protocol::LeftReason::Dropped, self.last_seen);
         self.end_open_conversation();
         self.store_visits().await;
+    }
+}
+
+/// Writes each ended conversation's visits for `player`; a failure is logged.
+async fn write_visits(
+    store: &dyn crate::store::Store,
+    player: &str,
+    unstored: Vec<(String, Vec<VisitDelta>)>,
+) {
+    for (conversation, deltas) in unstored {
+        if let Err(e) = store.record_visits(player, &conversation, 1, &deltas).await {
+            tracing::warn!(%player, %conversation, error = %e, "visits not stored");
+        }
     }
 }
 

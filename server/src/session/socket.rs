@@ -430,9 +430,6 @@ impl Socket<'_> {
                     mono: now,
                     unix_ms: crate::clock::unix_millis(),
                 };
-                // Boxed: the command's future (store steps included, about 2.5 KiB) is then
-                // allocated while a message is handled, not reserved in every idle session's
-                // task (BENCHMARKS.md, memory per session).
                 let messages = self.conn.writing_while(core.handle(message, now)).await;
                 self.app.metrics.handled(arrived.elapsed());
                 self.send_all(&messages)
