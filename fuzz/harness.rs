@@ -113,6 +113,13 @@ pub fn frame_decoder(bytes: &[u8]) {
     };
     match ClientMessage::decode(text) {
         Ok(message) => {
+            // The decoder's fast path (`type` first) decodes exactly as serde's derive would.
+            let general = serde_json::from_str::<ClientMessage>(text).ok();
+            assert_eq!(
+                general.as_ref(),
+                Some(&message),
+                "fast path differs on {text:?}"
+            );
             let encoded = serde_json::to_string(&message).expect("a decoded message encodes");
             let again = ClientMessage::decode(&encoded).expect("an encoded message decodes");
             assert_eq!(again, message, "encode then decode changed {text:?}");

@@ -9,6 +9,7 @@
 
 mod action;
 pub mod channel;
+mod hot_decode;
 mod messages;
 pub mod party;
 mod payload;

@@ -15,7 +15,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::clock::stamp;
+use crate::clock::{stamp, stamp_at};
 use crate::config::AuditConfig;
 use crate::store::{AuditEntry, AuditRecord, Store};
 
@@ -23,6 +23,8 @@ use crate::store::{AuditEntry, AuditRecord, Store};
 pub const MAX_DETAIL_BYTES: usize = 256;
 /// Most steps one trail record carries.
 pub const TRAIL_STEPS: usize = 32;
+/// About what a trail line takes: the stamp, the message, a node or response name.
+const TYPICAL_LINE_BYTES: usize = 48;
 /// The `message` of a trail record: several accepted steps of one conversation in one row (see
 /// [`Trail`]). No client message has this name.
 pub const TRAIL: &str = "trail";
@@ -138,21 +140,24 @@ pub struct Trail {
     lines: String,
     steps: usize,
     first_us: i64,
-    /// Where a step's detail is written before it is cleaned into `lines`, kept between steps.
-    scratch: String,
 }
 
 impl Trail {
-    /// Adds an accepted step of `conversation`; queues the trail first if it belongs to another
-    /// conversation, and after if it is full.
+    /// Adds a step of `conversation` taken at `at_us` (the wall clock's microseconds the
+    /// message came in with); queues the trail first if it belongs to another conversation, and
+    /// after if it is full. The detail comes in pieces, written one after the other (cut at
+    /// [`MAX_DETAIL_BYTES`], tabs and line breaks made spaces): nothing is formatted or
+    /// allocated for a step, and no clock is read.
+    #[allow(clippy::too_many_arguments)]
     pub fn push(
         &mut self,
         log: &AuditLog,
         player: &str,
         conversation: Option<&str>,
+        at_us: i64,
         message: &str,
         code: Option<&str>,
-        detail: impl std::fmt::Display,
+        detail: &[&str],
     ) {
         if !log.enabled() {
             return;
@@ -160,24 +165,27 @@ impl Trail {
         if self.steps > 0 && self.conversation.as_deref() != conversation {
             self.flush(log, player);
         }
+        let at = stamp_at(at_us);
         if self.steps == 0 {
             self.conversation = conversation.map(str::to_owned);
-            self.first_us = stamp();
+            self.first_us = at;
+            // The room a full trail of short steps takes, once, not grown step by step.
+            self.lines.reserve(TRAIL_STEPS * TYPICAL_LINE_BYTES);
         }
-        use std::fmt::Write;
-        let at = if self.steps == 0 {
-            self.first_us
-        } else {
-            stamp()
-        };
-        let _ = write!(self.lines, "{at}\t{message}\t{}\t", code.unwrap_or(""));
-        self.scratch.clear();
-        let _ = write!(self.scratch, "{detail}");
-        for c in truncate(&self.scratch, MAX_DETAIL_BYTES).chars() {
-            self.lines
-                .push(if matches!(c, '\t' | '\n') { ' ' } else { c });
+        let lines = &mut self.lines;
+        lines.push_str(itoa::Buffer::new().format(at));
+        for field in [message, code.unwrap_or("")] {
+            lines.push('\t');
+            lines.push_str(field);
         }
-        self.lines.push('\n');
+        lines.push('\t');
+        let mut room = MAX_DETAIL_BYTES;
+        for piece in detail {
+            let piece = truncate(piece, room);
+            room -= piece.len();
+            push_on_one_line(lines, piece);
+        }
+        lines.push('\n');
         self.steps += 1;
         if self.steps >= TRAIL_STEPS {
             self.flush(log, player);
@@ -241,6 +249,20 @@ pub fn expand(rows: Vec<AuditEntry>) -> Vec<AuditEntry> {
     }
     entries.sort_by_key(|e| (e.record.recorded_us, e.id));
     entries
+}
+
+/// Appends `text` with its tabs and line breaks made spaces: a trail line's detail.
+fn push_on_one_line(lines: &mut String, text: &str) {
+    // Bytes, not characters: a tab or a line break is one byte that is never part of another
+    // character's encoding.
+    if !text.bytes().any(|b| matches!(b, b'\t' | b'\n')) {
+        lines.push_str(text);
+        return;
+    }
+    lines.extend(
+        text.chars()
+            .map(|c| if matches!(c, '\t' | '\n') { ' ' } else { c }),
+    );
 }
 
 /// The longest prefix of `text` of at most `max` bytes that ends on a character boundary.
@@ -371,27 +393,29 @@ mod tests {
         let (log, rx) = AuditLog::new(&AuditConfig::default());
         let mut rx = rx.expect("on");
         let mut trail = Trail::default();
-        trail.push(&log, "p", Some("Pim"), "talk", None, "Pim");
-        trail.push(&log, "p", Some("Pim"), "choose", None, "Pim_r1");
+        trail.push(&log, "p", Some("Pim"), 1, "talk", None, &["Pim"]);
+        trail.push(&log, "p", Some("Pim"), 1, "choose", None, &["Pim_r1"]);
         trail.push(
             &log,
             "p",
             Some("Pim"),
+            1,
             "advance",
             None,
-            "tab\there\nand a line",
+            &["tab\there\n", "and a line"],
         );
         trail.push(
             &log,
             "p",
             Some("Pim"),
+            1,
             "advance",
             Some("awaits_choice"),
-            "choose first",
+            &["choose first"],
         );
         assert_eq!(log.recorded(), 0, "nothing queued while the trail grows");
         // Another conversation: the first trail goes out as one record.
-        trail.push(&log, "p", Some("Ines"), "talk", None, "Keeper Ines");
+        trail.push(&log, "p", Some("Ines"), 1, "talk", None, &["Keeper Ines"]);
         log.record(
             "p",
             Some("Ines"),
@@ -483,7 +507,15 @@ mod tests {
         let mut rx = rx.expect("on");
         let mut trail = Trail::default();
         for i in 0..TRAIL_STEPS + 1 {
-            trail.push(&log, "p", Some("c"), "advance", None, format!("n{i}"));
+            trail.push(
+                &log,
+                "p",
+                Some("c"),
+                1,
+                "advance",
+                None,
+                &[&format!("n{i}")],
+            );
         }
         let full = rx.try_recv().expect("a full trail is queued");
         assert_eq!(
@@ -497,7 +529,7 @@ mod tests {
             ..AuditConfig::default()
         });
         let mut trail = Trail::default();
-        trail.push(&off, "p", Some("c"), "advance", None, "n");
+        trail.push(&off, "p", Some("c"), 1, "advance", None, &["n"]);
         trail.flush(&off, "p");
         assert_eq!((off.recorded(), off.dropped()), (0, 0));
     }

@@ -49,6 +49,14 @@ pub fn unix_millis() -> i64 {
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
+/// Microseconds since the Unix epoch: the wall-clock reading a message comes in with, in
+/// [`Now`](crate::session::Now), from which its audit stamp and its milliseconds are taken.
+pub fn unix_micros() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
+}
+
 /// Nanoseconds since the Unix epoch: with the process id, the name of this instance among those
 /// sharing the database (`App::instance`).
 pub fn unix_nanos() -> u128 {
@@ -65,12 +73,15 @@ static LAST_STAMP: AtomicI64 = AtomicI64::new(0);
 /// clock steps back or two calls share a microsecond): the order support reads a player's audit
 /// rows in (`store::AuditRecord::recorded_us`).
 pub fn stamp() -> i64 {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX));
+    stamp_at(unix_micros())
+}
+
+/// [`stamp`] for a wall-clock reading already taken (`unix_micros`): strictly after every stamp
+/// handed out before, and no earlier than the reading.
+pub fn stamp_at(reading_us: i64) -> i64 {
     let mut last = LAST_STAMP.load(Ordering::Relaxed);
     loop {
-        let next = now.max(last.saturating_add(1));
+        let next = reading_us.max(last.saturating_add(1));
         match LAST_STAMP.compare_exchange_weak(last, next, Ordering::Relaxed, Ordering::Relaxed) {
             Ok(_) => return next,
             Err(seen) => last = seen,

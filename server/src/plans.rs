@@ -1678,10 +1678,7 @@ impl Player {
     /// The plan's clock a little on, as the session handling a message reads it.
     fn tick(&mut self) -> Now {
         self.now += Duration::from_millis(50);
-        Now {
-            mono: self.now,
-            unix_ms: crate::clock::unix_millis(),
-        }
+        Now::at(self.now, crate::clock::unix_micros())
     }
 
     /// Sends one message; its answers before the ack. A refusal is kept for `expect refusal`.

@@ -507,6 +507,37 @@ fn completed(def: &QuestDef) -> Effect {
     }
 }
 
+/// What an action that neither reads nor writes the store does (a shop, the sell menu, a
+/// cutscene, the boat): the session runs these at once, without a store step; `None` for the
+/// others, which [`execute`] runs.
+pub fn execute_local(action: &Action) -> Option<Outcome> {
+    let plain = |effect: Effect| Outcome {
+        effect,
+        jump: None,
+        cutscene: None,
+    };
+    Some(match action {
+        Action::OpenShop { shop } => plain(Effect::OpenShop { shop: shop.clone() }),
+        Action::OpenSellMenu => plain(Effect::OpenSellMenu {}),
+        Action::PlayCutscene { scene, .. } => Outcome {
+            effect: Effect::PlayCutscene {
+                scene: scene.clone(),
+            },
+            jump: None,
+            cutscene: Some(scene.clone()),
+        },
+        Action::ChooseRideBoat { quest_id } => plain(Effect::ChooseRideBoat {
+            quest: quest_id.clone(),
+        }),
+        Action::AcceptQuest { .. }
+        | Action::CheckQuest { .. }
+        | Action::CompleteQuest { .. }
+        | Action::AdvanceObjective { .. }
+        | Action::TrackQuest { .. }
+        | Action::SetVariable { .. } => return None,
+    })
+}
+
 async fn execute_once(
     store: &dyn Store,
     content: &Content,
@@ -515,11 +546,6 @@ async fn execute_once(
     action: &Action,
     context: &StepContext<'_>,
 ) -> Result<Outcome, NotNow> {
-    let plain = |effect: Effect| Outcome {
-        effect,
-        jump: None,
-        cutscene: None,
-    };
     // Objectives also advance outside this session (game events, another server instance):
     // a check or a completion reads the store's current progress, never a stale copy.
     if matches!(
@@ -623,21 +649,16 @@ async fn execute_once(
             };
             (change, None)
         }
-        Action::OpenShop { shop } => return Ok(plain(Effect::OpenShop { shop: shop.clone() })),
-        Action::OpenSellMenu => return Ok(plain(Effect::OpenSellMenu {})),
-        Action::PlayCutscene { scene, .. } => {
-            return Ok(Outcome {
-                effect: Effect::PlayCutscene {
-                    scene: scene.clone(),
-                },
-                jump: None,
-                cutscene: Some(scene.clone()),
+        Action::OpenShop { .. }
+        | Action::OpenSellMenu
+        | Action::PlayCutscene { .. }
+        | Action::ChooseRideBoat { .. } => {
+            return execute_local(action).ok_or_else(|| {
+                NotNow::Refused(EngineError::QuestState(format!(
+                    "`{}` runs without the store",
+                    action.action_type().name()
+                )))
             });
-        }
-        Action::ChooseRideBoat { quest_id } => {
-            return Ok(plain(Effect::ChooseRideBoat {
-                quest: quest_id.clone(),
-            }));
         }
         Action::SetVariable { variable, value } => {
             // check-content refuses a set of an undeclared variable or of a wrong value; content

@@ -339,7 +339,7 @@ impl Task {
             Checked::Refused { id, kind, error } => {
                 app.metrics
                     .message_type(crate::metrics::MessageType::Invalid);
-                let answer = carried.core.refuse_frame(id, kind, error);
+                let answer = carried.core.refuse_frame(id, kind, error, now);
                 self.push(player, &answer);
             }
             Checked::Flooding => {

@@ -58,7 +58,7 @@ impl EventQueue {
         let json = format!(
             r#"{{"n":{n},"player":{},"message":{}}}"#,
             serde_json::to_string(player).unwrap_or_default(),
-            serde_json::to_string(message).unwrap_or_default()
+            message.to_json()
         );
         self.bytes += json.len();
         self.queued.push_back(Queued { n, json });

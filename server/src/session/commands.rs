@@ -299,47 +299,46 @@ impl SessionCore {
         Ok(())
     }
 
+    /// An `action` whose armed action needs no store (a shop, the sell menu, a cutscene, the
+    /// boat), run at once; `None` when it needs the store ([`SessionCore::on_action`]). A
+    /// refusal is final either way.
+    pub(super) fn on_action_now(
+        &mut self,
+        action_type: ActionType,
+        payload: &str,
+        now: Duration,
+    ) -> Option<Result<Audited, Refusal>> {
+        let armed = match self.arm(action_type, payload, now) {
+            Ok(armed) => armed,
+            Err(refusal) => return Some(Err(refusal)),
+        };
+        let outcome = match armed.authored() {
+            Ok(authored) => quests::execute_local(authored)?,
+            Err(e) => return Some(Err(e.into())),
+        };
+        Some(self.spend(&armed, action_type, outcome, Audited::Trail, now))
+    }
+
     pub(super) async fn on_action(
         &mut self,
         action_type: ActionType,
         payload: &str,
         now: Duration,
     ) -> Result<Audited, Refusal> {
-        let open = open_mut(&mut self.conversation)?;
-        let graph = open.graph.clone();
-        let library = open.library.clone();
-        // The world at this moment: out of reach, the conversation ends and nothing runs.
-        if let Some(far) = self.close_if_out_of_reach(now) {
-            return Err(far.into());
+        if let Some(done) = self.on_action_now(action_type, payload, now) {
+            return done;
         }
-        self.check_free()?;
+        let armed = self.arm(action_type, payload, now)?;
+        let authored = armed.authored()?;
         let open = open_mut(&mut self.conversation)?;
-        let index = open.walk.check_action(&graph, action_type, payload)?;
-        let authored = graph
-            .action(index)
-            .ok_or_else(|| SessionError::Content("armed action missing from its graph".into()))?
-            .action
-            .clone();
-        // A server-decided jump must land on a line of this graph: check before committing.
-        if let Action::CheckQuest {
-            success_node,
-            failure_node,
-            ..
-        } = &authored
-        {
-            for node in [success_node, failure_node] {
-                graph
-                    .find(node)
-                    .ok_or_else(|| SessionError::UnknownVertex(node.clone()))?;
-            }
-        }
         // The arming's step: the same arming sent again (after `outcome_unknown`, say) has the
-        // same key, so the store applies it at most once and the answer says what it did.
+        // same key, so the store applies it at most once and the answer says what it did. Only
+        // a step that writes has an audit row of its own (the others go to the trail).
         let key = format!(
             "{}/{}/{}",
             open.uid,
-            index.0,
-            open.spent.get(&index).copied().unwrap_or(0)
+            armed.index.0,
+            open.spent.get(&armed.index).copied().unwrap_or(0)
         );
         let detail = format!("{} {payload}", action_type.name());
         let context = quests::StepContext {
@@ -353,27 +352,78 @@ impl SessionCore {
         };
         let outcome = quests::execute(
             self.app.store.as_ref(),
-            &library.content,
+            &armed.library.content,
             &self.player,
             &mut self.record,
-            &authored,
+            authored,
             &context,
         )
         .await?;
-        // Committed: only now is the arming spent.
-        let audited = if quests::mutates_store(&authored) {
+        let audited = if quests::mutates_store(authored) {
             Audited::InStep
         } else {
             Audited::Trail
         };
+        self.spend(&armed, action_type, outcome, audited, now)
+    }
+
+    /// Checks an `action` against the world and the walk at `now`: the NPC in reach (out of
+    /// reach, the conversation ends and nothing runs), the player free, the action armed with
+    /// this payload, and a server-decided jump landing on a line of this graph.
+    fn arm(
+        &mut self,
+        action_type: ActionType,
+        payload: &str,
+        now: Duration,
+    ) -> Result<Armed, Refusal> {
+        // No conversation is the first refusal, before the world's.
+        open_mut(&mut self.conversation)?;
+        if let Some(far) = self.close_if_out_of_reach(now) {
+            return Err(far.into());
+        }
+        self.check_free()?;
+        let open = open_mut(&mut self.conversation)?;
+        let index = open.walk.check_action(&open.graph, action_type, payload)?;
+        let armed = Armed {
+            graph: open.graph.clone(),
+            library: open.library.clone(),
+            index,
+        };
+        if let Action::CheckQuest {
+            success_node,
+            failure_node,
+            ..
+        } = armed.authored()?
+        {
+            for node in [success_node, failure_node] {
+                armed
+                    .graph
+                    .find(node)
+                    .ok_or_else(|| SessionError::UnknownVertex(node.clone()))?;
+            }
+        }
+        Ok(armed)
+    }
+
+    /// An armed action that ran (committed, if it writes): only now is the arming spent, and
+    /// the client told what it did.
+    fn spend(
+        &mut self,
+        armed: &Armed,
+        action_type: ActionType,
+        outcome: quests::Outcome,
+        audited: Audited,
+        now: Duration,
+    ) -> Result<Audited, Refusal> {
+        let (graph, library, index) = (&armed.graph, &armed.library, armed.index);
         self.app.metrics.action_run(action_type);
         let open = open_mut(&mut self.conversation)?;
         open.walk.spend(index);
         *open.spent.entry(index).or_insert(0) += 1;
-        open.tally.ran(&graph, index);
+        open.tally.ran(graph, index);
         self.app
             .analytics
-            .effect(&library, &open.locale, &outcome.effect);
+            .effect(library, &open.locale, &outcome.effect);
         // In a shared conversation only the leader's check moves the walk (PROTOCOL.md 17.2).
         let jump = outcome.jump.clone().filter(|_| self.takes_own_jumps());
         let open = open_mut(&mut self.conversation)?;
@@ -387,16 +437,16 @@ impl SessionCore {
                 content: &library.content,
                 conversation: &open.name,
             };
-            open.walk.jump_to(&graph, target, &facts)?;
-            open.tally.jumped(&graph, &open.walk, target, now);
+            open.walk.jump_to(graph, target, &facts)?;
+            open.tally.jumped(graph, &open.walk, target, now);
             self.jumped_shared(target, now);
         }
         if let Some(scene) = &outcome.cutscene {
-            self.scene_quest = match &authored {
-                banter_protocol::Action::PlayCutscene {
+            self.scene_quest = match armed.authored() {
+                Ok(Action::PlayCutscene {
                     quest_id: Some(quest),
                     ..
-                } => Some(quest.clone()),
+                }) => Some(quest.clone()),
                 _ => quests::active_quests(&self.record, &library.content)
                     .into_iter()
                     .find(|q| q.cutscene.as_deref() == Some(scene.as_str()))
@@ -456,5 +506,23 @@ impl SessionCore {
             profile: quests::profile(&self.record),
         });
         Ok(Audited::InStep)
+    }
+}
+
+/// An action the open conversation armed, checked ([`SessionCore::arm`]): the content it was
+/// armed in, and where.
+struct Armed {
+    graph: Arc<banter_dialogue::DialogueGraph>,
+    library: Arc<ContentVersion>,
+    index: banter_dialogue::ActionIndex,
+}
+
+impl Armed {
+    /// The action as authored.
+    fn authored(&self) -> Result<&Action, SessionError> {
+        self.graph
+            .action(self.index)
+            .map(|armed| &armed.action)
+            .ok_or_else(|| SessionError::Content("armed action missing from its graph".into()))
     }
 }

@@ -47,9 +47,23 @@ use crate::world::{self, Body, WorldError};
 pub struct Now {
     /// Server time (`App::now`, monotonic): bodies, cooldowns, the local parking lot, analytics.
     pub mono: Duration,
-    /// Milliseconds since the Unix epoch (`clock::unix_millis`): the windows of parked
-    /// conversations, which every instance on the database reads alike.
+    /// Milliseconds since the Unix epoch: the windows of parked conversations, which every
+    /// instance on the database reads alike.
     pub unix_ms: i64,
+    /// The same wall-clock reading in microseconds (`clock::unix_micros`): the audit trail's
+    /// stamp for the step.
+    pub unix_us: i64,
+}
+
+impl Now {
+    /// Server time `mono` with the wall clock read at `unix_us` microseconds since the epoch.
+    pub fn at(mono: Duration, unix_us: i64) -> Now {
+        Now {
+            mono,
+            unix_ms: unix_us.div_euclid(1000),
+            unix_us,
+        }
+    }
 }
 
 /// An open conversation: the content version it opened with and the walk over it.
@@ -302,24 +316,79 @@ impl SessionCore {
     /// One client message at server time `now`: every message it caused, then its `ack` (if it
     /// had an id) or its `error`. A refused message changes nothing, except that an `action` out
     /// of the NPC's reach closes the conversation (`closed` `walked_away`) before its `error`.
+    /// The visits of a conversation it ended are in the store when this returns.
     pub async fn handle(&mut self, message: ClientMessage, now: Now) -> Vec<ServerMessage> {
-        let kind = message.kind();
+        match self.handle_now(message, now) {
+            Step::Answered(answers) => answers,
+            Step::StoreVisitsFirst(answers) => {
+                self.store_visits().await;
+                answers
+            }
+            Step::NeedsStore(message) => self.handle_with_store(message, now).await,
+        }
+    }
+
+    /// [`SessionCore::handle`] for a message whose handling needs no store (moves, most
+    /// conversation steps, the actions that only tell the client something), done at once;
+    /// the others come back as [`Step::NeedsStore`], for [`SessionCore::handle_with_store`].
+    /// A carrier that can run it without a future per message (the socket) saves one.
+    pub fn handle_now(&mut self, message: ClientMessage, now: Now) -> Step {
+        let closed = self.begin(&message, now);
+        let Some(result) = self.command_now(&message, now) else {
+            return Step::NeedsStore(message);
+        };
+        let answers = self.answer(&message, closed, result, now);
+        if self.unstored_visits.is_empty() {
+            Step::Answered(answers)
+        } else {
+            Step::StoreVisitsFirst(answers)
+        }
+    }
+
+    /// [`SessionCore::handle`] for a message [`SessionCore::handle_now`] gave back.
+    pub async fn handle_with_store(
+        &mut self,
+        message: ClientMessage,
+        now: Now,
+    ) -> Vec<ServerMessage> {
+        let closed = self.begin(&message, now);
+        let result = self.command(&message, now).await;
+        let answers = self.answer(&message, closed, result, now);
+        if !self.unstored_visits.is_empty() {
+            self.store_visits().await;
+        }
+        answers
+    }
+
+    /// Counts the message and notes the time. A step belongs to the conversation open after it
+    /// (a talk opens its own), except a close, which belongs to the one it closed: its name,
+    /// returned (the only copy of it a step makes).
+    fn begin(&mut self, message: &ClientMessage, now: Now) -> Option<String> {
         self.app
             .metrics
             .message_type(crate::metrics::MessageType::Kind(
-                banter_protocol::ClientMessageKind::from(&message),
+                banter_protocol::ClientMessageKind::from(message),
             ));
-        let id = message.id();
         self.last_seen = now.mono;
-        // A step belongs to the conversation open after it (a talk opens its own), except a
-        // close, which belongs to the one it closed: only that copies the name.
-        let closed = match &message {
+        match message {
             ClientMessage::Close { .. } => self.conversation().map(str::to_owned),
             _ => None,
-        };
-        match self.command(&message, now).await {
+        }
+    }
+
+    /// What the command's result makes of the step: its trail line, then its `ack` or `error`
+    /// after what it caused.
+    fn answer(
+        &mut self,
+        message: &ClientMessage,
+        closed: Option<String>,
+        result: Result<Audited, Refusal>,
+        now: Now,
+    ) -> Vec<ServerMessage> {
+        let (kind, id) = (message.kind(), message.id());
+        match result {
             Ok(audited) => {
-                if let Some(detail) = audited_step(&message).filter(|_| audited == Audited::Trail) {
+                if let Some(detail) = audited_step(message).filter(|_| audited == Audited::Trail) {
                     let conversation = closed
                         .as_deref()
                         .or(self.conversation.as_ref().map(|c| c.name.as_str()));
@@ -327,9 +396,10 @@ impl SessionCore {
                         &self.app.audit,
                         &self.player,
                         conversation,
+                        now.unix_us,
                         kind,
                         None,
-                        detail,
+                        &detail,
                     );
                 }
                 if let Some(id) = id {
@@ -337,27 +407,40 @@ impl SessionCore {
                 }
             }
             Err(refusal) => {
-                let error = self.refusal(id, kind, refusal);
+                let error = self.refusal(id, kind, refusal, now);
                 self.out.push(error);
             }
-        }
-        if !self.unstored_visits.is_empty() {
-            self.store_visits().await;
         }
         std::mem::take(&mut self.out)
     }
 
-    /// A frame the frame layer refused: counted, audited, answered.
+    /// Gives back the answers [`SessionCore::handle`] returned once they are sent, so the next
+    /// step's answers reuse their room instead of allocating it again.
+    pub fn recycle(&mut self, mut sent: Vec<ServerMessage>) {
+        if self.out.capacity() == 0 {
+            sent.clear();
+            self.out = sent;
+        }
+    }
+
+    /// A frame the frame layer refused at `now`: counted, audited, answered.
     pub fn refuse_frame(
         &mut self,
         id: Option<u64>,
         kind: &'static str,
         error: FrameError,
+        now: Now,
     ) -> ServerMessage {
-        self.refusal(id, kind, Refusal::from(error))
+        self.refusal(id, kind, Refusal::from(error), now)
     }
 
-    fn refusal(&mut self, id: Option<u64>, kind: &str, refusal: Refusal) -> ServerMessage {
+    fn refusal(
+        &mut self,
+        id: Option<u64>,
+        kind: &str,
+        refusal: Refusal,
+        now: Now,
+    ) -> ServerMessage {
         self.app.metrics.rejected(refusal.code);
         // Into the trail, not a row of its own: an abuser's flood of refusals is many rows
         // otherwise, each a write honest players' quest writes queue behind (see `Trail`).
@@ -366,9 +449,10 @@ impl SessionCore {
             &self.app.audit,
             &self.player,
             conversation,
+            now.unix_us,
             kind,
             Some(refusal.code.name()),
-            &refusal.message,
+            &[&refusal.message],
         );
         refusal.to_message(id)
     }
@@ -392,6 +476,38 @@ impl SessionCore {
                 profile: profile.clone(),
             })
             .collect()
+    }
+
+    /// The commands that need no store, run at once (`None`: the message needs the store).
+    /// Every one of them is also in [`SessionCore::command`].
+    fn command_now(
+        &mut self,
+        message: &ClientMessage,
+        now: Now,
+    ) -> Option<Result<Audited, Refusal>> {
+        let mono = now.mono;
+        Some(match message {
+            ClientMessage::Move { position, .. } => self.on_move(*position, mono),
+            ClientMessage::Advance { node, .. } => self.on_advance(node, mono),
+            ClientMessage::Choose { response, .. } => self.on_choose(response, mono),
+            ClientMessage::Action {
+                action, payload, ..
+            } => return self.on_action_now(*action, payload, mono),
+            ClientMessage::Close { .. } => self.on_close(mono),
+            ClientMessage::SetAfk { afk, .. } => self.on_set_afk(*afk),
+            ClientMessage::SetLocale { locale, .. } => self.on_set_locale(locale),
+            ClientMessage::FetchConversation { conversation, .. } => {
+                self.on_fetch_conversation(conversation)
+            }
+            ClientMessage::Talk { .. }
+            | ClientMessage::CutsceneDone { .. }
+            | ClientMessage::AbandonQuest { .. }
+            | ClientMessage::Resume { .. }
+            | ClientMessage::PartyForm { .. }
+            | ClientMessage::PartyInvite { .. }
+            | ClientMessage::PartyAccept { .. }
+            | ClientMessage::PartyLeave { .. } => return None,
+        })
     }
 
     /// The dispatch: each command is a function of its own (`commands.rs`, `cutscene.rs`,
@@ -562,6 +678,18 @@ async fn write_visits(
     }
 }
 
+/// How far [`SessionCore::handle_now`] got with a message.
+#[derive(Debug)]
+pub enum Step {
+    /// Handled: the answers may go out.
+    Answered(Vec<ServerMessage>),
+    /// Handled, and it ended a conversation: [`SessionCore::store_visits`] before the answers
+    /// go out (PROTOCOL.md 10.1).
+    StoreVisitsFirst(Vec<ServerMessage>),
+    /// Not handled: it needs the store ([`SessionCore::handle_with_store`]).
+    NeedsStore(ClientMessage),
+}
+
 /// Where an accepted message's audit row is written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Audited {
@@ -578,47 +706,33 @@ pub(super) fn open_mut(
     conversation.as_mut().ok_or(SessionError::NoConversation)
 }
 
-/// What the audit log keeps of an accepted conversation step, so support can replay it; `None`
-/// for messages that are not conversation steps (moves, AFK, fetches), which are not recorded.
-/// Written straight into the session's trail: nothing is allocated for it per step.
-fn audited_step(message: &ClientMessage) -> Option<StepDetail<'_>> {
-    match message {
+/// What the audit log keeps of an accepted conversation step, so support can replay it: the
+/// NPC (and instance), node, response, `ActionType payload` or scene, in pieces the trail writes
+/// one after the other; nothing for a close or a resume (whose token is a secret of the
+/// player's). `None` for messages that are not conversation steps (moves, AFK, fetches), which
+/// are not recorded.
+fn audited_step(message: &ClientMessage) -> Option<[&str; 4]> {
+    Some(match message {
         ClientMessage::Move { .. }
         | ClientMessage::SetAfk { .. }
         | ClientMessage::SetLocale { .. }
-        | ClientMessage::FetchConversation { .. } => None,
-        _ => Some(StepDetail(message)),
-    }
-}
-
-/// The detail of an audited step: the NPC (and instance), node, response, `ActionType payload`
-/// or scene; nothing for a close or a resume (whose token is a secret of the player's).
-struct StepDetail<'a>(&'a ClientMessage);
-
-impl std::fmt::Display for StepDetail<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.0 {
-            ClientMessage::Talk { npc, instance, .. } => match instance {
-                Some(instance) => write!(f, "{npc} ({instance})"),
-                None => f.write_str(npc),
-            },
-            ClientMessage::Advance { node, .. } => f.write_str(node),
-            ClientMessage::Choose { response, .. } => f.write_str(response),
-            ClientMessage::Action {
-                action, payload, ..
-            } => write!(f, "{} {payload}", action.name()),
-            ClientMessage::CutsceneDone { scene, .. } => f.write_str(scene),
-            ClientMessage::AbandonQuest { quest, .. } => f.write_str(quest),
-            ClientMessage::PartyInvite { player, .. } => f.write_str(player),
-            ClientMessage::PartyAccept { party, .. } => f.write_str(party),
-            ClientMessage::Close { .. }
-            | ClientMessage::PartyForm { .. }
-            | ClientMessage::PartyLeave { .. }
-            | ClientMessage::Resume { .. }
-            | ClientMessage::Move { .. }
-            | ClientMessage::SetAfk { .. }
-            | ClientMessage::SetLocale { .. }
-            | ClientMessage::FetchConversation { .. } => Ok(()),
-        }
-    }
+        | ClientMessage::FetchConversation { .. } => return None,
+        ClientMessage::Talk { npc, instance, .. } => match instance {
+            Some(instance) => [npc, " (", instance, ")"],
+            None => [npc, "", "", ""],
+        },
+        ClientMessage::Advance { node: one, .. }
+        | ClientMessage::Choose { response: one, .. }
+        | ClientMessage::CutsceneDone { scene: one, .. }
+        | ClientMessage::AbandonQuest { quest: one, .. }
+        | ClientMessage::PartyInvite { player: one, .. }
+        | ClientMessage::PartyAccept { party: one, .. } => [one, "", "", ""],
+        ClientMessage::Action {
+            action, payload, ..
+        } => [action.name(), " ", payload, ""],
+        ClientMessage::Close { .. }
+        | ClientMessage::PartyForm { .. }
+        | ClientMessage::PartyLeave { .. }
+        | ClientMessage::Resume { .. } => ["", "", "", ""],
+    })
 }

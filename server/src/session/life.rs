@@ -11,10 +11,7 @@ pub use crate::hub::Deliver;
 
 /// The time now, both ways the core takes it, read for the core (which reads no clock).
 pub fn now(app: &SharedApp) -> Now {
-    Now {
-        mono: app.now(),
-        unix_ms: crate::clock::unix_millis(),
-    }
+    Now::at(app.now(), crate::clock::unix_micros())
 }
 
 /// Who carries a session: the player's own WebSocket, or a game server's channel (its

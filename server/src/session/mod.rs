@@ -30,7 +30,7 @@ mod store;
 #[cfg(test)]
 mod tests;
 
-pub use self::core::{Now, OpenConversation, SessionCore};
+pub use self::core::{Now, OpenConversation, SessionCore, Step};
 pub use self::frames::{Checked, FrameCheck, RateLimit};
 pub use self::refusal::{ChannelError, FrameError, Refusal, SessionError, walk_code};
 pub use self::shared::deliver;

@@ -17,7 +17,7 @@ use futures_util::stream::Peekable;
 use futures_util::{FutureExt, Sink, SinkExt, Stream, StreamExt};
 use tokio::time::Instant;
 
-use super::core::{Now, SessionCore};
+use super::core::{Now, SessionCore, Step};
 use super::frames::{Checked, FrameCheck};
 use super::life::{self, Carrier, Deliver};
 use super::refusal::Refusal;
@@ -293,7 +293,7 @@ impl Connection {
 }
 
 fn text(message: &ServerMessage) -> Message {
-    Message::Text(serde_json::to_string(message).unwrap_or_default().into())
+    Message::Text(message.to_json().into())
 }
 
 /// The connection's side of a session: the connection, the frame checks, liveness.
@@ -408,8 +408,10 @@ impl Socket<'_> {
         frame: Message,
         arrived: Instant,
     ) -> Option<End> {
-        let now = self.app.uptime_at(arrived);
-        match self.frames.check(frame, now) {
+        // The wall clock is read once a frame too: the parking windows' milliseconds and the
+        // audit trail's stamp are both taken from it.
+        let now = Now::at(self.app.uptime_at(arrived), crate::clock::unix_micros());
+        match self.frames.check(frame, now.mono) {
             Checked::Ignore => None,
             Checked::Closed => Some(End::ClientClosed),
             Checked::Flooding => {
@@ -422,17 +424,28 @@ impl Socket<'_> {
                 self.app
                     .metrics
                     .message_type(crate::metrics::MessageType::Invalid);
-                let answer = core.refuse_frame(id, kind, error);
+                let answer = core.refuse_frame(id, kind, error, now);
                 self.send_all(std::slice::from_ref(&answer))
             }
             Checked::Message(message) => {
-                let now = Now {
-                    mono: now,
-                    unix_ms: crate::clock::unix_millis(),
+                // Most steps need no store and are handled here and now; the others run as
+                // a future of their own while queued answers keep going out.
+                let messages = match core.handle_now(message, now) {
+                    Step::Answered(messages) => messages,
+                    Step::StoreVisitsFirst(messages) => {
+                        self.conn.writing_while(core.store_visits()).await;
+                        messages
+                    }
+                    Step::NeedsStore(message) => {
+                        self.conn
+                            .writing_while(core.handle_with_store(message, now))
+                            .await
+                    }
                 };
-                let messages = self.conn.writing_while(core.handle(message, now)).await;
                 self.app.metrics.handled(arrived.elapsed());
-                self.send_all(&messages)
+                let end = self.send_all(&messages);
+                core.recycle(messages);
+                end
             }
         }
     }

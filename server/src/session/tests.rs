@@ -53,10 +53,7 @@ impl Player {
 
     /// The player's server time, with the wall clock's milliseconds (parked windows).
     fn at(&self) -> Now {
-        Now {
-            mono: self.now,
-            unix_ms: crate::clock::unix_millis(),
-        }
+        Now::at(self.now, crate::clock::unix_micros())
     }
 
     /// Sends and expects an `ack` last; returns what came before it.
