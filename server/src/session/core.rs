@@ -360,15 +360,11 @@ impl SessionCore {
         answers
     }
 
-    /// Counts the message and notes the time. A step belongs to the conversation open after it
-    /// (a talk opens its own), except a close, which belongs to the one it closed: its name,
-    /// returned (the only copy of it a step makes).
+    /// Notes the time. A step belongs to the conversation open after it (a talk opens its
+    /// own), except a close, which belongs to the one it closed: its name, returned (the only
+    /// copy of it a step makes). Nothing is counted here: `handle_now` may give the message
+    /// back, and `answer` counts it once.
     fn begin(&mut self, message: &ClientMessage, now: Now) -> Option<String> {
-        self.app
-            .metrics
-            .message_type(crate::metrics::MessageType::Kind(
-                banter_protocol::ClientMessageKind::from(message),
-            ));
         self.last_seen = now.mono;
         match message {
             ClientMessage::Close { .. } => self.conversation().map(str::to_owned),
@@ -385,6 +381,11 @@ impl SessionCore {
         result: Result<Audited, Refusal>,
         now: Now,
     ) -> Vec<ServerMessage> {
+        self.app
+            .metrics
+            .message_type(crate::metrics::MessageType::Kind(
+                banter_protocol::ClientMessageKind::from(message),
+            ));
         let (kind, id) = (message.kind(), message.id());
         match result {
             Ok(audited) => {
