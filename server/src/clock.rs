@@ -44,9 +44,7 @@ pub fn unix_now() -> u64 {
 /// Milliseconds since the Unix epoch: the windows of parked conversations, which every instance
 /// on the database must read alike.
 pub fn unix_millis() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+    unix_micros().div_euclid(1000)
 }
 
 /// Microseconds since the Unix epoch: the wall-clock reading a message comes in with, in

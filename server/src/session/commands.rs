@@ -300,8 +300,8 @@ impl SessionCore {
     }
 
     /// An `action` whose armed action needs no store (a shop, the sell menu, a cutscene, the
-    /// boat), run at once; `None` when it needs the store ([`SessionCore::on_action`]). A
-    /// refusal is final either way.
+    /// boat), run at once; `None` when it needs the store ([`SessionCore::on_action`], which
+    /// the dispatch calls only then). A refusal is final either way.
     pub(super) fn on_action_now(
         &mut self,
         action_type: ActionType,
@@ -325,9 +325,6 @@ impl SessionCore {
         payload: &str,
         now: Duration,
     ) -> Result<Audited, Refusal> {
-        if let Some(done) = self.on_action_now(action_type, payload, now) {
-            return done;
-        }
         let armed = self.arm(action_type, payload, now)?;
         let authored = armed.authored()?;
         let open = open_mut(&mut self.conversation)?;

@@ -60,7 +60,7 @@ impl Now {
     pub fn at(mono: Duration, unix_us: i64) -> Now {
         Now {
             mono,
-            unix_ms: unix_us.div_euclid(1000),
+            unix_ms: unix_us.div_euclid(1000), // as `clock::unix_millis` reads it
             unix_us,
         }
     }
@@ -479,8 +479,8 @@ impl SessionCore {
             .collect()
     }
 
-    /// The commands that need no store, run at once (`None`: the message needs the store).
-    /// Every one of them is also in [`SessionCore::command`].
+    /// The commands that need no store, run at once (`None`: the message needs the store, for
+    /// [`SessionCore::command`]).
     fn command_now(
         &mut self,
         message: &ClientMessage,
@@ -512,11 +512,13 @@ impl SessionCore {
     }
 
     /// The dispatch: each command is a function of its own (`commands.rs`, `cutscene.rs`,
-    /// `parking.rs`).
+    /// `parking.rs`); [`SessionCore::command_now`] runs those that need no store.
     async fn command(&mut self, message: &ClientMessage, now: Now) -> Result<Audited, Refusal> {
+        if let Some(done) = self.command_now(message, now) {
+            return done;
+        }
         let mono = now.mono;
         match message {
-            ClientMessage::Move { position, .. } => self.on_move(*position, mono),
             ClientMessage::Talk {
                 npc,
                 instance,
@@ -526,17 +528,9 @@ impl SessionCore {
                 self.on_talk(npc, instance.as_deref(), cached.as_deref(), now)
                     .await
             }
-            ClientMessage::Advance { node, .. } => self.on_advance(node, mono),
-            ClientMessage::Choose { response, .. } => self.on_choose(response, mono),
             ClientMessage::Action {
                 action, payload, ..
             } => self.on_action(*action, payload, mono).await,
-            ClientMessage::Close { .. } => self.on_close(mono),
-            ClientMessage::SetAfk { afk, .. } => self.on_set_afk(*afk),
-            ClientMessage::SetLocale { locale, .. } => self.on_set_locale(locale),
-            ClientMessage::FetchConversation { conversation, .. } => {
-                self.on_fetch_conversation(conversation)
-            }
             ClientMessage::CutsceneDone { scene, .. } => self.on_cutscene_done(scene, mono).await,
             ClientMessage::AbandonQuest { quest, .. } => self.on_abandon_quest(quest).await,
             ClientMessage::Resume { token, .. } => self.on_resume(token, now).await,
@@ -544,6 +538,17 @@ impl SessionCore {
             ClientMessage::PartyInvite { player, .. } => self.on_party_invite(player, now).await,
             ClientMessage::PartyAccept { party, .. } => self.on_party_accept(party, now).await,
             ClientMessage::PartyLeave { .. } => self.on_party_leave(now).await,
+            // `command_now` runs these, and never gives them back.
+            ClientMessage::Move { .. }
+            | ClientMessage::Advance { .. }
+            | ClientMessage::Choose { .. }
+            | ClientMessage::Close { .. }
+            | ClientMessage::SetAfk { .. }
+            | ClientMessage::SetLocale { .. }
+            | ClientMessage::FetchConversation { .. } => Err(SessionError::Content(
+                "a step that needs no store reached the store's dispatch".into(),
+            )
+            .into()),
         }
     }
 
