@@ -10,6 +10,7 @@
 mod action;
 pub mod channel;
 mod hot_decode;
+mod hot_encode;
 mod messages;
 pub mod party;
 mod payload;

@@ -717,21 +717,17 @@ pub enum ServerMessage {
 }
 
 impl ServerMessage {
-    /// The message as the JSON text of its frame: serde's encoding, except the `ack` (the whole
-    /// answer to most steps), written straight, byte for byte what serde writes
-    /// (`an_ack_is_written_as_serde_writes_it`).
+    /// The message as the JSON text of its frame: serde's encoding, except the `ack` and the
+    /// `effect` (a step's usual answers), written straight, byte for byte what serde writes
+    /// (`hot_encode.rs`).
     pub fn to_json(&self) -> String {
         match self {
-            ServerMessage::Ack { id } => {
-                const HEAD: &str = r#"{"type":"ack","id":"#;
-                let mut digits = itoa::Buffer::new();
-                let digits = digits.format(*id);
-                let mut json = String::with_capacity(HEAD.len() + digits.len() + 1);
-                json.push_str(HEAD);
-                json.push_str(digits);
-                json.push('}');
-                json
-            }
+            ServerMessage::Ack { id } => crate::hot_encode::ack(*id),
+            ServerMessage::Effect {
+                action,
+                effect,
+                profile,
+            } => crate::hot_encode::effect(*action, effect, profile),
             other => serde_json::to_string(other).unwrap_or_default(),
         }
     }
@@ -762,17 +758,7 @@ fn peek_id(text: &str) -> PeekedId {
 
 #[cfg(test)]
 mod tests {
-    use proptest::prelude::*;
-
     use super::*;
-
-    proptest! {
-        #[test]
-        fn an_ack_is_written_as_serde_writes_it(id in prop_oneof![Just(0u64), Just(u64::MAX), any::<u64>()]) {
-            let ack = ServerMessage::Ack { id };
-            prop_assert_eq!(ack.to_json(), serde_json::to_string(&ack).unwrap_or_default());
-        }
-    }
 
     #[test]
     fn other_messages_are_written_by_serde() {

@@ -125,8 +125,11 @@ impl AuditLog {
 
 /// A session's accepted conversation steps that changed nothing stored, and its refused
 /// messages, kept until there are [`TRAIL_STEPS`] of them, the conversation changes or the
-/// session ends, then queued as one record (message [`TRAIL`], one line per step: `recorded_us`,
-/// message, the refusal's code (empty for a step) and detail, tab separated). A row per step
+/// session ends, then queued as one record (message [`TRAIL`], one line per step: its time,
+/// message, the refusal's code (empty for a step) and detail, tab separated). A line's time is
+/// written `+N`: N microseconds after the line before it (the first line's, after the record's
+/// `recorded_us`), a few digits where the whole stamp takes sixteen; [`expand`] also reads the
+/// whole stamps that rows written before this carry. A row per step
 /// cost the server half its CPU on the validated step (BENCHMARKS.md, the audited step); a row
 /// per 32 costs a thirty-second of the writing. Refusals joined the trail when a flood of
 /// malformed frames, a row each, turned out to be what made honest players' quest writes wait
@@ -140,6 +143,7 @@ pub struct Trail {
     lines: String,
     steps: usize,
     first_us: i64,
+    last_us: i64,
 }
 
 impl Trail {
@@ -169,11 +173,15 @@ impl Trail {
         if self.steps == 0 {
             self.conversation = conversation.map(str::to_owned);
             self.first_us = at;
+            self.last_us = at;
             // The room a full trail of short steps takes, once, not grown step by step.
             self.lines.reserve(TRAIL_STEPS * TYPICAL_LINE_BYTES);
         }
         let lines = &mut self.lines;
-        lines.push_str(itoa::Buffer::new().format(at));
+        // Stamps only grow (`stamp_at`), so the difference is never negative.
+        lines.push('+');
+        lines.push_str(itoa::Buffer::new().format(at - self.last_us));
+        self.last_us = at;
         for field in [message, code.unwrap_or("")] {
             lines.push('\t');
             lines.push_str(field);
@@ -222,6 +230,9 @@ pub fn expand(rows: Vec<AuditEntry>) -> Vec<AuditEntry> {
                 continue;
             }
         };
+        // A line's time: `+N` after the line before (the first: after the row's), or, in rows
+        // written before that, the whole stamp.
+        let mut last_us = row.record.recorded_us;
         for line in lines.lines() {
             // `at`, message, code (empty for a step) and detail; rows written before refusals
             // joined the trail have no code field (a detail never holds a tab).
@@ -231,6 +242,14 @@ pub fn expand(rows: Vec<AuditEntry>) -> Vec<AuditEntry> {
                 [at, message, detail] => (at, message, None, Some(detail)),
                 [at, message] => (at, message, None, None),
                 _ => continue,
+            };
+            last_us = match at.strip_prefix('+') {
+                Some(after) => after
+                    .parse::<i64>()
+                    .ok()
+                    .and_then(|n| last_us.checked_add(n))
+                    .unwrap_or(last_us),
+                None => at.parse().unwrap_or(row.record.recorded_us),
             };
             entries.push(AuditEntry {
                 id: row.id,
@@ -242,7 +261,7 @@ pub fn expand(rows: Vec<AuditEntry>) -> Vec<AuditEntry> {
                     message: message.to_owned(),
                     code: code.filter(|c| !c.is_empty()).map(str::to_owned),
                     detail: detail.map(str::to_owned),
-                    recorded_us: at.parse().unwrap_or(row.record.recorded_us),
+                    recorded_us: last_us,
                 },
             });
         }
@@ -468,6 +487,44 @@ mod tests {
                 .all(|w| w[0].record.recorded_us < w[1].record.recorded_us),
             "in the order recorded"
         );
+    }
+
+    #[test]
+    fn a_trail_line_carries_its_time_after_the_line_before() {
+        let (log, rx) = AuditLog::new(&AuditConfig::default());
+        let mut rx = rx.expect("on");
+        let mut trail = Trail::default();
+        for message in ["talk", "choose", "advance"] {
+            trail.push(&log, "p", Some("Pim"), 1, message, None, &["x"]);
+        }
+        trail.flush(&log, "p");
+        let record = rx.try_recv().expect("one trail");
+        let detail = record.detail.clone().unwrap_or_default();
+        let lines: Vec<&str> = detail.lines().collect();
+        assert!(lines[0].starts_with("+0\ttalk\t\tx"), "{detail}");
+        assert!(lines.iter().all(|l| l.starts_with('+')), "{detail}");
+        // Stamps are strictly increasing, so every line after the first is at least 1 µs later.
+        let stamps: Vec<i64> = expand(rows(vec![record.clone()]))
+            .iter()
+            .map(|e| e.record.recorded_us)
+            .collect();
+        assert_eq!(stamps.len(), 3);
+        assert_eq!(stamps[0], record.recorded_us);
+        assert!(stamps.windows(2).all(|w| w[0] < w[1]), "{stamps:?}");
+
+        let written = AuditRecord {
+            player_id: "p".into(),
+            conversation: Some("Pim".into()),
+            message: TRAIL.into(),
+            code: None,
+            detail: Some("+0\ttalk\t\tPim\n+250\tchoose\t\tPim_r1\n+1\tclose\t\t\n".into()),
+            recorded_us: 1_000,
+        };
+        let stamps: Vec<i64> = expand(rows(vec![written]))
+            .iter()
+            .map(|e| e.record.recorded_us)
+            .collect();
+        assert_eq!(stamps, [1_000, 1_250, 1_251]);
     }
 
     #[test]

@@ -62,6 +62,11 @@ impl ControlQueue {
         lock(&self.queue).pop_front()
     }
 
+    /// True when no control message is queued.
+    pub fn is_empty(&self) -> bool {
+        lock(&self.queue).is_empty()
+    }
+
     /// Waits for the next control message.
     pub async fn recv(&self) -> Control {
         loop {

@@ -380,13 +380,32 @@ impl Socket<'_> {
                     return End::Bye(ByeReason::TokenExpired, "the token expired; log in again");
                 }
                 frame = self.conn.next_frame() => {
-                    let Some(frame) = frame else { return End::Dropped };
-                    // The one monotonic reading per frame: liveness, the server time and
-                    // the handling histogram's start.
-                    let arrived = Instant::now();
-                    self.last_seen = arrived;
-                    if let Some(end) = self.on_frame(core, frame, arrived).await {
-                        return end;
+                    let Some(mut frame) = frame else { return End::Dropped };
+                    // Frames already received are handled one after another, as the echo
+                    // does, without a turn through this select each (its other branches cost
+                    // more than some steps: BENCHMARKS.md, issue 37), for as long as nothing
+                    // the select would take first is waiting: a control message, shutdown,
+                    // the token's expiry.
+                    loop {
+                        // The one monotonic reading per frame: liveness, the server time and
+                        // the handling histogram's start.
+                        let arrived = Instant::now();
+                        self.last_seen = arrived;
+                        if let Some(end) = self.on_frame(core, frame, arrived).await {
+                            return end;
+                        }
+                        if !control.is_empty()
+                            || shutdown.is_cancelled()
+                            || expiry.deadline() <= arrived
+                        {
+                            break;
+                        }
+                        match self.conn.next_frame().now_or_never() {
+                            Some(Some(next)) => frame = next,
+                            Some(None) => return End::Dropped,
+                            // None waiting: back to the select, which writes the answers.
+                            None => break,
+                        }
                     }
                 }
                 _ = ping.tick() => {

@@ -66,9 +66,22 @@ pub const DEFAULT_MAX_CONNECTIONS: u32 = 4;
 /// How long a writer waits for SQLite's write lock before giving up with `Unavailable`.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Audit rows per INSERT statement: the statement cache keeps one plan per chunk length, so a
-/// full chunk (the common case under load) reuses its plan.
+/// Most audit rows per INSERT statement. The statement cache keeps one plan per row count, so
+/// a batch is written in statements of this many rows and then of powers of two
+/// ([`audit_insert_rows`]): eight plans serve every batch. One statement per remainder instead
+/// meant a new plan for almost every batch, and preparing one (about 300,000 instructions)
+/// cost more than writing its rows (BENCHMARKS.md, issue 37).
 const AUDIT_ROWS_PER_INSERT: usize = 128;
+
+/// How many of `left` rows (at least one) the next audit INSERT writes: all it may, or the
+/// largest power of two that fits.
+fn audit_insert_rows(left: usize) -> usize {
+    if left >= AUDIT_ROWS_PER_INSERT {
+        AUDIT_ROWS_PER_INSERT
+    } else {
+        1 << left.max(1).ilog2()
+    }
+}
 
 /// Audit rows written per turn at the write gate: a few milliseconds of writing, after which a
 /// waiting player's write goes first.
@@ -374,7 +387,10 @@ impl Backend for SqliteStore {
             // worker thread, and one per record cost more than the rest of a conversation step
             // (BENCHMARKS.md, "The transport's limit"). 6 binds a row stays far under SQLite's
             // variable limit (32,766).
-            for chunk in slice.chunks(AUDIT_ROWS_PER_INSERT) {
+            let mut left = slice;
+            while !left.is_empty() {
+                let (chunk, rest) = left.split_at(audit_insert_rows(left.len()));
+                left = rest;
                 let mut insert = sqlx::QueryBuilder::<Sqlite>::new(
                     "INSERT INTO audit_log (player_id, conversation, message, code, detail, recorded_us) ",
                 );
@@ -404,5 +420,30 @@ impl Backend for SqliteStore {
         self.closed.cancel();
         self.best_effort.close().await;
         self.pool.close().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn audit_batches_are_written_in_eight_statement_shapes() {
+        let mut shapes = std::collections::BTreeSet::new();
+        for batch in 1..=3 * AUDIT_ROWS_PER_TURN {
+            let (mut left, mut written) = (batch, 0);
+            while left > 0 {
+                let rows = audit_insert_rows(left);
+                assert!((1..=left).contains(&rows), "{rows} of {left}");
+                shapes.insert(rows);
+                left -= rows;
+                written += rows;
+            }
+            assert_eq!(written, batch);
+        }
+        assert_eq!(
+            shapes.into_iter().collect::<Vec<_>>(),
+            [1, 2, 4, 8, 16, 32, 64, 128]
+        );
     }
 }
