@@ -382,10 +382,10 @@ impl Socket<'_> {
                 frame = self.conn.next_frame() => {
                     let Some(mut frame) = frame else { return End::Dropped };
                     // Frames already received are handled one after another, as the echo
-                    // does, without a turn through this select each (its other branches cost
-                    // more than some steps: BENCHMARKS.md, issue 37), for as long as nothing
-                    // the select would take first is waiting: a control message, shutdown,
-                    // the token's expiry.
+                    // does, without a turn through this select each (a turn polls the four
+                    // other branches: BENCHMARKS.md, issue 37), for as long as nothing the
+                    // select would take first is waiting: a control message, shutdown, the
+                    // token's expiry.
                     loop {
                         // The one monotonic reading per frame: liveness, the server time and
                         // the handling histogram's start.
