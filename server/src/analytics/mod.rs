@@ -133,7 +133,9 @@ impl Analytics {
         match pending.get_mut(&key) {
             Some(n) => *n += count,
             None if full => {
-                self.dropped.fetch_add(1, Ordering::Relaxed);
+                // The counts lost, not the rows: a row may carry many.
+                let lost = u64::try_from(count).unwrap_or(0);
+                self.dropped.fetch_add(lost, Ordering::Relaxed);
             }
             None => {
                 pending.insert(key, count);
@@ -168,12 +170,15 @@ impl Analytics {
             subject: subject.to_owned(),
             detail: detail.to_owned(),
         };
+        // Each distinct event builds its key (five strings) once, with its count: a key per
+        // event cost 4,000 instructions a step of a long conversation (BENCHMARKS.md, issue 37).
+        let distinct = tally::count_distinct(events);
         let mut offered: HashSet<&str> = HashSet::new();
         let mut accepted: HashSet<&str> = HashSet::new();
         // Keys are built before the lock: every session's conversations end through it.
-        let mut rows = Vec::with_capacity(events.len() + 3);
-        for event in events {
-            let row = match *event {
+        let mut rows = Vec::with_capacity(distinct.len() + 3);
+        for (event, count) in distinct {
+            let row = match event {
                 TallyEvent::Open(entry) => key(metric::OPEN, vertex(entry), ""),
                 TallyEvent::Visit(line) => key(metric::VISIT, vertex(line), ""),
                 TallyEvent::Choice { line, response } => {
@@ -196,18 +201,18 @@ impl Analytics {
                 }
                 TallyEvent::End { how, at } => key(metric::END, how.name(), at.map_or("", vertex)),
             };
-            rows.push(row);
+            rows.push((row, count));
         }
         for quest in &offered {
-            rows.push(key(metric::OFFER, quest, ""));
-            rows.push(quest_key(library, quest, locale, stage::OFFERED));
+            rows.push((key(metric::OFFER, quest, ""), 1));
+            rows.push((quest_key(library, quest, locale, stage::OFFERED), 1));
             if !accepted.contains(quest) {
-                rows.push(quest_key(library, quest, locale, stage::DECLINED));
+                rows.push((quest_key(library, quest, locale, stage::DECLINED), 1));
             }
         }
         let mut pending = self.pending();
-        for row in rows {
-            self.add(&mut pending, row, 1);
+        for (row, count) in rows {
+            self.add(&mut pending, row, count);
         }
     }
 

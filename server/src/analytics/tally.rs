@@ -6,6 +6,7 @@
 //! names are looked up once, when the conversation ends and its tally joins the rollup
 //! ([`super::Analytics::conversation_ended`]).
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use banter_dialogue::{ActionIndex, DialogueGraph, Shown, VertexId, Walk};
@@ -53,7 +54,7 @@ impl Ending {
 }
 
 /// One thing a conversation did, by index into its graph.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TallyEvent {
     /// Opened on this entry line (a resumed conversation has no `Open`).
     Open(VertexId),
@@ -189,10 +190,65 @@ impl ConversationTally {
     }
 }
 
+/// Each distinct event of `events` with how many times it came, in the order each first came:
+/// a conversation that loops repeats the same few events thousands of times.
+pub fn count_distinct(events: &[TallyEvent]) -> Vec<(TallyEvent, i64)> {
+    let mut distinct: Vec<(TallyEvent, i64)> = Vec::new();
+    let mut seen: HashMap<TallyEvent, usize> = HashMap::new();
+    for event in events {
+        match seen.get(event) {
+            Some(&i) => distinct[i].1 += 1,
+            None => {
+                seen.insert(*event, distinct.len());
+                distinct.push((*event, 1));
+            }
+        }
+    }
+    distinct
+}
+
 /// The quest an `AcceptQuest` at `index` accepts.
 pub fn accepted_quest(graph: &DialogueGraph, index: ActionIndex) -> Option<&str> {
     match graph.action(index).map(|a| &a.action) {
         Some(Action::AcceptQuest { quest_id }) => Some(quest_id),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repeated_events_are_counted_once_each_in_the_order_they_first_came() {
+        let (a, b, r) = (VertexId(1), VertexId(2), VertexId(3));
+        let lap = [
+            TallyEvent::Visit(a),
+            TallyEvent::Choice {
+                line: Some(a),
+                response: r,
+            },
+            TallyEvent::LineTime { line: a, bucket: 4 },
+            TallyEvent::Visit(b),
+        ];
+        let mut events = vec![TallyEvent::Open(a)];
+        for _ in 0..1000 {
+            events.extend(lap);
+        }
+        events.push(TallyEvent::End {
+            how: Ending::Closed,
+            at: Some(b),
+        });
+        let mut expected = vec![(TallyEvent::Open(a), 1)];
+        expected.extend(lap.map(|e| (e, 1000)));
+        expected.push((
+            TallyEvent::End {
+                how: Ending::Closed,
+                at: Some(b),
+            },
+            1,
+        ));
+        assert_eq!(count_distinct(&events), expected);
+        assert_eq!(count_distinct(&[]), []);
     }
 }
