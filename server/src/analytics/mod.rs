@@ -143,15 +143,16 @@ impl Analytics {
         }
     }
 
-    /// A conversation ended: its events become counts. `name` is the conversation, `library`
-    /// the content version it walked, `locale` the tag its text was served in.
+    /// A conversation ended: its `counts` (each distinct event with how often it came, from
+    /// [`ConversationTally::end`]) join the rollup. `name` is the conversation, `library` the
+    /// content version it walked, `locale` the tag its text was served in.
     pub fn conversation_ended(
         &self,
         library: &ContentVersion,
         name: &str,
         locale: &str,
         graph: &DialogueGraph,
-        events: &[TallyEvent],
+        counts: &[(TallyEvent, i64)],
     ) {
         if !self.enabled {
             return;
@@ -172,12 +173,11 @@ impl Analytics {
         };
         // Each distinct event builds its key (five strings) once, with its count: a key per
         // event cost 4,000 instructions a step of a long conversation (BENCHMARKS.md, issue 37).
-        let distinct = tally::count_distinct(events);
         let mut offered: HashSet<&str> = HashSet::new();
         let mut accepted: HashSet<&str> = HashSet::new();
         // Keys are built before the lock: every session's conversations end through it.
-        let mut rows = Vec::with_capacity(distinct.len() + 3);
-        for (event, count) in distinct {
+        let mut rows = Vec::with_capacity(counts.len() + 3);
+        for &(event, count) in counts {
             let row = match event {
                 TallyEvent::Open(entry) => key(metric::OPEN, vertex(entry), ""),
                 TallyEvent::Visit(line) => key(metric::VISIT, vertex(line), ""),

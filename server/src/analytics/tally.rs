@@ -2,11 +2,13 @@
 //! each line stayed on screen, the quests it offered and accepted, and how it ended.
 //!
 //! Pure: no clock (the session passes its server time) and no names. Events are vertex and
-//! action indexes into the conversation's own graph, so a step costs a push onto a vector; the
-//! names are looked up once, when the conversation ends and its tally joins the rollup
-//! ([`super::Analytics::conversation_ended`]).
+//! action indexes into the conversation's own graph, counted as they come (a cheap hash and an
+//! increment each), so a tally holds each distinct event once however long the conversation
+//! loops; the names are looked up once per distinct event, when the conversation ends and its
+//! tally joins the rollup ([`super::Analytics::conversation_ended`]).
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::time::Duration;
 
 use banter_dialogue::{ActionIndex, DialogueGraph, Shown, VertexId, Walk};
@@ -78,7 +80,12 @@ pub enum TallyEvent {
 /// One open conversation's events so far.
 #[derive(Clone, Debug, Default)]
 pub struct ConversationTally {
-    events: Vec<TallyEvent>,
+    /// Every distinct event with how often it came, in the order each first came: a
+    /// conversation that loops for hours (or a client that drives one as fast as its rate limit
+    /// lets it) holds its few distinct events, not every step.
+    counts: Vec<(TallyEvent, i64)>,
+    /// Where each event's count is in `counts`.
+    index: HashMap<TallyEvent, usize, BuildHasherDefault<EventHasher>>,
     /// The line on screen and when it was shown.
     line: Option<(VertexId, Duration)>,
     /// The last line shown (still on screen or not): where the conversation ends.
@@ -93,7 +100,7 @@ impl ConversationTally {
     /// A conversation opened on `entry`, which the walk shows at `now`.
     pub fn opened(graph: &DialogueGraph, walk: &Walk, entry: VertexId, now: Duration) -> Self {
         let mut tally = ConversationTally::default();
-        tally.events.push(TallyEvent::Open(entry));
+        tally.push(TallyEvent::Open(entry));
         tally.show(graph, walk, entry, now);
         tally
     }
@@ -123,7 +130,7 @@ impl ConversationTally {
 
     /// The player chose `response` (before the walk follows it).
     pub fn chose(&mut self, response: VertexId) {
-        self.events.push(TallyEvent::Choice {
+        self.push(TallyEvent::Choice {
             line: self.line.map(|(line, _)| line),
             response,
         });
@@ -139,14 +146,14 @@ impl ConversationTally {
     /// The authored action `index` was committed.
     pub fn ran(&mut self, graph: &DialogueGraph, index: ActionIndex) {
         if accepted_quest(graph, index).is_some() {
-            self.events.push(TallyEvent::Accept(index));
+            self.push(TallyEvent::Accept(index));
         }
     }
 
     /// The conversation ends at `now`: `how` unless the walk had reached its end, which makes it
-    /// completed (or jumped) whatever closed it. Returns every event, the ending last, at the
-    /// last line shown.
-    pub fn end(mut self, how: Ending, now: Duration) -> Vec<TallyEvent> {
+    /// completed (or jumped) whatever closed it. Returns every distinct event with its count,
+    /// in the order each first came, the ending (at the last line shown) among them.
+    pub fn end(mut self, how: Ending, now: Duration) -> Vec<(TallyEvent, i64)> {
         let at = self.last_line;
         self.leave_line(now);
         let how = match (self.reached_end, how) {
@@ -155,17 +162,23 @@ impl ConversationTally {
             (Some(true), _) => Ending::Jumped,
             (None, how) => how,
         };
-        self.events.push(TallyEvent::End { how, at });
-        self.events
+        self.push(TallyEvent::End { how, at });
+        self.counts
     }
 
-    /// Events so far (for tests).
-    pub fn events(&self) -> &[TallyEvent] {
-        &self.events
+    /// Counts `event`: a lookup with a hash of a few integers, no allocation once it was seen.
+    fn push(&mut self, event: TallyEvent) {
+        match self.index.get(&event) {
+            Some(&i) => self.counts[i].1 += 1,
+            None => {
+                self.index.insert(event, self.counts.len());
+                self.counts.push((event, 1));
+            }
+        }
     }
 
     fn show(&mut self, graph: &DialogueGraph, walk: &Walk, line: VertexId, now: Duration) {
-        self.events.push(TallyEvent::Visit(line));
+        self.push(TallyEvent::Visit(line));
         self.line = Some((line, now));
         self.last_line = Some(line);
         let on_line = graph.actions(line).map(|(index, _)| index);
@@ -174,7 +187,7 @@ impl ConversationTally {
             .flat_map(|response| graph.actions(response).map(|(index, _)| index));
         for index in on_line.chain(on_responses) {
             if accepted_quest(graph, index).is_some() {
-                self.events.push(TallyEvent::Offer(index));
+                self.push(TallyEvent::Offer(index));
             }
         }
     }
@@ -182,7 +195,7 @@ impl ConversationTally {
     fn leave_line(&mut self, now: Duration) {
         if let Some((line, since)) = self.line.take() {
             let ms = u64::try_from(now.saturating_sub(since).as_millis()).unwrap_or(u64::MAX);
-            self.events.push(TallyEvent::LineTime {
+            self.push(TallyEvent::LineTime {
                 line,
                 bucket: super::buckets::of(ms),
             });
@@ -190,21 +203,48 @@ impl ConversationTally {
     }
 }
 
-/// Each distinct event of `events` with how many times it came, in the order each first came:
-/// a conversation that loops repeats the same few events thousands of times.
-pub fn count_distinct(events: &[TallyEvent]) -> Vec<(TallyEvent, i64)> {
-    let mut distinct: Vec<(TallyEvent, i64)> = Vec::new();
-    let mut seen: HashMap<TallyEvent, usize> = HashMap::new();
-    for event in events {
-        match seen.get(event) {
-            Some(&i) => distinct[i].1 += 1,
-            None => {
-                seen.insert(*event, distinct.len());
-                distinct.push((*event, 1));
-            }
+/// A multiply-and-rotate hash for tally events: they are small indexes into the conversation's
+/// own graph, never text a client chose, so there are no collisions for anyone to aim at and
+/// SipHash's cost (most of a step's tally) buys nothing.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct EventHasher(u64);
+
+impl EventHasher {
+    fn add(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+impl Hasher for EventHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.add(u64::from(b));
         }
     }
-    distinct
+
+    fn write_u8(&mut self, n: u8) {
+        self.add(u64::from(n));
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.add(u64::from(n));
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.add(n);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
+
+    fn write_isize(&mut self, n: isize) {
+        self.add(n as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
 }
 
 /// The quest an `AcceptQuest` at `index` accepts.
@@ -220,35 +260,80 @@ mod tests {
     use super::*;
 
     #[test]
-    fn repeated_events_are_counted_once_each_in_the_order_they_first_came() {
-        let (a, b, r) = (VertexId(1), VertexId(2), VertexId(3));
-        let lap = [
-            TallyEvent::Visit(a),
-            TallyEvent::Choice {
-                line: Some(a),
-                response: r,
-            },
-            TallyEvent::LineTime { line: a, bucket: 4 },
-            TallyEvent::Visit(b),
-        ];
-        let mut events = vec![TallyEvent::Open(a)];
-        for _ in 0..1000 {
-            events.extend(lap);
+    fn a_tally_that_loops_for_long_holds_its_distinct_events_not_every_step() {
+        let (a, b, r) = (VertexId(0), VertexId(1), VertexId(2));
+        let mut tally = ConversationTally::default();
+        tally.push(TallyEvent::Open(a));
+        for _ in 0..10_000 {
+            tally.push(TallyEvent::Visit(a));
+            tally.chose(r);
+            tally.push(TallyEvent::LineTime { line: a, bucket: 4 });
+            tally.push(TallyEvent::Visit(b));
         }
-        events.push(TallyEvent::End {
-            how: Ending::Closed,
-            at: Some(b),
-        });
-        let mut expected = vec![(TallyEvent::Open(a), 1)];
-        expected.extend(lap.map(|e| (e, 1000)));
-        expected.push((
-            TallyEvent::End {
-                how: Ending::Closed,
-                at: Some(b),
+        assert_eq!(tally.counts.len(), 5, "{:?}", tally.counts);
+        let counts = tally.end(Ending::Closed, Duration::ZERO);
+        assert_eq!(
+            counts,
+            [
+                (TallyEvent::Open(a), 1),
+                (TallyEvent::Visit(a), 10_000),
+                (
+                    TallyEvent::Choice {
+                        line: None,
+                        response: r
+                    },
+                    10_000
+                ),
+                (TallyEvent::LineTime { line: a, bucket: 4 }, 10_000),
+                (TallyEvent::Visit(b), 10_000),
+                (
+                    TallyEvent::End {
+                        how: Ending::Closed,
+                        at: None
+                    },
+                    1
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn events_that_differ_in_any_field_are_counted_apart() {
+        let mut tally = ConversationTally::default();
+        let events = [
+            TallyEvent::Visit(VertexId(1)),
+            TallyEvent::Visit(VertexId(2)),
+            TallyEvent::Open(VertexId(1)),
+            TallyEvent::LineTime {
+                line: VertexId(1),
+                bucket: 1,
             },
-            1,
-        ));
-        assert_eq!(count_distinct(&events), expected);
-        assert_eq!(count_distinct(&[]), []);
+            TallyEvent::LineTime {
+                line: VertexId(1),
+                bucket: 2,
+            },
+            TallyEvent::Choice {
+                line: None,
+                response: VertexId(1),
+            },
+            TallyEvent::Choice {
+                line: Some(VertexId(1)),
+                response: VertexId(1),
+            },
+            TallyEvent::Offer(ActionIndex(1)),
+            TallyEvent::Accept(ActionIndex(1)),
+        ];
+        for event in events {
+            tally.push(event);
+            tally.push(event);
+        }
+        let counts = tally.end(Ending::WalkedAway, Duration::ZERO);
+        assert_eq!(counts.len(), events.len() + 1);
+        assert!(
+            counts[..events.len()]
+                .iter()
+                .zip(events)
+                .all(|(c, e)| *c == (e, 2))
+        );
     }
 }

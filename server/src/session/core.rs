@@ -98,13 +98,13 @@ impl OpenConversation {
         how: Ending,
         now: Duration,
     ) {
-        let events = std::mem::take(&mut self.tally).end(how, now);
+        let counts = std::mem::take(&mut self.tally).end(how, now);
         analytics.conversation_ended(
             &self.library,
             &self.name,
             &self.locale,
             &self.graph,
-            &events,
+            &counts,
         );
     }
 }
