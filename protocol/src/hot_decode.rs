@@ -92,11 +92,7 @@ pub(crate) fn decode(text: &str) -> Option<ClientMessage> {
 /// to be right about a case it does not know: it accepts a subset of what serde accepts, with
 /// the same result (`hot_path_agrees_with_serde`, the `frame_decoder` fuzz target).
 fn scan(text: &str) -> Option<ClientMessage> {
-    let mut s = Scanner {
-        text,
-        bytes: text.as_bytes(),
-        at: 0,
-    };
+    let mut s = Scanner { text, at: 0 };
     s.byte(b'{')?;
     if s.string()? != "type" {
         return None;
@@ -160,14 +156,17 @@ fn scan(text: &str) -> Option<ClientMessage> {
 /// reads.
 struct Scanner<'a> {
     text: &'a str,
-    bytes: &'a [u8],
     at: usize,
 }
 
 impl<'a> Scanner<'a> {
+    fn bytes(&self) -> &'a [u8] {
+        self.text.as_bytes()
+    }
+
     /// The next byte that is not JSON whitespace, consumed.
     fn next(&mut self) -> Option<u8> {
-        while let Some(&b) = self.bytes.get(self.at) {
+        while let Some(&b) = self.bytes().get(self.at) {
             self.at += 1;
             if !matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
                 return Some(b);
@@ -186,7 +185,7 @@ impl<'a> Scanner<'a> {
         let start = self.at;
         let mut end = start;
         loop {
-            match *self.bytes.get(end)? {
+            match *self.bytes().get(end)? {
                 b'"' => break,
                 b'\\' | 0x00..=0x1f => return None,
                 _ => end += 1,
@@ -203,7 +202,7 @@ impl<'a> Scanner<'a> {
     fn id(&mut self) -> Option<Option<u64>> {
         match self.next()? {
             b'n' => {
-                let rest = self.bytes.get(self.at..)?;
+                let rest = self.bytes().get(self.at..)?;
                 if !rest.starts_with(b"ull") {
                     return None;
                 }
@@ -213,7 +212,7 @@ impl<'a> Scanner<'a> {
             first @ b'0'..=b'9' => {
                 let mut value = u64::from(first - b'0');
                 let start = self.at;
-                while let Some(&b) = self.bytes.get(self.at) {
+                while let Some(&b) = self.bytes().get(self.at) {
                     if !b.is_ascii_digit() {
                         break;
                     }
@@ -223,7 +222,7 @@ impl<'a> Scanner<'a> {
                 if first == b'0' && self.at > start {
                     return None;
                 }
-                match self.bytes.get(self.at) {
+                match self.bytes().get(self.at) {
                     Some(b'.' | b'e' | b'E') => None,
                     _ => Some(Some(value)),
                 }

@@ -76,18 +76,15 @@ pub(crate) fn effect(action: ActionType, effect: &Effect, profile: &Profile) -> 
             push_int(&mut out, r#","progress":"#, *progress);
             push_int(&mut out, r#","target":"#, *target);
         }
-        // The kinds with one string field: the kind and the key, then the string.
-        Effect::QuestTracked { quest: field }
-        | Effect::OpenShop { shop: field }
-        | Effect::PlayCutscene { scene: field }
-        | Effect::ChooseRideBoat { quest: field } => {
-            out.push_str(match effect {
-                Effect::QuestTracked { .. } => r#""quest_tracked","quest":"#,
-                Effect::OpenShop { .. } => r#""open_shop","shop":"#,
-                Effect::PlayCutscene { .. } => r#""play_cutscene","scene":"#,
-                _ => r#""choose_ride_boat","quest":"#,
-            });
-            push_str(&mut out, field);
+        Effect::QuestTracked { quest } => {
+            string_field(&mut out, r#""quest_tracked","quest":"#, quest)
+        }
+        Effect::OpenShop { shop } => string_field(&mut out, r#""open_shop","shop":"#, shop),
+        Effect::PlayCutscene { scene } => {
+            string_field(&mut out, r#""play_cutscene","scene":"#, scene)
+        }
+        Effect::ChooseRideBoat { quest } => {
+            string_field(&mut out, r#""choose_ride_boat","quest":"#, quest)
         }
         Effect::OpenSellMenu {} => out.push_str(r#""open_sell_menu""#),
         Effect::VariableSet { variable, value } => {
@@ -110,6 +107,12 @@ pub(crate) fn effect(action: ActionType, effect: &Effect, profile: &Profile) -> 
     }
     out.push_str("}}");
     out
+}
+
+/// `head` (the kind and a key), then the string.
+fn string_field(out: &mut String, head: &str, text: &str) {
+    out.push_str(head);
+    push_str(out, text);
 }
 
 /// `key` then the integer's digits.

@@ -207,7 +207,7 @@ impl ConversationTally {
 /// own graph, never text a client chose, so there are no collisions for anyone to aim at and
 /// SipHash's cost (most of a step's tally) buys nothing.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct EventHasher(u64);
+struct EventHasher(u64);
 
 impl EventHasher {
     fn add(&mut self, n: u64) {
