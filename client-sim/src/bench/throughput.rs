@@ -149,6 +149,9 @@ pub struct PhaseFigures {
     /// The server's CPU use during the phase, in cores.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_cores: Option<f64>,
+    /// The server's CPU time during the phase, in seconds (user + system, all threads).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_cpu_seconds: Option<f64>,
 }
 
 /// One echo phase and one step phase (and one baseline phase, with a [`Baseline`]).
@@ -179,11 +182,20 @@ pub struct ThroughputReport {
     /// `--server-pid`): the ratio the server alone would reach if the client cost nothing.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_cpu_ratio: Option<f64>,
+    /// The same ratio from all rounds pooled: (all the echo phases' CPU ÷ their messages) ÷
+    /// (all the step phases' CPU ÷ theirs). With many short rounds the two kinds of phase
+    /// alternate every few seconds and share the machine's swings, so on a noisy machine this is
+    /// the figure to read (`--seconds 1 --rounds 20`: BENCHMARKS.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_cpu_ratio_pooled: Option<f64>,
     /// Median over the rounds of bare tokio-tungstenite's CPU per echoed message / the echo's
     /// (with a baseline and both pids): 1.0 when `/bench/echo` costs what the library alone
     /// does, under 1 by the share the server adds to it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub echo_vs_tungstenite_cpu: Option<f64>,
+    /// [`ThroughputReport::echo_vs_tungstenite_cpu`] from all rounds pooled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub echo_vs_tungstenite_cpu_pooled: Option<f64>,
     pub rounds: Vec<Round>,
     pub errors: u64,
     pub error_samples: Vec<String>,
@@ -321,6 +333,7 @@ pub async fn throughput(options: ThroughputOptions) -> Result<ThroughputReport> 
                     .filter(|_| messages > 0)
                     .map(|c| round_to(c * 1e6 / messages as f64, 2)),
                 server_cores: cpu.map(|c| round_to(c / elapsed, 2)),
+                server_cpu_seconds: cpu.map(|c| round_to(c, 4)),
             };
             match leg {
                 Leg::Echo => round.echo = figures,
@@ -351,7 +364,31 @@ pub async fn throughput(options: ThroughputOptions) -> Result<ThroughputReport> 
             r.echo.server_cpu_us_per_msg?,
         ))
     });
+    report.server_cpu_ratio_pooled = pooled_cpu_ratio(&report.rounds, |r| Some((&r.echo, &r.step)));
+    report.echo_vs_tungstenite_cpu_pooled =
+        pooled_cpu_ratio(&report.rounds, |r| Some((r.baseline.as_ref()?, &r.echo)));
     Ok(report)
+}
+
+/// CPU per message of phase `a` ÷ that of phase `b`, each summed over every round where `pick`
+/// finds both with their CPU time.
+fn pooled_cpu_ratio(
+    rounds: &[Round],
+    pick: impl Fn(&Round) -> Option<(&PhaseFigures, &PhaseFigures)>,
+) -> Option<f64> {
+    let (mut a_cpu, mut a_msgs, mut b_cpu, mut b_msgs) = (0.0, 0u64, 0.0, 0u64);
+    for (a, b) in rounds.iter().filter_map(&pick) {
+        let (Some(a_seconds), Some(b_seconds)) = (a.server_cpu_seconds, b.server_cpu_seconds)
+        else {
+            continue;
+        };
+        a_cpu += a_seconds;
+        a_msgs += a.messages;
+        b_cpu += b_seconds;
+        b_msgs += b.messages;
+    }
+    let ratio = (a_cpu / a_msgs as f64) / (b_cpu / b_msgs as f64);
+    (a_msgs > 0 && b_msgs > 0 && ratio.is_finite()).then(|| round_to(ratio, 3))
 }
 
 /// The median over the rounds of `a / b` for the CPU figures `pick` finds, if any round has
@@ -399,7 +436,8 @@ impl ThroughputReport {
             String::new(),
             self.server_cpu_ratio
                 .map_or(String::new(), |r| format!("cpu ratio {r:.3}")),
-            String::new(),
+            self.server_cpu_ratio_pooled
+                .map_or(String::new(), |r| format!("pooled {r:.3}")),
         ];
         if with_baseline {
             median_row.push(String::new());
@@ -441,6 +479,41 @@ impl ThroughputReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn phase(messages: u64, cpu_seconds: f64) -> PhaseFigures {
+        PhaseFigures {
+            messages,
+            server_cpu_seconds: Some(cpu_seconds),
+            ..PhaseFigures::default()
+        }
+    }
+
+    #[test]
+    fn the_pooled_ratio_sums_every_round_before_dividing() {
+        let rounds = [
+            Round {
+                echo: phase(100, 1.0),
+                step: phase(100, 2.0),
+                ..Round::default()
+            },
+            Round {
+                echo: phase(300, 1.0),
+                step: phase(100, 1.0),
+                ..Round::default()
+            },
+        ];
+        // Echo: 2 s for 400 messages; step: 3 s for 200. The rounds' own ratios (0.5, 0.33)
+        // would say otherwise.
+        let pooled = pooled_cpu_ratio(&rounds, |r| Some((&r.echo, &r.step)));
+        assert_eq!(pooled, Some(0.333));
+        let none = pooled_cpu_ratio(&rounds, |r| Some((r.baseline.as_ref()?, &r.echo)));
+        assert_eq!(none, None, "no baseline phase: no ratio");
+        let without_cpu = [Round::default()];
+        assert_eq!(
+            pooled_cpu_ratio(&without_cpu, |r| Some((&r.echo, &r.step))),
+            None
+        );
+    }
 
     #[test]
     fn medians_of_odd_and_even_counts() {

@@ -143,7 +143,13 @@ impl SqliteStore {
             .connect_lazy_with(
                 (*pool.connect_options())
                     .clone()
-                    .synchronous(SqliteSynchronous::Normal),
+                    .synchronous(SqliteSynchronous::Normal)
+                    // Statement journals in memory: an audit batch's multi-row INSERT inside its
+                    // transaction first copies every page it changes to one, which past 64 KiB
+                    // SQLite spills to a temporary file, as many page writes again as the WAL's
+                    // (BENCHMARKS.md, issue 37, fifth pass). A statement here changes a few
+                    // hundred pages at most; pruning runs alone, with no statement journal.
+                    .pragma("temp_store", "memory"),
             );
         let (sender, _) = broadcast::channel(1024);
         let claims: ClaimsSender = Arc::new(Mutex::new(Some(sender)));
