@@ -376,16 +376,16 @@ fn pooled_cpu_ratio(
     rounds: &[Round],
     pick: impl Fn(&Round) -> Option<(&PhaseFigures, &PhaseFigures)>,
 ) -> Option<f64> {
+    let timed = |p: &PhaseFigures| Some((p.server_cpu_seconds?, p.messages));
     let (mut a_cpu, mut a_msgs, mut b_cpu, mut b_msgs) = (0.0, 0u64, 0.0, 0u64);
-    for (a, b) in rounds.iter().filter_map(&pick) {
-        let (Some(a_seconds), Some(b_seconds)) = (a.server_cpu_seconds, b.server_cpu_seconds)
-        else {
-            continue;
-        };
+    for ((a_seconds, a_n), (b_seconds, b_n)) in rounds.iter().filter_map(|r| {
+        let (a, b) = pick(r)?;
+        Some((timed(a)?, timed(b)?))
+    }) {
         a_cpu += a_seconds;
-        a_msgs += a.messages;
+        a_msgs += a_n;
         b_cpu += b_seconds;
-        b_msgs += b.messages;
+        b_msgs += b_n;
     }
     let ratio = (a_cpu / a_msgs as f64) / (b_cpu / b_msgs as f64);
     (a_msgs > 0 && b_msgs > 0 && ratio.is_finite()).then(|| round_to(ratio, 3))
