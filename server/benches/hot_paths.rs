@@ -8,7 +8,7 @@
 #![allow(clippy::unwrap_used)]
 
 use std::hint::black_box;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use banter_protocol::{ActionType, ErrorCode};
 use banter_server::audit::AuditLog;
@@ -51,6 +51,25 @@ fn metrics(c: &mut Criterion) {
     });
     c.bench_function("metrics handled(30 us)", |b| {
         b.iter(|| m.handled(black_box(Duration::from_micros(30))))
+    });
+    // What each runtime thread pays when both count messages at once, as a loaded server's two
+    // workers do: a message counted by kind and its handling time recorded, on each of two
+    // threads; the time is per message on one thread.
+    c.bench_function("metrics message + handled, two threads at once", |b| {
+        b.iter_custom(|iters| {
+            let started = Instant::now();
+            std::thread::scope(|scope| {
+                for _ in 0..2 {
+                    scope.spawn(|| {
+                        for _ in 0..iters {
+                            m.message(black_box("advance"));
+                            m.handled(black_box(Duration::from_micros(30)));
+                        }
+                    });
+                }
+            });
+            started.elapsed()
+        })
     });
     let (audit, _queue) = AuditLog::new(&AuditConfig::default());
     let analytics = banter_server::analytics::Analytics::new(true);

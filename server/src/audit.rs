@@ -15,7 +15,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::clock::{stamp, stamp_at};
+use crate::clock::{publish, stamp, stamp_at};
 use crate::config::AuditConfig;
 use crate::store::{AuditEntry, AuditRecord, Store};
 
@@ -137,6 +137,14 @@ impl AuditLog {
 /// row per step: [`expand`] unfolds trails when they are read. Best-effort like every queued
 /// record: a crash loses the steps not yet queued, never a change of state (those are written
 /// with their change).
+///
+/// Its first line takes a process-wide stamp ([`stamp_at`]); each later line, the reading it came
+/// with or one microsecond after the line before, whichever is later, so lines only grow without
+/// every step writing the process-wide stamp that both runtime threads share (a cache line
+/// passed between cores a step: BENCHMARKS.md, issue 37, sixth pass). The trail makes its last
+/// stamp the process's ([`publish`]) when it is queued and when [`Trail::publish`] is called,
+/// which the session does before anything else of the player's is stamped: every record stamped
+/// after a line is still later than it.
 #[derive(Debug, Default)]
 pub struct Trail {
     conversation: Option<String>,
@@ -169,7 +177,11 @@ impl Trail {
         if self.steps > 0 && self.conversation.as_deref() != conversation {
             self.flush(log, player);
         }
-        let at = stamp_at(at_us);
+        let at = if self.steps == 0 {
+            stamp_at(at_us)
+        } else {
+            at_us.max(self.last_us.saturating_add(1))
+        };
         if self.steps == 0 {
             self.conversation = conversation.map(str::to_owned);
             self.first_us = at;
@@ -200,11 +212,20 @@ impl Trail {
         }
     }
 
+    /// Makes the last line's stamp the process's ([`publish`]): what the session calls before a
+    /// record of the player's is stamped elsewhere (a store step's), so that it comes after.
+    pub fn publish(&self) {
+        if self.steps > 0 {
+            publish(self.last_us);
+        }
+    }
+
     /// Queues what the trail holds, if anything.
     pub fn flush(&mut self, log: &AuditLog, player: &str) {
         if self.steps == 0 {
             return;
         }
+        self.publish();
         let lines = std::mem::take(&mut self.lines);
         log.queue(AuditRecord {
             player_id: player.to_owned(),
@@ -343,16 +364,19 @@ pub async fn run_writer(
     }
 }
 
-/// Adds to `batch` what arrives within [`LINGER`], up to [`BATCH`] records; `false` if the queue
-/// closed meanwhile (every sender gone).
+/// Adds to `batch` what arrived by the end of [`LINGER`], up to [`BATCH`] records; `false` if
+/// the queue closed meanwhile (every sender gone). The writer sleeps through the linger and
+/// takes what queued up after it, rather than waiting on the queue: a wait is a wake-up of this
+/// task for every record a session queues (thousands a second under load, each a hand-off
+/// between the runtime's threads), where a sleep is one. The queue holds `queue` records
+/// (65,536 by default), far more than a linger brings.
 async fn collect(queue: &mut mpsc::Receiver<AuditRecord>, batch: &mut Vec<AuditRecord>) -> bool {
-    let deadline = tokio::time::Instant::now() + LINGER;
+    tokio::time::sleep(LINGER).await;
     while batch.len() < BATCH {
-        let room = BATCH - batch.len();
-        match tokio::time::timeout_at(deadline, queue.recv_many(batch, room)).await {
-            Ok(0) => return false,
-            Ok(_) => {}
-            Err(_) => break,
+        match queue.try_recv() {
+            Ok(record) => batch.push(record),
+            Err(mpsc::error::TryRecvError::Empty) => break,
+            Err(mpsc::error::TryRecvError::Disconnected) => return false,
         }
     }
     true
@@ -525,6 +549,24 @@ mod tests {
             .map(|e| e.record.recorded_us)
             .collect();
         assert_eq!(stamps, [1_000, 1_250, 1_251]);
+    }
+
+    #[test]
+    fn a_stamp_taken_after_a_published_trail_comes_after_its_lines() {
+        let (log, _rx) = AuditLog::new(&AuditConfig::default());
+        let mut trail = Trail::default();
+        // Readings far ahead of the clock: only the trail's own order can make the lines grow.
+        let ahead = crate::clock::unix_micros() + 1_000_000;
+        for message in ["choose", "advance", "action"] {
+            trail.push(&log, "p", Some("Pim"), ahead, message, None, &["x"]);
+        }
+        assert_eq!(
+            trail.last_us,
+            trail.first_us + 2,
+            "one microsecond after the line before"
+        );
+        trail.publish();
+        assert!(crate::clock::stamp() > trail.last_us);
     }
 
     #[test]

@@ -311,7 +311,8 @@ async fn bench_echo(
     let Query(query) = query?;
     admit(&app, &headers, query)?;
     let tracker = app.sessions.clone();
-    let shutdown = app.shutdown.clone();
+    // The session's own token too (`session/socket.rs`): the two pay for shutdown alike.
+    let shutdown = app.shutdown.child_token();
     Ok(configure(&app, ws).on_upgrade(move |socket| {
         tracker.track_future(async move {
             tokio::select! {

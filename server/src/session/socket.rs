@@ -339,9 +339,12 @@ impl Socket<'_> {
         let limits = self.app.config.limits.clone();
         let mut ping =
             tokio::time::interval_at(Instant::now() + limits.ping_interval, limits.ping_interval);
-        let shutdown = self.app.shutdown.clone();
-        // Made once and kept across frames, not per frame: each registers a waiter under a
-        // lock when first polled and takes it out when dropped (BENCHMARKS.md, issue 37).
+        // A token of the session's own, cancelled with the server's: asking a token whether it
+        // is cancelled, and polling its waiter, take its lock, and the server's one token is
+        // shared by every session on both runtime threads, where this one is not (BENCHMARKS.md,
+        // issue 37, sixth pass). The waiter is made once and kept across frames, not per frame:
+        // it registers under that lock when first polled and takes itself out when dropped.
+        let shutdown = self.app.shutdown.child_token();
         let cancelled = shutdown.cancelled();
         tokio::pin!(cancelled);
         let next_control = control.recv();
@@ -386,22 +389,28 @@ impl Socket<'_> {
                     // other branches: BENCHMARKS.md, issue 37), for as long as nothing the
                     // select would take first is waiting: a control message, shutdown, the
                     // token's expiry.
+                    // A frame's monotonic reading: liveness, the server time and the handling
+                    // histogram's start. The reading that ends a frame's handling is the next
+                    // waiting frame's arrival: one clock read a frame, not two.
+                    let mut arrived = Instant::now();
                     loop {
-                        // The one monotonic reading per frame: liveness, the server time and
-                        // the handling histogram's start.
-                        let arrived = Instant::now();
                         self.last_seen = arrived;
-                        if let Some(end) = self.on_frame(core, frame, arrived).await {
+                        let (end, handled) = self.on_frame(core, frame, arrived).await;
+                        let done = Instant::now();
+                        if handled {
+                            self.app.metrics.handled(done.duration_since(arrived));
+                        }
+                        if let Some(end) = end {
                             return end;
                         }
                         if !control.is_empty()
                             || shutdown.is_cancelled()
-                            || expiry.deadline() <= arrived
+                            || expiry.deadline() <= done
                         {
                             break;
                         }
                         match self.conn.next_frame().now_or_never() {
-                            Some(Some(next)) => frame = next,
+                            Some(Some(next)) => (frame, arrived) = (next, done),
                             Some(None) => return End::Dropped,
                             // None waiting: back to the select, which writes the answers.
                             None => break,
@@ -420,31 +429,36 @@ impl Socket<'_> {
         }
     }
 
-    /// One frame through the frame layer and, if it is a message, the command layer.
+    /// One frame through the frame layer and, if it is a message, the command layer: how the
+    /// session ends, if it does, and whether a message was handled (what the handling histogram
+    /// counts).
     async fn on_frame(
         &mut self,
         core: &mut SessionCore,
         frame: Message,
         arrived: Instant,
-    ) -> Option<End> {
+    ) -> (Option<End>, bool) {
         // The wall clock is read once a frame too: the parking windows' milliseconds and the
         // audit trail's stamp are both taken from it.
         let now = Now::at(self.app.uptime_at(arrived), crate::clock::unix_micros());
         match self.frames.check(frame, now.mono) {
-            Checked::Ignore => None,
-            Checked::Closed => Some(End::ClientClosed),
+            Checked::Ignore => (None, false),
+            Checked::Closed => (Some(End::ClientClosed), false),
             Checked::Flooding => {
                 self.app
                     .metrics
                     .message_type(crate::metrics::MessageType::Invalid);
-                Some(End::Bye(ByeReason::Flooding, "too many messages"))
+                (
+                    Some(End::Bye(ByeReason::Flooding, "too many messages")),
+                    false,
+                )
             }
             Checked::Refused { id, kind, error } => {
                 self.app
                     .metrics
                     .message_type(crate::metrics::MessageType::Invalid);
                 let answer = core.refuse_frame(id, kind, error, now);
-                self.send_all(std::slice::from_ref(&answer))
+                (self.send_all(std::slice::from_ref(&answer)), false)
             }
             Checked::Message(message) => {
                 // Most steps need no store and are handled here and now; the others run as
@@ -461,10 +475,9 @@ impl Socket<'_> {
                             .await
                     }
                 };
-                self.app.metrics.handled(arrived.elapsed());
                 let end = self.send_all(&messages);
                 core.recycle(messages);
-                end
+                (end, true)
             }
         }
     }
