@@ -15,7 +15,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::clock::{publish, stamp, stamp_at};
+use crate::clock::{stamp, stamp_at};
 use crate::config::AuditConfig;
 use crate::store::{AuditEntry, AuditRecord, Store};
 
@@ -137,14 +137,6 @@ impl AuditLog {
 /// row per step: [`expand`] unfolds trails when they are read. Best-effort like every queued
 /// record: a crash loses the steps not yet queued, never a change of state (those are written
 /// with their change).
-///
-/// Its first line takes a process-wide stamp ([`stamp_at`]); each later line, the reading it came
-/// with or one microsecond after the line before, whichever is later, so lines only grow without
-/// every step writing the process-wide stamp that both runtime threads share (a cache line
-/// passed between cores a step: BENCHMARKS.md, issue 37, sixth pass). The trail makes its last
-/// stamp the process's ([`publish`]) when it is queued and when [`Trail::publish`] is called,
-/// which the session does before anything else of the player's is stamped: every record stamped
-/// after a line is still later than it.
 #[derive(Debug, Default)]
 pub struct Trail {
     conversation: Option<String>,
@@ -177,11 +169,7 @@ impl Trail {
         if self.steps > 0 && self.conversation.as_deref() != conversation {
             self.flush(log, player);
         }
-        let at = if self.steps == 0 {
-            stamp_at(at_us)
-        } else {
-            at_us.max(self.last_us.saturating_add(1))
-        };
+        let at = stamp_at(at_us);
         if self.steps == 0 {
             self.conversation = conversation.map(str::to_owned);
             self.first_us = at;
@@ -212,20 +200,11 @@ impl Trail {
         }
     }
 
-    /// Makes the last line's stamp the process's ([`publish`]): what the session calls before a
-    /// record of the player's is stamped elsewhere (a store step's), so that it comes after.
-    pub fn publish(&self) {
-        if self.steps > 0 {
-            publish(self.last_us);
-        }
-    }
-
     /// Queues what the trail holds, if anything.
     pub fn flush(&mut self, log: &AuditLog, player: &str) {
         if self.steps == 0 {
             return;
         }
-        self.publish();
         let lines = std::mem::take(&mut self.lines);
         log.queue(AuditRecord {
             player_id: player.to_owned(),
@@ -364,22 +343,28 @@ pub async fn run_writer(
     }
 }
 
-/// Adds to `batch` what arrived by the end of [`LINGER`], up to [`BATCH`] records; `false` if
-/// the queue closed meanwhile (every sender gone). The writer sleeps through the linger and
-/// takes what queued up after it, rather than waiting on the queue: a wait is a wake-up of this
-/// task for every record a session queues (thousands a second under load, each a hand-off
-/// between the runtime's threads), where a sleep is one. The queue holds `queue` records
-/// (65,536 by default), far more than a linger brings.
+/// Adds to `batch` what arrives within [`LINGER`], up to [`BATCH`] records; `false` if the queue
+/// closed meanwhile (every sender gone). It takes what is queued, and if that is short of a
+/// batch sleeps through the rest of the linger and takes what queued up meanwhile, rather than
+/// waiting on the queue: a wait is a wake-up of this task for every record a session queues
+/// (thousands a second under load, each a hand-off between the runtime's threads), where a
+/// sleep is one. The queue holds `queue` records (65,536 by default), far more than a linger
+/// brings.
 async fn collect(queue: &mut mpsc::Receiver<AuditRecord>, batch: &mut Vec<AuditRecord>) -> bool {
-    tokio::time::sleep(LINGER).await;
-    while batch.len() < BATCH {
-        match queue.try_recv() {
-            Ok(record) => batch.push(record),
-            Err(mpsc::error::TryRecvError::Empty) => break,
-            Err(mpsc::error::TryRecvError::Disconnected) => return false,
+    let deadline = tokio::time::Instant::now() + LINGER;
+    loop {
+        while batch.len() < BATCH {
+            match queue.try_recv() {
+                Ok(record) => batch.push(record),
+                Err(mpsc::error::TryRecvError::Empty) => break,
+                Err(mpsc::error::TryRecvError::Disconnected) => return false,
+            }
         }
+        if batch.len() >= BATCH || tokio::time::Instant::now() >= deadline {
+            return true;
+        }
+        tokio::time::sleep_until(deadline).await;
     }
-    true
 }
 
 async fn write(store: &dyn Store, log: &AuditLog, batch: &mut Vec<AuditRecord>) {
@@ -408,7 +393,52 @@ async fn write(store: &dyn Store, log: &AuditLog, batch: &mut Vec<AuditRecord>) 
 
 #[cfg(test)]
 mod tests {
+    use futures_util::FutureExt;
+
     use super::*;
+
+    fn record(n: usize) -> AuditRecord {
+        AuditRecord {
+            player_id: format!("p{n}"),
+            conversation: None,
+            message: TRAIL.into(),
+            code: None,
+            detail: None,
+            recorded_us: 0,
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_writer_takes_what_a_linger_brings_and_a_full_batch_at_once() {
+        let (tx, mut rx) = mpsc::channel(2 * BATCH);
+        let mut batch = Vec::new();
+        tx.try_send(record(0)).expect("room");
+        let started = tokio::time::Instant::now();
+        {
+            let collecting = collect(&mut rx, &mut batch);
+            tokio::pin!(collecting);
+            // Records queued while the writer lingers join the batch after the linger.
+            assert!(collecting.as_mut().now_or_never().is_none());
+            tx.try_send(record(1)).expect("room");
+            assert!(collecting.await, "the queue is open");
+        }
+        assert_eq!(batch.len(), 2);
+        assert_eq!(started.elapsed(), LINGER);
+
+        // A batch already full goes at once, and what is past it waits for the next.
+        batch.clear();
+        (0..BATCH + 1).for_each(|n| tx.try_send(record(n)).expect("room"));
+        let started = tokio::time::Instant::now();
+        assert!(collect(&mut rx, &mut batch).await);
+        assert_eq!(batch.len(), BATCH);
+        assert_eq!(started.elapsed(), Duration::ZERO);
+
+        // Every sender gone: the writer hears it.
+        batch.clear();
+        drop(tx);
+        assert!(!collect(&mut rx, &mut batch).await, "closed");
+        assert_eq!(batch.len(), 1, "what was queued is still taken");
+    }
 
     #[test]
     fn details_are_cut_at_a_character_boundary() {
@@ -549,24 +579,6 @@ mod tests {
             .map(|e| e.record.recorded_us)
             .collect();
         assert_eq!(stamps, [1_000, 1_250, 1_251]);
-    }
-
-    #[test]
-    fn a_stamp_taken_after_a_published_trail_comes_after_its_lines() {
-        let (log, _rx) = AuditLog::new(&AuditConfig::default());
-        let mut trail = Trail::default();
-        // Readings far ahead of the clock: only the trail's own order can make the lines grow.
-        let ahead = crate::clock::unix_micros() + 1_000_000;
-        for message in ["choose", "advance", "action"] {
-            trail.push(&log, "p", Some("Pim"), ahead, message, None, &["x"]);
-        }
-        assert_eq!(
-            trail.last_us,
-            trail.first_us + 2,
-            "one microsecond after the line before"
-        );
-        trail.publish();
-        assert!(crate::clock::stamp() > trail.last_us);
     }
 
     #[test]

@@ -69,18 +69,9 @@ static LAST_STAMP: AtomicI64 = AtomicI64::new(0);
 /// When the server records something, in microseconds since the Unix epoch, strictly increasing
 /// within this process (a later call never gets an earlier or equal stamp, even when the wall
 /// clock steps back or two calls share a microsecond): the order support reads a player's audit
-/// rows in (`store::AuditRecord::recorded_us`). A session's trail stamps its own lines after its
-/// first and makes the last one the process's ([`publish`]) before any other record of the
-/// player's is stamped (`audit::Trail`).
+/// rows in (`store::AuditRecord::recorded_us`).
 pub fn stamp() -> i64 {
     stamp_at(unix_micros())
-}
-
-/// Makes every stamp handed out after this call later than `stamp`: one a caller took on its
-/// own (a session's audit trail, which numbers its lines itself: `audit::Trail`) joins the
-/// order [`stamp`] keeps.
-pub fn publish(stamp: i64) {
-    LAST_STAMP.fetch_max(stamp, Ordering::Relaxed);
 }
 
 /// [`stamp`] for a wall-clock reading already taken (`unix_micros`): strictly after every stamp

@@ -351,8 +351,6 @@ impl SessionCore {
         message: ClientMessage,
         now: Now,
     ) -> Vec<ServerMessage> {
-        // The store step stamps its record with the process-wide stamp: after the trail's lines.
-        self.trail.publish();
         let closed = self.begin(&message, now);
         let result = self.command(&message, now).await;
         let answers = self.answer(&message, closed, result, now);

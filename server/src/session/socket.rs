@@ -389,28 +389,22 @@ impl Socket<'_> {
                     // other branches: BENCHMARKS.md, issue 37), for as long as nothing the
                     // select would take first is waiting: a control message, shutdown, the
                     // token's expiry.
-                    // A frame's monotonic reading: liveness, the server time and the handling
-                    // histogram's start. The reading that ends a frame's handling is the next
-                    // waiting frame's arrival: one clock read a frame, not two.
-                    let mut arrived = Instant::now();
                     loop {
+                        // The one monotonic reading per frame: liveness, the server time and
+                        // the handling histogram's start.
+                        let arrived = Instant::now();
                         self.last_seen = arrived;
-                        let (end, handled) = self.on_frame(core, frame, arrived).await;
-                        let done = Instant::now();
-                        if handled {
-                            self.app.metrics.handled(done.duration_since(arrived));
-                        }
-                        if let Some(end) = end {
+                        if let Some(end) = self.on_frame(core, frame, arrived).await {
                             return end;
                         }
                         if !control.is_empty()
                             || shutdown.is_cancelled()
-                            || expiry.deadline() <= done
+                            || expiry.deadline() <= arrived
                         {
                             break;
                         }
                         match self.conn.next_frame().now_or_never() {
-                            Some(Some(next)) => (frame, arrived) = (next, done),
+                            Some(Some(next)) => frame = next,
                             Some(None) => return End::Dropped,
                             // None waiting: back to the select, which writes the answers.
                             None => break,
@@ -429,36 +423,31 @@ impl Socket<'_> {
         }
     }
 
-    /// One frame through the frame layer and, if it is a message, the command layer: how the
-    /// session ends, if it does, and whether a message was handled (what the handling histogram
-    /// counts).
+    /// One frame through the frame layer and, if it is a message, the command layer.
     async fn on_frame(
         &mut self,
         core: &mut SessionCore,
         frame: Message,
         arrived: Instant,
-    ) -> (Option<End>, bool) {
+    ) -> Option<End> {
         // The wall clock is read once a frame too: the parking windows' milliseconds and the
         // audit trail's stamp are both taken from it.
         let now = Now::at(self.app.uptime_at(arrived), crate::clock::unix_micros());
         match self.frames.check(frame, now.mono) {
-            Checked::Ignore => (None, false),
-            Checked::Closed => (Some(End::ClientClosed), false),
+            Checked::Ignore => None,
+            Checked::Closed => Some(End::ClientClosed),
             Checked::Flooding => {
                 self.app
                     .metrics
                     .message_type(crate::metrics::MessageType::Invalid);
-                (
-                    Some(End::Bye(ByeReason::Flooding, "too many messages")),
-                    false,
-                )
+                Some(End::Bye(ByeReason::Flooding, "too many messages"))
             }
             Checked::Refused { id, kind, error } => {
                 self.app
                     .metrics
                     .message_type(crate::metrics::MessageType::Invalid);
                 let answer = core.refuse_frame(id, kind, error, now);
-                (self.send_all(std::slice::from_ref(&answer)), false)
+                self.send_all(std::slice::from_ref(&answer))
             }
             Checked::Message(message) => {
                 // Most steps need no store and are handled here and now; the others run as
@@ -475,9 +464,10 @@ impl Socket<'_> {
                             .await
                     }
                 };
+                self.app.metrics.handled(arrived.elapsed());
                 let end = self.send_all(&messages);
                 core.recycle(messages);
-                (end, true)
+                end
             }
         }
     }
