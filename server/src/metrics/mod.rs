@@ -12,7 +12,10 @@ use std::time::Duration;
 
 use banter_protocol::{ActionType, ClientMessageKind, ErrorCode};
 use prometheus_client::encoding::prometheus_text;
-use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
+use prometheus_client::encoding::{
+    EncodeLabelSet, EncodeLabelValue, EncodeMetric, LabelValueEncoder,
+};
+use prometheus_client::metrics::TypedMetric;
 use prometheus_client::metrics::counter::{ConstCounter, Counter};
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -162,6 +165,23 @@ where
     metric
 }
 
+/// Registers a family of `M` series labelled by `L`, creates the series of `label(i)` for every
+/// `i` below `N` up front (a series at 0 is served before anything happens) and hands them back
+/// by `i`, for recording without a map lookup.
+fn labelled<L, M, const N: usize>(
+    registry: &mut Registry,
+    name: &str,
+    help: &str,
+    label: impl Fn(usize) -> L,
+) -> [M; N]
+where
+    L: EncodeLabelSet + Clone + std::hash::Hash + Eq + std::fmt::Debug + Send + Sync + 'static,
+    M: EncodeMetric + TypedMetric + Default + Clone + std::fmt::Debug + Send + Sync + 'static,
+{
+    let family = registered(registry, name, help, Family::<L, M>::default());
+    std::array::from_fn(|i| family.get_or_create(&label(i)).clone())
+}
+
 impl Metrics {
     pub fn new() -> Metrics {
         let mut registry = Registry::default();
@@ -226,23 +246,34 @@ impl Metrics {
             "Upgrades refused (503) because too many sessions were loading and claiming their player",
             Counter::default(),
         );
-        let messages = registered(
+        let message_type = |i: usize| {
+            ClientMessageKind::VARIANTS
+                .get(i)
+                .map_or(MessageType::Invalid, |k| MessageType::Kind(*k))
+        };
+        let messages = labelled(
             r,
             "banter_messages",
             "Client messages received, by type",
-            Family::<MessageLabels, ShardedCounter>::default(),
+            |i| MessageLabels {
+                r#type: message_type(i),
+            },
         );
-        let rejections = registered(
+        let rejections = labelled(
             r,
             "banter_rejections",
             "Client messages refused, by error code",
-            Family::<CodeLabels, ShardedCounter>::default(),
+            |i| CodeLabels {
+                code: Wire(ErrorCode::ALL[i]),
+            },
         );
-        let actions = registered(
+        let actions = labelled(
             r,
             "banter_actions",
             "Dialogue actions accepted and run, by action type",
-            Family::<ActionLabels, ShardedCounter>::default(),
+            |i| ActionLabels {
+                action: Wire(ActionType::ALL[i]),
+            },
         );
         let conversations_opened = registered(
             r,
@@ -250,11 +281,13 @@ impl Metrics {
             "Conversations opened",
             Counter::default(),
         );
-        let content_reloads = registered(
+        let content_reloads = labelled(
             r,
             "banter_content_reloads",
             "Content reloads, by result",
-            Family::<ResultLabels, Counter>::default(),
+            |i| ResultLabels {
+                result: [ReloadResult::Ok, ReloadResult::Refused][i],
+            },
         );
         let handling = registered(
             r,
@@ -262,11 +295,6 @@ impl Metrics {
             "Time to handle one client message, from decode to last reply queued",
             ShardedHistogram::new(LATENCY_BUCKETS),
         );
-        let message_type = |i: usize| {
-            ClientMessageKind::VARIANTS
-                .get(i)
-                .map_or(MessageType::Invalid, |k| MessageType::Kind(*k))
-        };
         Metrics {
             registry,
             open_sessions,
@@ -279,24 +307,11 @@ impl Metrics {
             handshakes_refused,
             handshakes_timed_out,
             session_starts_refused,
-            messages: std::array::from_fn(|i| {
-                let r#type = message_type(i);
-                messages.get_or_create(&MessageLabels { r#type }).clone()
-            }),
-            rejections: std::array::from_fn(|i| {
-                let code = Wire(ErrorCode::ALL[i]);
-                rejections.get_or_create(&CodeLabels { code }).clone()
-            }),
-            actions: std::array::from_fn(|i| {
-                let action = Wire(ActionType::ALL[i]);
-                actions.get_or_create(&ActionLabels { action }).clone()
-            }),
+            messages,
+            rejections,
+            actions,
             conversations_opened,
-            content_reloads: [ReloadResult::Ok, ReloadResult::Refused].map(|result| {
-                content_reloads
-                    .get_or_create(&ResultLabels { result })
-                    .clone()
-            }),
+            content_reloads,
             handling,
         }
     }
